@@ -1,0 +1,29 @@
+--[[
+  Takes a waiter out of the queue (its call ended). If the queue had already served it, the
+  hold it was given is dropped, so a cancelled waiter never leaves a grant behind.
+
+  KEYS[1] holders    KEYS[2] queue    KEYS[3] data    KEYS[4] channel (see includes/state)
+
+  ARGV[1] waiter id
+
+  Returns 1 when a served grant was dropped, 0 otherwise.
+]]
+local holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local waiterId = ARGV[1]
+
+--- @include "includes/clock"
+--- @include "includes/state"
+
+local waiter = loadRecord('w:' .. waiterId)
+local dropped = 0
+if waiter then
+  dropWaiter(waiterId)
+  local grant = waiter.g == 1 and liveGrant(waiter.k)
+  if grant then
+    dropHold(waiter.k, grant, waiter.m)
+    dropped = 1
+  end
+end
+settle()
+keepKeys()
+return dropped

@@ -1,0 +1,215 @@
+--[[
+  Shared helpers for every lock script. Pasted in place of `--- @include "includes/state"`.
+
+  One data model serves every lock kind (exclusive, shared, semaphore) and the wait queue,
+  all under one hash tag so each script touches one slot:
+
+    holders  ZSET  grant token -> lease expiry in ms (Redis clock)
+    queue    ZSET  waiter id   -> arrival number
+    data     HASH  fence        last fencing token granted
+                   limit        1 (plain or read-write) or N (semaphore); absent while idle
+                   seq          arrival counter of the queue
+                   g:<token>    grant   {o owner, f fence, x exclusive holds, s shared holds,
+                                         t lease ms, r request ids, a abandoned (lock-delay)}
+                   o:<owner>    token of the owner's grant (reentrancy)
+                   r:<request>  token of the grant a request id produced (idempotency)
+                   w:<waiter>   waiter  {k token, o owner, m mode, l limit, t lease ms, r request id,
+                                         e entry expiry, wl entry lease ms, g 0 queued / 1 granted / 2 refused}
+
+  The including script defines holdersKey, queueKey, dataKey, channel (may be nil), now and nowUs.
+  Numbers that can exceed 14 digits (fencing tokens) are kept as strings: cjson keeps 14.
+]]
+
+local EXCLUSIVE, SHARED = 1, 2
+-- Data outlives the last lease by this much so Inspect and CheckFencingToken still see the last fence.
+local RETAIN_MS = 60000
+
+local function loadRecord(field)
+  local raw = redis.call('HGET', dataKey, field)
+  if raw then return cjson.decode(raw) end
+  return nil
+end
+
+local function saveRecord(field, record)
+  redis.call('HSET', dataKey, field, cjson.encode(record))
+end
+
+local function holdCount(grant)
+  return grant.x + grant.s
+end
+
+local function modeOf(grant)
+  if grant.x > 0 then return EXCLUSIVE end
+  return SHARED
+end
+
+local function leaseExpiry(token)
+  return tonumber(redis.call('ZSCORE', holdersKey, token))
+end
+
+-- A grant that can still be used by its holder: present, unexpired, not abandoned to a lock-delay.
+local function liveGrant(token)
+  local expiry = leaseExpiry(token)
+  if not expiry or expiry <= now then return nil end
+  local grant = loadRecord('g:' .. token)
+  if not grant or grant.a == 1 then return nil end
+  return grant, expiry
+end
+
+local function forgetGrant(token)
+  local grant = loadRecord('g:' .. token)
+  if grant then
+    if grant.o ~= '' and redis.call('HGET', dataKey, 'o:' .. grant.o) == token then
+      redis.call('HDEL', dataKey, 'o:' .. grant.o)
+    end
+    for _, requestId in ipairs(grant.r) do
+      redis.call('HDEL', dataKey, 'r:' .. requestId)
+    end
+    redis.call('HDEL', dataKey, 'g:' .. token)
+  end
+  redis.call('ZREM', holdersKey, token)
+end
+
+-- Fencing tokens: max(last + 1, Redis TIME in microseconds). Strictly increasing while the
+-- data key lives, and still increasing after it expired, because the clock has moved on since.
+local function nextFence()
+  local last = tonumber(redis.call('HGET', dataKey, 'fence') or '0')
+  local fence = string.format('%.0f', math.max(last + 1, nowUs))
+  redis.call('HSET', dataKey, 'fence', fence)
+  return fence
+end
+
+local function createGrant(token, owner, mode, limit, ttl, requestId, expiry)
+  local grant = { o = owner, f = nextFence(), x = 0, s = 0, t = ttl, r = {}, a = 0 }
+  if mode == SHARED then grant.s = 1 else grant.x = 1 end
+  if requestId ~= '' then
+    grant.r[1] = requestId
+    redis.call('HSET', dataKey, 'r:' .. requestId, token)
+  end
+  if owner ~= '' then redis.call('HSET', dataKey, 'o:' .. owner, token) end
+  saveRecord('g:' .. token, grant)
+  redis.call('ZADD', holdersKey, expiry, token)
+  redis.call('HSET', dataKey, 'limit', limit)
+  return grant
+end
+
+-- Adds one hold to the owner's grant. Shared -> exclusive would deadlock against other readers.
+local function reenter(token, grant, mode, requestId, expiry)
+  if mode == EXCLUSIVE and grant.x == 0 then return false end
+  if mode == EXCLUSIVE then grant.x = grant.x + 1 else grant.s = grant.s + 1 end
+  if requestId ~= '' then
+    table.insert(grant.r, requestId)
+    redis.call('HSET', dataKey, 'r:' .. requestId, token)
+  end
+  saveRecord('g:' .. token, grant)
+  if expiry > (leaseExpiry(token) or 0) then redis.call('ZADD', holdersKey, expiry, token) end
+  return true
+end
+
+-- Drops one hold; exclusive holds go first so "write, read, release" leaves a read hold (downgrade).
+local function dropHold(token, grant, mode)
+  if mode == SHARED and grant.s > 0 then grant.s = grant.s - 1
+  elseif grant.x > 0 then grant.x = grant.x - 1
+  else grant.s = grant.s - 1 end
+  if holdCount(grant) <= 0 then
+    forgetGrant(token)
+  else
+    saveRecord('g:' .. token, grant)
+  end
+end
+
+local function purgeExpiredHolders()
+  local expired = redis.call('ZRANGEBYSCORE', holdersKey, '-inf', now)
+  for _, token in ipairs(expired) do forgetGrant(token) end
+  return #expired
+end
+
+-- Whether a new grant of `mode` fits beside the current holders.
+-- Under limit 1 an exclusive grant is always alone, so the first holder tells the mode of all.
+local function fits(mode, limit)
+  local holders = redis.call('ZRANGE', holdersKey, 0, -1)
+  if limit > 1 then return #holders < limit end
+  if #holders == 0 then return true end
+  if mode == EXCLUSIVE then return false end
+  local first = loadRecord('g:' .. holders[1])
+  return first ~= nil and first.x == 0
+end
+
+local function waiterAlive(waiter)
+  return waiter ~= nil and waiter.e > now
+end
+
+local function dropWaiter(waiterId)
+  redis.call('ZREM', queueKey, waiterId)
+  redis.call('HDEL', dataKey, 'w:' .. waiterId)
+end
+
+-- Serves the queue head by head while each fits: the leading run of shared waiters goes
+-- together, a semaphore fills up, and an exclusive head blocks everyone behind it.
+-- Each served waiter gets its grant with a short claim lease (its entry lease); the waiter's
+-- server confirms the full lease when it answers, so a grant made for a dead server frees itself.
+-- One publish tells every server which of its waiters to answer.
+local function serveQueue()
+  local ready = {}
+  while true do
+    local head = redis.call('ZRANGE', queueKey, 0, 0)[1]
+    if not head then break end
+    local waiter = loadRecord('w:' .. head)
+    if not waiterAlive(waiter) then
+      dropWaiter(head)
+    else
+      local claimExpiry = now + math.min(waiter.t, waiter.wl)
+      local held = waiter.o ~= '' and redis.call('HGET', dataKey, 'o:' .. waiter.o)
+      local heldGrant = held and liveGrant(held)
+      if heldGrant then
+        if reenter(held, heldGrant, waiter.m, waiter.r, claimExpiry) then
+          waiter.g, waiter.k = 1, held
+        else
+          waiter.g = 2
+        end
+      elseif fits(waiter.m, waiter.l) then
+        createGrant(waiter.k, waiter.o, waiter.m, waiter.l, waiter.t, waiter.r, claimExpiry)
+        waiter.g = 1
+      else
+        break
+      end
+      redis.call('ZREM', queueKey, head)
+      saveRecord('w:' .. head, waiter)
+      table.insert(ready, head)
+    end
+  end
+  if #ready > 0 and channel then
+    redis.call('SPUBLISH', channel, 'g ' .. table.concat(ready, ' '))
+  end
+end
+
+-- Milliseconds until the earliest lease ends (when a waiter should look again), or -1.
+local function msToNextExpiry()
+  local first = redis.call('ZRANGE', holdersKey, 0, 0, 'WITHSCORES')
+  if first[2] then return math.max(0, tonumber(first[2]) - now) end
+  return -1
+end
+
+-- Every key expires: data lives as long as the longest lease (or a waiting queue) plus RETAIN_MS.
+local function keepKeys()
+  local idle = redis.call('ZCARD', holdersKey) == 0 and redis.call('ZCARD', queueKey) == 0
+  if idle then redis.call('HDEL', dataKey, 'limit') end
+  local lastExpiry = now
+  local last = redis.call('ZRANGE', holdersKey, -1, -1, 'WITHSCORES')
+  if last[2] then lastExpiry = math.max(lastExpiry, tonumber(last[2])) end
+  if redis.call('ZCARD', queueKey) > 0 then lastExpiry = math.max(lastExpiry, now + RETAIN_MS) end
+  local ttl = lastExpiry - now + RETAIN_MS
+  redis.call('PEXPIRE', holdersKey, ttl)
+  redis.call('PEXPIRE', queueKey, ttl)
+  redis.call('PEXPIRE', dataKey, ttl)
+end
+
+-- Brings the lock up to date: expired holders out, then whoever waits and now fits in.
+local function settle()
+  purgeExpiredHolders()
+  serveQueue()
+end
+
+local function grantReply(token, grant)
+  return { 1, token, grant.f, grant.t, holdCount(grant) }
+end

@@ -1,0 +1,168 @@
+// The lock engine: plain requests in, plain results out. Every change to lock state is one
+// Lua script on one slot; waiting lives in WaitRoom. Knows nothing about gRPC.
+import { randomBytes } from 'node:crypto';
+import type { Cluster, Redis } from 'ioredis';
+import { LockError, ScriptCode, fromRedisError } from './errors';
+import { lockKeys, scriptKeys } from './keys';
+import { commandName, defineScripts, scriptKeyCount, type ScriptName } from './scripts';
+import type { AcquireParams, FenceCheck, Grant, HolderInfo, LockInfo, Mode, ReleaseResult } from './types';
+import { WaitRoom } from './wait-room';
+
+export interface EngineOptions {
+  /** First part of every key. */
+  keyPrefix?: string;
+  /** How long a queue entry lives unless its server refreshes it (a dead server's waiters drop out). */
+  entryLeaseMs?: number;
+  /** How often a server refreshes its queue entries and looks for expired holders. */
+  entryRefreshMs?: number;
+  /** Called with failures nobody is waiting for (background refreshes), to be logged. */
+  onBackgroundError?: (err: unknown) => void;
+}
+
+type Reply = (string | number | Reply)[];
+
+/** 128 random bits: the secret that releases and renews a grant. */
+export function newToken(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+export class LockEngine {
+  readonly prefix: string;
+  readonly entryLeaseMs: number;
+  private readonly room: WaitRoom;
+
+  constructor(
+    private readonly redis: Redis | Cluster,
+    subscriber: Redis | Cluster,
+    options: EngineOptions = {},
+  ) {
+    this.prefix = options.keyPrefix ?? 'hf';
+    this.entryLeaseMs = options.entryLeaseMs ?? 3000;
+    defineScripts(redis);
+    this.room = new WaitRoom(this, subscriber, {
+      refreshMs: options.entryRefreshMs ?? 1000,
+      onBackgroundError: options.onBackgroundError ?? (() => {}),
+    });
+  }
+
+  /** Runs one lock script; Redis trouble becomes LockError('unavailable'). */
+  async run(script: ScriptName, name: string, args: (string | number)[]): Promise<Reply> {
+    const keys = scriptKeys(lockKeys(this.prefix, name), scriptKeyCount(script));
+    const command = (this.redis as unknown as Record<string, (...a: unknown[]) => Promise<Reply>>)[commandName(script)];
+    try {
+      return await command.call(this.redis, ...keys, ...args);
+    } catch (err) {
+      throw fromRedisError(err);
+    }
+  }
+
+  channelOf(name: string): string {
+    return lockKeys(this.prefix, name).channel;
+  }
+
+  /**
+   * Acquires a lock, queueing up to params.waitMs. Resolves null when it was not granted in
+   * time, or when `signal` aborted (a grant that raced the abort is released first).
+   */
+  async acquire(params: AcquireParams, signal?: AbortSignal): Promise<Grant | null> {
+    const deadline = performance.now() + params.waitMs;
+    const waiterId = params.waitMs > 0 ? randomBytes(9).toString('base64url') : '';
+    const token = newToken();
+    const reply = await this.attempt(params, token, waiterId);
+    if (reply.grant) {
+      if (!signal?.aborted) return reply.grant;
+      await this.release(params.name, reply.grant.token).catch(() => {});
+      return null;
+    }
+    if (!reply.queued) return null;
+    return this.room.wait({ params, token, waiterId, deadline, nextExpiryMs: reply.nextExpiryMs }, signal);
+  }
+
+  /** One run of acquire-4: granted, refused, or queued under waiterId (when not ''). */
+  async attempt(
+    params: AcquireParams,
+    token: string,
+    waiterId: string,
+  ): Promise<{ grant?: Grant; queued?: boolean; nextExpiryMs: number }> {
+    const { name, owner, ttlMs, mode, limit, requestId } = params;
+    const reply = await this.run('acquire', name, [token, owner, ttlMs, mode, limit, requestId, waiterId, this.entryLeaseMs]);
+    switch (reply[0]) {
+      case ScriptCode.GRANTED:
+        return { grant: grantOf(reply), nextExpiryMs: -1 };
+      case ScriptCode.NOT_GRANTED:
+        return { nextExpiryMs: Number(reply[1]) };
+      case ScriptCode.QUEUED:
+        return { queued: true, nextExpiryMs: Number(reply[1]) };
+      default:
+        throw conflictError(name, reply, limit);
+    }
+  }
+
+  /** Releases one hold. lockDelayMs > 0 keeps a freed lock closed that long (a holder vanished). */
+  async release(name: string, token: string, lockDelayMs = 0): Promise<ReleaseResult> {
+    const reply = await this.run('release', name, [token, lockDelayMs]);
+    if (reply[0] === ScriptCode.NOT_FOUND) throw notHeld(name);
+    return { released: reply[0] === 1, holdCount: Number(reply[1]) };
+  }
+
+  /** Renews a live grant to now + ttlMs (0: its own lease length). */
+  async renew(name: string, token: string, ttlMs: number): Promise<{ ttlMs: number }> {
+    const reply = await this.run('renew', name, [token, ttlMs]);
+    if (reply[0] === ScriptCode.NOT_FOUND) throw notHeld(name);
+    return { ttlMs: Number(reply[1]) };
+  }
+
+  async inspect(name: string): Promise<LockInfo> {
+    const reply = await this.run('inspect', name, []);
+    const holders: HolderInfo[] = (reply.slice(3) as Reply[]).map((h) => ({
+      owner: String(h[0]),
+      fencingToken: String(h[1]),
+      ttlMs: Number(h[2]),
+      holdCount: Number(h[3]),
+      mode: Number(h[4]) as Mode,
+    }));
+    holders.sort((a, b) => (BigInt(a.fencingToken) < BigInt(b.fencingToken) ? -1 : 1));
+    return { name, holders, waiters: Number(reply[2]), fencingToken: String(reply[0]), limit: Number(reply[1]) };
+  }
+
+  async checkFencingToken(name: string, fencingToken: string): Promise<FenceCheck> {
+    const reply = await this.run('checkFencingToken', name, [fencingToken]);
+    return {
+      live: reply[0] === 1,
+      ttlMs: Number(reply[1]),
+      mode: Number(reply[2]) as Mode | 0,
+      latestFencingToken: String(reply[3]),
+    };
+  }
+
+  /** Ends every wait with UNAVAILABLE (shutdown). */
+  async close(): Promise<void> {
+    await this.room.closeAll(new LockError('unavailable', 'the server is shutting down'));
+  }
+}
+
+export function grantOf(reply: Reply, offset = 1): Grant {
+  return {
+    token: String(reply[offset]),
+    fencingToken: String(reply[offset + 1]),
+    ttlMs: Number(reply[offset + 2]),
+    holdCount: Number(reply[offset + 3]),
+  };
+}
+
+export function notHeld(name: string): LockError {
+  return new LockError('not_found', `lock "${name}": the token holds nothing (wrong, expired or already released)`);
+}
+
+export function conflictError(name: string, reply: Reply, limit: number): LockError {
+  if (reply[0] === ScriptCode.LIMIT_MISMATCH) {
+    return new LockError(
+      'conflict',
+      `lock "${name}" has limit ${reply[1]} while it has holders or waiters; this request asked for limit ${limit}`,
+    );
+  }
+  return new LockError(
+    'conflict',
+    `lock "${name}": this owner holds it shared; upgrading to exclusive is refused (it deadlocks against other readers)`,
+  );
+}

@@ -1,0 +1,43 @@
+// Lock engine failures, named in lock terms; the transport turns each kind into one gRPC status.
+
+export type LockErrorKind =
+  | 'invalid' // bad input
+  | 'not_found' // the token holds nothing
+  | 'conflict' // the request contradicts the lock's state (limit, upgrade)
+  | 'unavailable' // Redis cannot be reached, or the server is shutting down
+  | 'timeout' // not acquired in time (streams only; unary Acquire answers acquired=false)
+  | 'lost'; // a held lease ended
+
+export class LockError extends Error {
+  constructor(
+    readonly kind: LockErrorKind,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'LockError';
+  }
+}
+
+/** Result codes the Lua scripts return first; listed once here. */
+export const ScriptCode = {
+  GRANTED: 1,
+  NOT_GRANTED: 0,
+  QUEUED: 2,
+  NOT_FOUND: -1,
+  LIMIT_MISMATCH: -3,
+  UPGRADE_REFUSED: -4,
+} as const;
+
+const REDIS_BUSY = /^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|NOREPLICAS)\b/;
+
+/**
+ * Turns anything a Redis call threw into a LockError: connection trouble and transient server
+ * states become 'unavailable'; a script or protocol error is a bug and is passed on unchanged.
+ */
+export function fromRedisError(err: unknown): unknown {
+  if (err instanceof LockError) return err;
+  const e = err as { name?: string; message?: string };
+  const message = e?.message ?? String(err);
+  if (e?.name === 'ReplyError' && !REDIS_BUSY.test(message)) return err;
+  return new LockError('unavailable', `Redis is unavailable: ${message}`);
+}

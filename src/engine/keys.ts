@@ -1,0 +1,24 @@
+// The only place that builds Redis keys. Every key of one lock shares one hash tag, so every
+// script on that lock touches one Redis Cluster slot.
+
+export interface LockKeys {
+  holders: string;
+  queue: string;
+  data: string;
+  channel: string;
+}
+
+// Names may contain '{' and '}', which would cut the hash tag short: percent-encode them.
+function tagOf(name: string): string {
+  return name.replace(/[%{}]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+}
+
+export function lockKeys(prefix: string, name: string): LockKeys {
+  const base = `${prefix}:{${tagOf(name)}}`;
+  return { holders: `${base}:h`, queue: `${base}:q`, data: `${base}:d`, channel: `${base}:c` };
+}
+
+/** The keys a script takes, in the order its header lists them. */
+export function scriptKeys(keys: LockKeys, count: number): string[] {
+  return [keys.holders, keys.queue, keys.data, keys.channel].slice(0, count);
+}

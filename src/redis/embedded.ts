@@ -1,0 +1,113 @@
+// A private redis-server child on a free loopback port: the server's embedded default and the
+// test suite's Redis. Started with its own data dir, stopped by PID.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+
+export interface EmbeddedRedis {
+  port: number;
+  url: string;
+  pid: number;
+  dataDir: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export interface EmbeddedRedisOptions {
+  dataDir: string;
+  /** Reuse a port (restart after a kill). Default: a free one. */
+  port?: number;
+  binary?: string;
+  /** Extra redis-server arguments, e.g. ['--appendonly', 'yes']. */
+  args?: string[];
+}
+
+export class RedisBinaryMissing extends Error {}
+
+/** A port nobody listens on right now. (`--port 0` would disable TCP in redis-server.) */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.unref();
+    probe.on('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+export function findRedisBinary(binary = 'redis-server'): string {
+  const found = spawnSync(binary, ['--version'], { encoding: 'utf8' });
+  if (found.error || found.status !== 0) {
+    throw new RedisBinaryMissing(
+      `${binary} not found: install it with "sudo apt-get install -y redis-server", or pass --redis URL`,
+    );
+  }
+  return binary;
+}
+
+export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise<EmbeddedRedis> {
+  const binary = findRedisBinary(options.binary);
+  mkdirSync(options.dataDir, { recursive: true });
+  for (let attempt = 0; ; attempt++) {
+    const port = options.port ?? (await freePort());
+    const child = spawn(
+      binary,
+      [
+        '--port', String(port),
+        '--bind', '127.0.0.1',
+        '--dir', options.dataDir,
+        '--save', '60 1',
+        '--appendonly', 'no',
+        '--daemonize', 'no',
+        '--loglevel', 'notice',
+        ...(options.args ?? []),
+      ],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    let exited = false;
+    const exitedPromise = new Promise<void>((resolve) => child.once('exit', () => { exited = true; resolve(); }));
+    let output = '';
+    let collecting = true;
+    // redis-server says when it accepts connections; no need to poll it with PING.
+    const ready = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), 10000);
+      child.stdout!.on('data', (d) => {
+        if (!collecting) return; // keep draining the pipe
+        output = (output + d.toString()).slice(-8192);
+        if (/Ready to accept connections/.test(output)) {
+          collecting = false;
+          clearTimeout(timer);
+          resolve(true);
+        }
+      });
+      void exitedPromise.then(() => {
+        clearTimeout(timer);
+        resolve(false);
+      });
+    });
+    if (ready) {
+      return {
+        port,
+        url: `redis://127.0.0.1:${port}`,
+        pid: child.pid!,
+        dataDir: options.dataDir,
+        process: child,
+        async stop() {
+          if (exited) return;
+          child.kill('SIGTERM');
+          const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+          await exitedPromise;
+          clearTimeout(timer);
+        },
+      };
+    }
+    child.kill('SIGKILL');
+    await exitedPromise;
+    // Another process may have taken the free port between the probe and the bind.
+    if (options.port !== undefined || attempt >= 4) {
+      throw new Error(`redis-server did not start on port ${port}: ${output.trim().split('\n').slice(-3).join(' | ')}`);
+    }
+  }
+}

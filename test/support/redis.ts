@@ -1,0 +1,45 @@
+// Test Redis: a private redis-server child per test file (the server's own embedded-Redis code),
+// on a free loopback port, stopped by PID. Lock names are random per test, so files run in parallel.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
+
+export interface TestRedis extends EmbeddedRedis {
+  client: Redis;
+  /** Kills redis-server and starts it again on the same port and data dir. */
+  restart(): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+export async function startTestRedis(): Promise<TestRedis> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'holdfast-redis-'));
+  let server = await startEmbeddedRedis({ dataDir, args: ['--save', ''] });
+  const client = new Redis(server.url, { lazyConnect: false, maxRetriesPerRequest: 1 });
+  client.on('error', () => {});
+  const handle: TestRedis = {
+    ...server,
+    client,
+    async restart() {
+      await server.stop();
+      server = await startEmbeddedRedis({ dataDir, port: server.port, args: ['--save', ''] });
+      handle.pid = server.pid;
+      handle.process = server.process;
+    },
+    async stop() {
+      await server.stop();
+    },
+    async cleanup() {
+      client.disconnect();
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return handle;
+}
+
+export function uniqueName(label = 'lock'): string {
+  return `${label}-${randomBytes(6).toString('hex')}`;
+}
