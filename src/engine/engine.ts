@@ -7,6 +7,7 @@ import { lockKeys, scriptKeys } from './keys';
 import { commandName, defineScripts, scriptKeyCount, type ScriptName } from './scripts';
 import type { AcquireParams, FenceCheck, Grant, HolderInfo, LockInfo, Mode, ReleaseResult } from './types';
 import { WaitRoom } from './wait-room';
+import { Watchdog, type KeepRequest, type KeptLease, type LeaseEvents } from './watchdog';
 
 export interface EngineOptions {
   /** First part of every key. */
@@ -30,6 +31,7 @@ export class LockEngine {
   readonly prefix: string;
   readonly entryLeaseMs: number;
   private readonly room: WaitRoom;
+  private readonly watchdog: Watchdog;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -39,10 +41,9 @@ export class LockEngine {
     this.prefix = options.keyPrefix ?? 'hf';
     this.entryLeaseMs = options.entryLeaseMs ?? 3000;
     defineScripts(redis);
-    this.room = new WaitRoom(this, subscriber, {
-      refreshMs: options.entryRefreshMs ?? 1000,
-      onBackgroundError: options.onBackgroundError ?? (() => {}),
-    });
+    const onBackgroundError = options.onBackgroundError ?? (() => {});
+    this.room = new WaitRoom(this, subscriber, { refreshMs: options.entryRefreshMs ?? 1000, onBackgroundError });
+    this.watchdog = new Watchdog(redis, this.prefix, (name, token) => this.release(name, token), onBackgroundError);
   }
 
   /** Runs one lock script; Redis trouble becomes LockError('unavailable'). */
@@ -85,10 +86,11 @@ export class LockEngine {
     waiterId: string,
   ): Promise<{ grant?: Grant; queued?: boolean; nextExpiryMs: number }> {
     const { name, owner, ttlMs, mode, limit, requestId } = params;
+    const sentAt = performance.now();
     const reply = await this.run('acquire', name, [token, owner, ttlMs, mode, limit, requestId, waiterId, this.entryLeaseMs]);
     switch (reply[0]) {
       case ScriptCode.GRANTED:
-        return { grant: grantOf(reply), nextExpiryMs: -1 };
+        return { grant: grantOf(reply, sentAt), nextExpiryMs: -1 };
       case ScriptCode.NOT_GRANTED:
         return { nextExpiryMs: Number(reply[1]) };
       case ScriptCode.QUEUED:
@@ -102,7 +104,19 @@ export class LockEngine {
   async release(name: string, token: string, lockDelayMs = 0): Promise<ReleaseResult> {
     const reply = await this.run('release', name, [token, lockDelayMs]);
     if (reply[0] === ScriptCode.NOT_FOUND) throw notHeld(name);
-    return { released: reply[0] === 1, holdCount: Number(reply[1]) };
+    const released = reply[0] === 1;
+    if (released) this.watchdog.released(token);
+    return { released, holdCount: Number(reply[1]) };
+  }
+
+  /** Keeps renewing a grant until stopped or lost (the lease behind a Hold stream). */
+  keep(request: KeepRequest, events: LeaseEvents, leaseStart: number): KeptLease {
+    return this.watchdog.keep(request, events, leaseStart);
+  }
+
+  /** How many leases this engine is keeping alive. */
+  get keptLeases(): number {
+    return this.watchdog.size;
   }
 
   /** Renews a live grant to now + ttlMs (0: its own lease length). */
@@ -135,14 +149,18 @@ export class LockEngine {
     };
   }
 
-  /** Ends every wait with UNAVAILABLE (shutdown). */
+  /** Shutdown: ends every wait with 'unavailable', releases every kept lease and reports it lost. */
   async close(): Promise<void> {
-    await this.room.closeAll(new LockError('unavailable', 'the server is shutting down'));
+    await Promise.all([
+      this.room.closeAll(new LockError('unavailable', 'the server is shutting down')),
+      this.watchdog.endAll('server_shutdown', 'the server is shutting down; the lock was released'),
+    ]);
   }
 }
 
-export function grantOf(reply: Reply, offset = 1): Grant {
+export function grantOf(reply: Reply, leaseStart: number, offset = 1): Grant {
   return {
+    leaseStart,
     token: String(reply[offset]),
     fencingToken: String(reply[offset + 1]),
     ttlMs: Number(reply[offset + 2]),

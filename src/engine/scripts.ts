@@ -1,8 +1,9 @@
 // Loads lua/*.lua into ioredis with defineCommand, which runs them by SHA and reloads them
 // after NOSCRIPT (a Redis restart). `--- @include "includes/x"` lines are pasted in at load.
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Cluster, Redis } from 'ioredis';
+import { packageRoot } from '../package-root';
 
 export type ScriptName = 'acquire' | 'release' | 'renew' | 'claim' | 'dequeue' | 'inspect' | 'checkFencingToken';
 
@@ -16,13 +17,8 @@ const FILES: Record<ScriptName, string> = {
   checkFencingToken: 'check-fencing-token-3',
 };
 
-/** Finds the lua/ folder from both src/ (tests) and dist/src/ (the built server). */
 export function luaDir(): string {
-  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
-    const candidate = join(dir, 'lua');
-    if (existsSync(join(candidate, 'acquire-4.lua'))) return candidate;
-  }
-  throw new Error(`lua/ not found above ${__dirname}`);
+  return join(packageRoot(), 'lua');
 }
 
 const INCLUDE = /^--- @include "([\w/-]+)"$/gm;

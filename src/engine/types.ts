@@ -24,6 +24,8 @@ export interface Grant {
   fencingToken: string;
   ttlMs: number;
   holdCount: number;
+  /** performance.now() just before the script that set this lease was sent: the lease ends no earlier than leaseStart + ttlMs. */
+  leaseStart: number;
 }
 
 export interface ReleaseResult {

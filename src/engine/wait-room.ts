@@ -127,6 +127,7 @@ export class WaitRoom {
         const waiters = [...line.waiters.values()];
         if (waiters.length === 0) return;
         let reply: Reply;
+        const sentAt = performance.now();
         try {
           reply = await this.engine.run('claim', line.name, [this.engine.entryLeaseMs, ...waiters.map((w) => w.waiterId)]);
         } catch (err) {
@@ -135,7 +136,7 @@ export class WaitRoom {
           return;
         }
         const results = reply[1] as Reply[];
-        await Promise.all(waiters.map((w, i) => this.settle(w, results[i])));
+        await Promise.all(waiters.map((w, i) => this.settle(w, results[i], sentAt)));
         this.schedule(line, Number(reply[0]));
       } while (line.again);
     })().finally(() => {
@@ -144,11 +145,11 @@ export class WaitRoom {
     return line.inflight;
   }
 
-  private async settle(waiter: Waiter, result: Reply): Promise<void> {
+  private async settle(waiter: Waiter, result: Reply, sentAt: number): Promise<void> {
     const code = result[0];
     if (code === ScriptCode.QUEUED) return;
     if (code === ScriptCode.GRANTED) {
-      const grant = grantOf(result);
+      const grant = grantOf(result, sentAt);
       if (waiter.done) {
         // The call ended while the grant was on its way: give it back.
         await this.engine.release(waiter.params.name, grant.token).catch(this.options.onBackgroundError);

@@ -1,0 +1,67 @@
+import { Command, Option } from 'commander';
+import pino from 'pino';
+import { RedisBinaryMissing } from '../redis/embedded';
+import { startServer } from '../server';
+import { MAX_TTL_MS, MIN_TTL_MS } from '../transport/requests';
+import { millis } from './options';
+
+/** Ends the process this long after SIGTERM/SIGINT even if something hangs. */
+const EXIT_DEADLINE_MS = 10_000;
+
+export function serveCommand(): Command {
+  return new Command('serve')
+    .description('run the lock server (with a private redis-server child unless --redis is given)')
+    .addOption(new Option('--listen <host:port>', 'gRPC listen address').env('HOLDFAST_LISTEN').default('127.0.0.1:50051'))
+    .addOption(new Option('--redis <url>', 'Redis URL; omit to start a private redis-server').env('HOLDFAST_REDIS_URL'))
+    .addOption(new Option('--data-dir <dir>', 'where the embedded redis-server keeps its data').env('HOLDFAST_DATA_DIR').default('.holdfast'))
+    .addOption(new Option('--default-ttl-ms <ms>', 'lease when a request gives ttl_ms 0').argParser(millis).default(30_000))
+    .addOption(new Option('--max-hold-ms <ms>', 'longest any Hold stream keeps its lock (0: no cap)').argParser(millis).default(0))
+    .addOption(new Option('--lock-delay-ms <ms>', 'keep a lock closed this long after its Hold stream dropped without Release').argParser(millis).default(0))
+    .addOption(new Option('--keepalive-time-ms <ms>', 'HTTP/2 ping interval to detect dead peers').argParser(millis).default(10_000))
+    .addOption(new Option('--keepalive-timeout-ms <ms>', 'how long a ping may go unanswered').argParser(millis).default(5_000))
+    .addOption(new Option('--deadline-margin-ms <ms>', "stop waiting this long before a call's deadline").argParser(millis).default(50))
+    .addOption(new Option('--key-prefix <prefix>', 'first part of every Redis key').default('hf'))
+    .addOption(new Option('--log-level <level>', 'pino log level').env('HOLDFAST_LOG_LEVEL').default('info'))
+    .action(async (opts) => {
+      const logger = pino({ level: opts.logLevel });
+      if (opts.defaultTtlMs < MIN_TTL_MS || opts.defaultTtlMs > MAX_TTL_MS) {
+        throw new Error(`--default-ttl-ms must be between ${MIN_TTL_MS} and ${MAX_TTL_MS}`);
+      }
+      let server;
+      try {
+        server = await startServer({
+          listen: opts.listen,
+          redisUrl: opts.redis,
+          dataDir: opts.dataDir,
+          defaultTtlMs: opts.defaultTtlMs,
+          maxHoldMs: opts.maxHoldMs,
+          lockDelayMs: opts.lockDelayMs,
+          keepaliveTimeMs: opts.keepaliveTimeMs,
+          keepaliveTimeoutMs: opts.keepaliveTimeoutMs,
+          deadlineMarginMs: opts.deadlineMarginMs,
+          keyPrefix: opts.keyPrefix,
+          logger,
+        });
+      } catch (err) {
+        if (err instanceof RedisBinaryMissing) {
+          process.stderr.write(`holdfast: ${err.message}\n`);
+          process.exit(1);
+        }
+        throw err;
+      }
+      const running = server;
+      const shutdown = (signal: string) => {
+        logger.info({ signal }, 'shutting down');
+        setTimeout(() => process.exit(1), EXIT_DEADLINE_MS).unref();
+        running.stop().then(
+          () => process.exit(0),
+          (err) => {
+            logger.error({ err }, 'shutdown failed');
+            process.exit(1);
+          },
+        );
+      };
+      process.once('SIGTERM', () => shutdown('SIGTERM'));
+      process.once('SIGINT', () => shutdown('SIGINT'));
+    });
+}

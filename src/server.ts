@@ -1,0 +1,128 @@
+// Wiring only: Redis (given or embedded), the lock engine, the gRPC server with health and
+// reflection, and an orderly stop.
+import { join } from 'node:path';
+import { Server, ServerCredentials } from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
+import type { Logger } from 'pino';
+import { LockServiceService } from '../clients/ts/gen/holdfast/v1/lock';
+import { LockEngine } from './engine/engine';
+import { connectRedis } from './redis/connect';
+import { startEmbeddedRedis, type EmbeddedRedis } from './redis/embedded';
+import { lockService } from './transport/lock-service';
+import { packageRoot } from './package-root';
+
+export interface ServerConfig {
+  listen: string;
+  /** Omit to start a private redis-server child. */
+  redisUrl?: string;
+  dataDir: string;
+  defaultTtlMs: number;
+  maxHoldMs: number;
+  lockDelayMs: number;
+  keepaliveTimeMs: number;
+  keepaliveTimeoutMs: number;
+  deadlineMarginMs: number;
+  keyPrefix: string;
+  logger: Logger;
+}
+
+export interface RunningServer {
+  port: number;
+  redisUrl: string;
+  engine: LockEngine;
+  /** Stops taking calls, ends waits and holds with UNAVAILABLE (releasing their locks), stops Redis if embedded. */
+  stop(): Promise<void>;
+}
+
+const SERVICE = 'holdfast.v1.LockService';
+
+export async function startServer(config: ServerConfig): Promise<RunningServer> {
+  const log = config.logger;
+  let embedded: EmbeddedRedis | undefined;
+  let redisUrl = config.redisUrl;
+  if (!redisUrl) {
+    embedded = await startEmbeddedRedis({ dataDir: join(config.dataDir, 'redis') });
+    redisUrl = embedded.url;
+    log.info({ redisPid: embedded.pid, port: embedded.port, dataDir: embedded.dataDir }, 'started embedded redis-server (pass --redis URL to use your own)');
+  }
+  const redis = connectRedis(redisUrl);
+  const logError = (err: unknown) => log.error({ err }, 'unexpected error');
+  let lastBackgroundError = '';
+  const engine = new LockEngine(redis.commands, redis.subscriber, {
+    keyPrefix: config.keyPrefix,
+    onBackgroundError: (err) => {
+      const message = String((err as Error)?.message ?? err);
+      if (message !== lastBackgroundError) log.warn({ err: message }, 'background Redis call failed');
+      lastBackgroundError = message;
+    },
+  });
+
+  const health = new HealthImplementation({ '': 'NOT_SERVING', [SERVICE]: 'NOT_SERVING' });
+  const setHealth = (serving: boolean) => {
+    const state = serving ? 'SERVING' : 'NOT_SERVING';
+    health.setStatus('', state);
+    health.setStatus(SERVICE, state);
+  };
+  redis.commands.on('ready', () => {
+    lastBackgroundError = '';
+    setHealth(true);
+    log.info('redis ready');
+  });
+  redis.commands.on('close', () => {
+    setHealth(false);
+    log.warn('redis connection lost; answering UNAVAILABLE until it is back');
+  });
+  if (redis.commands.status === 'ready') setHealth(true);
+
+  const server = new Server({
+    'grpc.keepalive_time_ms': config.keepaliveTimeMs,
+    'grpc.keepalive_timeout_ms': config.keepaliveTimeoutMs,
+  });
+  server.addService(
+    LockServiceService,
+    lockService(engine, {
+      defaultTtlMs: config.defaultTtlMs,
+      deadlineMarginMs: config.deadlineMarginMs,
+      maxHoldMs: config.maxHoldMs,
+      lockDelayMs: config.lockDelayMs,
+      logError,
+    }),
+  );
+  health.addToServer(server);
+  const protoDir = join(packageRoot(), 'proto');
+  const descriptors = protoLoader.loadSync([join(protoDir, 'holdfast/v1/lock.proto'), healthProtoPath], {
+    includeDirs: [protoDir],
+  });
+  new ReflectionService(descriptors).addToServer(server);
+
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(config.listen, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  log.info({ listen: config.listen, port }, 'holdfast listening');
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      log.info('stopping: ending waits and holds, releasing their locks');
+      setHealth(false);
+      await engine.close();
+      await new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 2000);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+      await redis.close();
+      if (embedded) {
+        await embedded.stop();
+        log.info('stopped embedded redis-server');
+      }
+    })());
+  return { port, redisUrl, engine, stop };
+}

@@ -1,0 +1,82 @@
+// gRPC handlers of holdfast.v1.LockService: check the request, call the engine, build the
+// response. Errors go through the one status table.
+import type { sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
+import type { LockServiceServer } from '../../clients/ts/gen/holdfast/v1/lock';
+import type { LockEngine } from '../engine/engine';
+import type { Grant } from '../engine/types';
+import { boundedWait, callSignal } from './call-context';
+import { checkFencingToken, checkName, checkToken, checkTtl, toAcquireParams } from './requests';
+import { toServiceError } from './status';
+import { holdHandler, type HoldOptions } from './hold';
+
+export interface ServiceOptions extends HoldOptions {
+  defaultTtlMs: number;
+  /** Stop waiting this long before the call's deadline so the answer still arrives. */
+  deadlineMarginMs: number;
+  logError(err: unknown): void;
+}
+
+function unary<Req, Res>(logError: (err: unknown) => void, handle: (req: Req, call: ServerUnaryCall<Req, Res>) => Promise<Res>) {
+  return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
+    handle(call.request, call).then(
+      (response) => callback(null, response),
+      (err) => callback(toServiceError(err, logError)),
+    );
+  };
+}
+
+const NOT_ACQUIRED = { acquired: false, token: '', fencingToken: '0', ttlMs: '0', holdCount: 0 };
+
+export function grantFields(grant: Grant) {
+  return { token: grant.token, fencingToken: grant.fencingToken, ttlMs: String(grant.ttlMs), holdCount: grant.holdCount };
+}
+
+export function lockService(engine: LockEngine, options: ServiceOptions): LockServiceServer {
+  const { logError } = options;
+  return {
+    acquire: unary(logError, async (req, call) => {
+      const params = toAcquireParams(req, options.defaultTtlMs);
+      params.waitMs = boundedWait(call, params.waitMs, options.deadlineMarginMs);
+      const signal = callSignal(call);
+      const grant = await engine.acquire(params, signal);
+      if (!grant) return NOT_ACQUIRED;
+      if (signal.aborted) {
+        // The client left while the grant was on its way.
+        await engine.release(params.name, grant.token).catch(logError);
+        return NOT_ACQUIRED;
+      }
+      return { acquired: true, ...grantFields(grant) };
+    }),
+
+    release: unary(logError, async (req) => {
+      const result = await engine.release(checkName(req.name), checkToken(req.token));
+      return { released: result.released, holdCount: result.holdCount };
+    }),
+
+    renew: unary(logError, async (req) => {
+      const name = checkName(req.name);
+      const token = checkToken(req.token);
+      const ttlMs = checkTtl(req.ttlMs, 0, "the grant's own lease length");
+      const result = await engine.renew(name, token, ttlMs);
+      return { ttlMs: String(result.ttlMs) };
+    }),
+
+    inspect: unary(logError, async (req) => {
+      const info = await engine.inspect(checkName(req.name));
+      return {
+        name: info.name,
+        holders: info.holders.map((h) => ({ ...h, ttlMs: String(h.ttlMs) })),
+        waiters: info.waiters,
+        fencingToken: info.fencingToken,
+        limit: info.limit,
+      };
+    }),
+
+    checkFencingToken: unary(logError, async (req) => {
+      const result = await engine.checkFencingToken(checkName(req.name), checkFencingToken(req.fencingToken));
+      return { ...result, ttlMs: String(result.ttlMs) };
+    }),
+
+    hold: holdHandler(engine, options),
+  };
+}

@@ -1,0 +1,85 @@
+// Checks wire requests and turns them into engine parameters. Every message names the proto
+// field at fault. Nothing invalid reaches the engine or Redis.
+import { LockMode, type AcquireRequest, type HoldRequest } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LockError } from '../engine/errors';
+import { Mode, type AcquireParams } from '../engine/types';
+
+export const MAX_NAME_BYTES = 512;
+export const MIN_TTL_MS = 10;
+export const MAX_TTL_MS = 86_400_000;
+export const MAX_WAIT_MS = 86_400_000;
+const MAX_ID_BYTES = 512;
+const MAX_TOKEN_LENGTH = 128;
+// C0 and C1 control characters and DEL.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+function invalid(message: string): LockError {
+  return new LockError('invalid', message);
+}
+
+export function checkName(name: string): string {
+  if (name.length === 0) throw invalid('name is required');
+  const bytes = Buffer.byteLength(name, 'utf8');
+  if (bytes > MAX_NAME_BYTES) throw invalid(`name is ${bytes} bytes; at most ${MAX_NAME_BYTES} are allowed`);
+  if (CONTROL.test(name)) throw invalid('name must not contain control characters');
+  return name;
+}
+
+function checkId(field: string, value: string): string {
+  const bytes = Buffer.byteLength(value, 'utf8');
+  if (bytes > MAX_ID_BYTES) throw invalid(`${field} is ${bytes} bytes; at most ${MAX_ID_BYTES} are allowed`);
+  if (CONTROL.test(value)) throw invalid(`${field} must not contain control characters`);
+  return value;
+}
+
+export function checkToken(token: string): string {
+  if (token.length === 0) throw invalid('token is required');
+  if (token.length > MAX_TOKEN_LENGTH || CONTROL.test(token)) throw invalid('token is not a holdfast token');
+  return token;
+}
+
+/** int64 fields arrive as decimal strings; checks the range before anything turns them into numbers. */
+export function checkMillis(field: string, value: string, min: number, max: number, zeroMeans?: string): number {
+  const ms = BigInt(value || '0');
+  if (ms === 0n && zeroMeans !== undefined) return 0;
+  if (ms < BigInt(min) || ms > BigInt(max)) {
+    const zero = zeroMeans ? ` (or 0 for ${zeroMeans})` : '';
+    throw invalid(`${field} must be between ${min} and ${max}${zero}; got ${value}`);
+  }
+  return Number(ms);
+}
+
+export function checkTtl(value: string, defaultTtlMs: number, zeroMeans = `the server default ${defaultTtlMs}`): number {
+  return checkMillis('ttl_ms', value, MIN_TTL_MS, MAX_TTL_MS, zeroMeans) || defaultTtlMs;
+}
+
+function checkMode(mode: LockMode): Mode {
+  if (mode === LockMode.LOCK_MODE_UNSPECIFIED || mode === LockMode.LOCK_MODE_EXCLUSIVE) return Mode.EXCLUSIVE;
+  if (mode === LockMode.LOCK_MODE_SHARED) return Mode.SHARED;
+  throw invalid(`mode ${mode} is not a LockMode (use LOCK_MODE_EXCLUSIVE or LOCK_MODE_SHARED)`);
+}
+
+function checkLimit(limit: number, mode: Mode): number {
+  if (limit > 1 && mode === Mode.SHARED) {
+    throw invalid(`limit ${limit} cannot be combined with mode LOCK_MODE_SHARED: a semaphore's permits are not shared locks`);
+  }
+  return Math.max(1, limit);
+}
+
+export function toAcquireParams(request: AcquireRequest | HoldRequest, defaultTtlMs: number): AcquireParams {
+  const mode = checkMode(request.mode);
+  return {
+    name: checkName(request.name),
+    owner: checkId('owner', request.owner),
+    ttlMs: checkTtl(request.ttlMs, defaultTtlMs),
+    waitMs: checkMillis('wait_timeout_ms', request.waitTimeoutMs, 0, MAX_WAIT_MS),
+    mode,
+    limit: checkLimit(request.limit, mode),
+    requestId: 'requestId' in request ? checkId('request_id', request.requestId) : '',
+  };
+}
+
+export function checkFencingToken(value: string): string {
+  if (!/^\d+$/.test(value) || BigInt(value) === 0n) throw invalid('fencing_token is required');
+  return BigInt(value).toString();
+}
