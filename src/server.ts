@@ -37,6 +37,18 @@ export interface RunningServer {
 }
 
 const SERVICE = 'holdfast.v1.LockService';
+/** Calls answered before Redis is connected would all be UNAVAILABLE: wait this long for it first. */
+const REDIS_STARTUP_WAIT_MS = 5000;
+
+function readyWithin(redis: { once(event: 'ready', cb: () => void): unknown }, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    redis.once('ready', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
 
 export async function startServer(config: ServerConfig): Promise<RunningServer> {
   const log = config.logger;
@@ -75,6 +87,9 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     log.warn('redis connection lost; answering UNAVAILABLE until it is back');
   });
   if (redis.commands.status === 'ready') setHealth(true);
+  else if (!(await readyWithin(redis.commands, REDIS_STARTUP_WAIT_MS))) {
+    log.warn({ redis: redisUrl }, 'Redis is not reachable yet; listening anyway and answering UNAVAILABLE until it is');
+  }
 
   const server = new Server({
     'grpc.keepalive_time_ms': config.keepaliveTimeMs,

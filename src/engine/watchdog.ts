@@ -84,8 +84,10 @@ export class Watchdog {
   /** Ends every lease as lost for `reason`, releasing each grant first (shutdown). */
   async endAll(reason: LostReason, message: string): Promise<void> {
     const leases = [...this.leases];
+    // Forget them first, so that these releases are not taken for a client's own Release.
+    for (const lease of leases) this.forget(lease);
     await Promise.all(leases.map((lease) => this.release(lease.name, lease.token).catch(() => {})));
-    for (const lease of leases) this.end(lease, reason, message);
+    for (const lease of leases) lease.onLost(reason, message);
   }
 
   private forget(lease: Lease): void {
