@@ -1,0 +1,91 @@
+// Standard services and Redis faults: reflection (what grpcurl uses), health, UNAVAILABLE while
+// Redis is down and recovery when it is back (scripts reloaded after NOSCRIPT).
+import { credentials, makeGenericClientConstructor, status, type Client, type ServiceError } from '@grpc/grpc-js';
+import { service as healthService } from 'grpc-health-check';
+import { GrpcReflection } from 'grpc-js-reflection-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, type TestClient } from '../support/client';
+import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
+import { startServerProcess, type ServerProcess } from '../support/server';
+import { waitFor } from '../support/wait';
+
+let redis: TestRedis;
+let server: ServerProcess;
+let client: TestClient;
+
+beforeAll(async () => {
+  redis = await startTestRedis();
+  server = await startServerProcess(redis.url);
+  client = connect(server.addr);
+});
+afterAll(async () => {
+  client?.close();
+  await server?.stop();
+  await redis?.cleanup();
+});
+
+type Callback = (err: ServiceError | null, res: Record<string, unknown>) => void;
+const call = (c: Client, method: string, request: object) =>
+  new Promise<Record<string, unknown>>((resolve, reject) =>
+    (c as unknown as Record<string, (r: object, cb: Callback) => void>)[method](request, (err, res) => (err ? reject(err) : resolve(res))),
+  );
+
+function healthStatus(addr: string, serviceName: string): Promise<string> {
+  const Health = makeGenericClientConstructor(healthService, 'Health');
+  const health = new Health(addr, credentials.createInsecure());
+  return call(health, 'check', { service: serviceName })
+    .then((r) => String(r.status))
+    .finally(() => health.close());
+}
+
+describe('server reflection', () => {
+  it('lists the services, as `grpcurl -plaintext HOST:PORT list` does', async () => {
+    const reflection = new GrpcReflection(server.addr, credentials.createInsecure());
+    const services = await reflection.listServices();
+    expect(services).toEqual(expect.arrayContaining(['holdfast.v1.LockService', 'grpc.health.v1.Health']));
+  });
+
+  it('describes LockService well enough to make the README’s grpcurl calls with no .proto file', async () => {
+    const reflection = new GrpcReflection(server.addr, credentials.createInsecure());
+    const descriptor = await reflection.getDescriptorBySymbol('holdfast.v1.LockService');
+    const pkg = descriptor.getPackageObject({ longs: String, enums: String, defaults: true }) as any;
+    const LockService = pkg.holdfast.v1.LockService;
+    const lockService: Client = new LockService(server.addr, credentials.createInsecure());
+    try {
+      const name = uniqueName('orders');
+      // The same requests as the README's grpcurl examples (grpcurl accepts ttl_ms and ttlMs alike).
+      const grant = await call(lockService, 'Acquire', { name, owner: 'worker-1', ttlMs: '30000' });
+      expect(grant).toMatchObject({ acquired: true, holdCount: 1, ttlMs: '30000' });
+      const info = await call(lockService, 'Inspect', { name });
+      expect(info).toMatchObject({ name, waiters: 0, holders: [{ owner: 'worker-1', mode: 'LOCK_MODE_EXCLUSIVE', holdCount: 1 }] });
+      expect(await call(lockService, 'Release', { name, token: grant.token })).toEqual({ released: true, holdCount: 0 });
+    } finally {
+      lockService.close();
+    }
+  });
+});
+
+describe('Redis faults', () => {
+  it('health says SERVING while Redis is up', async () => {
+    expect(await healthStatus(server.addr, '')).toBe('SERVING');
+    expect(await healthStatus(server.addr, 'holdfast.v1.LockService')).toBe('SERVING');
+  });
+
+  it('answers UNAVAILABLE within about a second while Redis is down, and recovers by itself', async () => {
+    const name = uniqueName();
+    expect((await client.acquire({ name })).acquired).toBe(true);
+    await redis.stop();
+    await waitFor('health NOT_SERVING', async () => (await healthStatus(server.addr, '')) === 'NOT_SERVING');
+    for (const request of [() => client.acquire({ name: uniqueName() }), () => client.inspect({ name }), () => client.acquire({ name: uniqueName(), waitTimeoutMs: '5000' })]) {
+      const startedAt = performance.now();
+      await expect(request()).rejects.toMatchObject({ code: status.UNAVAILABLE, details: expect.stringMatching(/Redis/) });
+      expect(performance.now() - startedAt).toBeLessThan(1500);
+    }
+
+    await redis.restart(); // a new process: its script cache is empty (NOSCRIPT), its data gone
+    await waitFor('health SERVING', async () => (await healthStatus(server.addr, '')) === 'SERVING');
+    const again = await client.acquire({ name: uniqueName() });
+    expect(again.acquired).toBe(true);
+    expect(await client.inspect({ name })).toMatchObject({ holders: [] });
+  });
+});
