@@ -1,0 +1,26 @@
+"""One-shot calls for scripts that manage a lease themselves (no renewals: mind the ttl)."""
+
+from holdfast.lease import NotAcquired
+from holdfast.v1 import lock_pb2, lock_pb2_grpc
+
+
+def acquire(channel, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0, timeout=None):
+    """Acquires `name` once and returns the AcquireResponse; raises NotAcquired when it is not granted."""
+    mode = lock_pb2.LOCK_MODE_SHARED if shared else lock_pb2.LOCK_MODE_EXCLUSIVE
+    request = lock_pb2.AcquireRequest(name=name, owner=owner, ttl_ms=ttl_ms, wait_timeout_ms=wait_ms, mode=mode,
+                                      limit=limit)
+    grant = lock_pb2_grpc.LockServiceStub(channel).Acquire(request, timeout=timeout)
+    if not grant.acquired:
+        raise NotAcquired(f'lock "{name}" was not acquired within {wait_ms} ms')
+    return grant
+
+
+def release(channel, name, token, timeout=None):
+    """Releases one hold of a grant; returns True when the lock was freed."""
+    request = lock_pb2.ReleaseRequest(name=name, token=token)
+    return lock_pb2_grpc.LockServiceStub(channel).Release(request, timeout=timeout).released
+
+
+def inspect(channel, name, timeout=None):
+    """Returns the InspectResponse for `name`: holders, waiters, last fencing token."""
+    return lock_pb2_grpc.LockServiceStub(channel).Inspect(lock_pb2.InspectRequest(name=name), timeout=timeout)

@@ -1,0 +1,119 @@
+"""Real processes for the tests: a redis-server and a holdfast server on free loopback ports.
+
+HOLDFAST_ADDR (and HOLDFAST_REDIS_URL, for tests that touch Redis) point the tests at a running
+server instead; tests that must stop their server always start their own.
+"""
+
+import os
+import pathlib
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+CLIENT_ROOT = pathlib.Path(__file__).resolve().parents[1]
+REPO_ROOT = CLIENT_ROOT.parents[1]
+sys.path.insert(0, str(CLIENT_ROOT))
+
+import grpc  # noqa: E402
+
+START_TIMEOUT_S = 20.0
+
+
+def random_name(prefix="py"):
+    return f"{prefix}-{secrets.token_hex(8)}"
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def redis_command(url, *args):
+    """Sends one command over RESP and returns the first reply line (enough for DEL and PING)."""
+    host, port = url.removeprefix("redis://").rstrip("/").split(":")
+    payload = f"*{len(args)}\r\n".encode() + b"".join(
+        f"${len(arg.encode())}\r\n{arg}\r\n".encode() for arg in args)
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(payload)
+        return sock.makefile("rb").readline().decode().strip()
+
+
+def lock_keys(name, prefix="hf"):
+    """The Redis keys of one lock, as src/engine/keys.ts builds them (names without % { })."""
+    return [f"{prefix}:{{{name}}}:{suffix}" for suffix in ("h", "q", "d")]
+
+
+class Processes:
+    """A redis-server and a holdfast server, each killed by PID on stop()."""
+
+    def __init__(self):
+        self.redis = None
+        self.server = None
+        self.addr = None
+        self.redis_url = None
+
+    def start(self):
+        try:
+            self._start_redis()
+            self._start_server()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_redis(self):
+        port = free_port()
+        self.redis = subprocess.Popen(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.redis_url = f"redis://127.0.0.1:{port}"
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:  # redis-server says nothing we could wait on: ask until it answers
+            if self.redis.poll() is not None:
+                raise RuntimeError(f"redis-server exited with {self.redis.returncode}")
+            try:
+                if redis_command(self.redis_url, "PING") == "+PONG":
+                    return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.02)
+
+    def _start_server(self):
+        cli = REPO_ROOT / "dist" / "src" / "cli.js"
+        if not cli.exists():
+            raise RuntimeError(f"{cli} is missing: build the server first (npx tsc -p .)")
+        self.addr = f"127.0.0.1:{free_port()}"
+        self.server = subprocess.Popen(
+            ["node", str(cli), "serve", "--listen", self.addr, "--redis", self.redis_url, "--log-level", "warn"],
+            cwd=REPO_ROOT)
+        with grpc.insecure_channel(self.addr) as channel:
+            grpc.channel_ready_future(channel).result(timeout=START_TIMEOUT_S)
+
+    def pause(self):
+        """Freezes the holdfast server (SIGSTOP): the network goes silent, nothing is released."""
+        os.kill(self.server.pid, signal.SIGSTOP)
+
+    def resume(self):
+        os.kill(self.server.pid, signal.SIGCONT)
+
+    def stop(self):
+        for proc in (self.server, self.redis):
+            if proc is None or proc.poll() is not None:
+                continue
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def shared_server():
+    """(addr, redis_url, processes): the server named by HOLDFAST_ADDR, or a new one (stop it after)."""
+    addr, redis_url = os.environ.get("HOLDFAST_ADDR"), os.environ.get("HOLDFAST_REDIS_URL")
+    if addr and redis_url:
+        return addr, redis_url, None
+    processes = Processes().start()
+    return processes.addr, processes.redis_url, processes
