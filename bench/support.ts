@@ -1,0 +1,201 @@
+// What every benchmark needs: its own redis-server and holdfast server processes on free
+// loopback ports (stopped by PID), process CPU and memory from /proc, Redis INFO counters,
+// percentiles, a gRPC client, and markdown output.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
+import { Redis } from 'ioredis';
+import { LockServiceClient, type AcquireRequest, type AcquireResponse, type InspectResponse, type ReleaseResponse } from '../clients/ts/gen/holdfast/v1/lock';
+import { freePort, startEmbeddedRedis, type EmbeddedRedis } from '../src/redis/embedded';
+
+/** The repository root, from bench/dist/bench/ when compiled. */
+export const ROOT = join(__dirname, '..', '..', '..');
+export const CLI = join(ROOT, 'dist', 'src', 'cli.js');
+export const RESULTS = join(ROOT, 'bench', 'results');
+
+/** `--name=value` on the command line, else the environment variable, else the default. */
+export function setting(flag: string, env: string, fallback: number): number {
+  const prefix = `--${flag}=`;
+  const arg = process.argv.find((a) => a.startsWith(prefix));
+  const raw = arg ? arg.slice(prefix.length) : process.env[env];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`--${flag} / ${env}: expected a non-negative number, got "${raw}"`);
+  return n;
+}
+
+export interface BenchRedis extends EmbeddedRedis {
+  client: Redis;
+  cleanup(): Promise<void>;
+}
+
+/** A private redis-server without snapshots, so a save never lands inside a measurement. */
+export async function startBenchRedis(): Promise<BenchRedis> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'holdfast-bench-redis-'));
+  const server = await startEmbeddedRedis({ dataDir, args: ['--save', ''] });
+  const client = new Redis(server.url, { maxRetriesPerRequest: 1 });
+  client.on('error', () => {});
+  return {
+    ...server,
+    client,
+    async cleanup() {
+      client.disconnect();
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface HoldfastProcess {
+  addr: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** `node dist/src/cli.js serve` on a free loopback port; ready once it logs that it listens. */
+export async function startHoldfast(redisUrl: string, extraArgs: string[] = [], nodeArgs: string[] = []): Promise<HoldfastProcess> {
+  const port = await freePort();
+  const args = [...nodeArgs, CLI, 'serve', '--listen', `127.0.0.1:${port}`, '--redis', redisUrl, '--log-level', 'info', ...extraArgs];
+  const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (output.length < 65536) output += chunk.toString();
+      if (output.includes('holdfast listening')) resolve();
+    });
+    child.stderr!.on('data', (chunk: Buffer) => process.stderr.write(`[holdfast ${child.pid}] ${chunk}`));
+    void exited.then(() => reject(new Error(`holdfast exited before listening:\n${output}`)));
+  });
+  // Warnings after startup are worth seeing; the rest of the log is dropped.
+  child.stdout!.removeAllListeners('data');
+  child.stdout!.on('data', (chunk: Buffer) => {
+    const text = chunk.toString();
+    if (/"level":(40|50|60)/.test(text)) process.stderr.write(`[holdfast ${child.pid}] ${text}`);
+  });
+  return {
+    addr: `127.0.0.1:${port}`,
+    pid: child.pid!,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const force = setTimeout(() => child.kill('SIGKILL'), 12_000);
+      await exited;
+      clearTimeout(force);
+    },
+  };
+}
+
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** User + system CPU seconds a process has used so far (/proc/PID/stat fields 14 and 15). */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** Resident set size in KiB (/proc/PID/status VmRSS). */
+export function rssKiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)![1]);
+}
+
+/** Redis INFO as field -> value for the given section. */
+export async function redisInfo(client: Redis, section: string): Promise<Map<string, string>> {
+  const text = await client.info(section);
+  const fields = new Map<string, string>();
+  for (const line of text.split('\r\n')) {
+    const colon = line.indexOf(':');
+    if (colon > 0) fields.set(line.slice(0, colon), line.slice(colon + 1));
+  }
+  return fields;
+}
+
+/** Calls per command from INFO commandstats ("cmdstat_evalsha" -> calls). */
+export async function commandCalls(client: Redis): Promise<Map<string, number>> {
+  const calls = new Map<string, number>();
+  for (const [field, value] of await redisInfo(client, 'commandstats')) {
+    const m = /^calls=(\d+)/.exec(value);
+    if (field.startsWith('cmdstat_') && m) calls.set(field.slice('cmdstat_'.length), Number(m[1]));
+  }
+  return calls;
+}
+
+export interface RedisCounters {
+  commands: number;
+  cpu: number;
+  calls: Map<string, number>;
+}
+
+/** Commands processed and CPU seconds used by redis-server so far. */
+export async function redisCounters(client: Redis): Promise<RedisCounters> {
+  const stats = await redisInfo(client, 'stats');
+  const cpu = await redisInfo(client, 'cpu');
+  return {
+    commands: Number(stats.get('total_commands_processed')),
+    cpu: Number(cpu.get('used_cpu_user')) + Number(cpu.get('used_cpu_sys')),
+    calls: await commandCalls(client),
+  };
+}
+
+/** The q-quantile (0..1) of a list of numbers, nearest rank. */
+export function quantile(values: number[], q: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+
+export function fixed(n: number, digits = 1): string {
+  return Number.isFinite(n) ? n.toFixed(digits) : '-';
+}
+
+export function markdownTable(header: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+export function writeResult(file: string, text: string): string {
+  mkdirSync(RESULTS, { recursive: true });
+  const path = join(RESULTS, file);
+  writeFileSync(path, text.endsWith('\n') ? text : `${text}\n`);
+  return path;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Milliseconds on the machine-wide monotonic clock: comparable between processes. */
+export function nowMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
+export function machineNote(): string {
+  const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  return `Node ${process.version}, ${readFileSync('/proc/cpuinfo', 'utf8').split('\n').filter((l) => l.startsWith('processor')).length} cores, load average before the run ${load}`;
+}
+
+/** A LockService client with its own connection (no subchannel shared with other clients). */
+export function lockClient(addr: string) {
+  const client = new LockServiceClient(addr, credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
+  const unary =
+    <Req, Res>(method: (req: Req, md: Metadata, opts: { deadline: number }, cb: (err: ServiceError | null, res: Res) => void) => unknown) =>
+    (req: Req, deadlineMs = 60_000): Promise<Res> =>
+      new Promise((resolve, reject) =>
+        method.call(client, req, new Metadata(), { deadline: Date.now() + deadlineMs }, (err, res) => (err ? reject(err) : resolve(res))),
+      );
+  const acquire = unary<AcquireRequest, AcquireResponse>(client.acquire as never);
+  return {
+    client,
+    acquire: (req: Partial<AcquireRequest>, deadlineMs?: number) =>
+      acquire({ name: '', owner: '', ttlMs: '0', waitTimeoutMs: '0', mode: 0, limit: 0, requestId: '', ...req }, deadlineMs),
+    release: unary<{ name: string; token: string }, ReleaseResponse>(client.release as never),
+    inspect: unary<{ name: string }, InspectResponse>(client.inspect as never),
+    close: () => client.close(),
+  };
+}
+
+export type LockClient = ReturnType<typeof lockClient>;
