@@ -1,0 +1,129 @@
+// HoldfastClient: the TypeScript SDK's entry point.
+import { credentials, type ChannelCredentials, type ClientOptions } from '@grpc/grpc-js';
+import { LockMode, LockServiceClient, type Holder } from './gen/holdfast/v1/lock';
+import { NotAcquiredError } from './errors';
+import { openLease } from './hold';
+import type { Lease } from './lease';
+import { Lock } from './lock';
+import { acquireRequest, holdRequest, type AcquireOptions, type HoldOptions } from './options';
+import { unaryCalls, type UnaryCalls } from './rpc';
+
+export interface HoldfastClientOptions {
+  /** Defaults to plaintext (credentials.createInsecure()). */
+  credentials?: ChannelCredentials;
+  /** grpc-js channel options (keepalive, message sizes, ...). */
+  channelOptions?: Partial<ClientOptions>;
+  /** Deadline of a unary call, added to any wait it asks for; default 10 000 ms. */
+  callTimeoutMs?: number;
+}
+
+export type Mode = 'exclusive' | 'shared';
+
+export interface HolderInfo {
+  owner: string;
+  mode: Mode;
+  fencingToken: bigint;
+  /** The lease left, in ms. */
+  ttlMs: number;
+  holdCount: number;
+}
+
+export interface LockInfo {
+  name: string;
+  /** Live holders, oldest grant first. */
+  holders: HolderInfo[];
+  waiters: number;
+  /** The last fencing token granted (0n once the lock has been idle long enough to be forgotten). */
+  fencingToken: bigint;
+  /** The semaphore size of the current holders and waiters; 1 for a plain lock, 0 when idle. */
+  limit: number;
+}
+
+export interface FencingTokenCheck {
+  /** True when a live holder has this fencing token right now. */
+  live: boolean;
+  /** The holder's lease left in ms, when live. */
+  ttlMs: number;
+  /** The last fencing token granted for the name. */
+  latestFencingToken: bigint;
+}
+
+const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+
+export function modeName(mode: LockMode): Mode {
+  return mode === LockMode.LOCK_MODE_SHARED ? 'shared' : 'exclusive';
+}
+
+function holderInfo(holder: Holder): HolderInfo {
+  const { owner, holdCount } = holder;
+  return { owner, mode: modeName(holder.mode), fencingToken: BigInt(holder.fencingToken), ttlMs: Number(holder.ttlMs), holdCount };
+}
+
+export class HoldfastClient {
+  /** The generated grpc-js stub, for anything the SDK does not wrap. */
+  readonly stub: LockServiceClient;
+  /** The unary RPCs as promises taking and returning the generated messages. */
+  readonly rpc: UnaryCalls;
+
+  /** `address` is host:port, e.g. '127.0.0.1:50051'. */
+  constructor(address: string, options: HoldfastClientOptions = {}) {
+    this.stub = new LockServiceClient(address, options.credentials ?? credentials.createInsecure(), options.channelOptions);
+    this.rpc = unaryCalls(this.stub, options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS);
+  }
+
+  /**
+   * Acquires `name` with a unary Acquire, waiting up to `waitMs`. Nothing renews the grant: renew
+   * or release it yourself. Throws NotAcquiredError when it is not granted.
+   */
+  async acquire(name: string, options: AcquireOptions = {}): Promise<Lock> {
+    const request = acquireRequest(name, options);
+    const grant = await this.rpc.acquire(request, options.waitMs ?? 0);
+    if (!grant.acquired) throw new NotAcquiredError(name, options.waitMs ?? 0);
+    return new Lock(this.rpc, name, grant);
+  }
+
+  /**
+   * Holds `name` through a Hold stream: the server renews the lease until `lease.release()`.
+   * Throws NotAcquiredError when it is not granted within `waitMs`.
+   */
+  hold(name: string, options: HoldOptions = {}): Promise<Lease> {
+    return openLease(this.stub, this.rpc, holdRequest(name, options), options.signal);
+  }
+
+  /**
+   * Runs `fn` while holding `name` and releases the lock when `fn` settles; returns what `fn`
+   * returns and rethrows what it throws. `lease.signal` aborts if the lease is (or may be) lost
+   * while `fn` runs: stop touching what the lock protects then.
+   */
+  async withLock<T>(name: string, fn: (lease: Lease) => Promise<T> | T, options: HoldOptions = {}): Promise<T> {
+    const lease = await this.hold(name, options);
+    try {
+      return await fn(lease);
+    } finally {
+      await lease.release();
+    }
+  }
+
+  /** Describes `name`: holders, waiters and the last fencing token. */
+  async inspect(name: string): Promise<LockInfo> {
+    const info = await this.rpc.inspect({ name });
+    return {
+      name: info.name,
+      holders: info.holders.map(holderInfo),
+      waiters: info.waiters,
+      fencingToken: BigInt(info.fencingToken),
+      limit: info.limit,
+    };
+  }
+
+  /** Asks whether `fencingToken` belongs to a live holder of `name` right now. */
+  async checkFencingToken(name: string, fencingToken: bigint): Promise<FencingTokenCheck> {
+    const res = await this.rpc.checkFencingToken({ name, fencingToken: fencingToken.toString() });
+    return { live: res.live, ttlMs: Number(res.ttlMs), latestFencingToken: BigInt(res.latestFencingToken) };
+  }
+
+  /** Closes the channel. Release leases first: calls already under way are not ended by this. */
+  close(): void {
+    this.stub.close();
+  }
+}

@@ -1,0 +1,41 @@
+// Opens a Hold stream and resolves with its Lease once the lock is granted.
+import { status, type ServiceError } from '@grpc/grpc-js';
+import type { HoldRequest, HoldResponse, LockServiceClient } from './gen/holdfast/v1/lock';
+import { NotAcquiredError } from './errors';
+import { Lease } from './lease';
+import type { UnaryCalls } from './rpc';
+
+/**
+ * Rejects with NotAcquiredError when the wait runs out, with the signal's reason when `cancel`
+ * aborts first, and with the stream's ServiceError for anything else.
+ */
+export function openLease(stub: LockServiceClient, rpc: UnaryCalls, request: HoldRequest, cancel?: AbortSignal): Promise<Lease> {
+  return new Promise((resolve, reject) => {
+    cancel?.throwIfAborted();
+    const sentAt = performance.now();
+    const call = stub.hold(request);
+    let lease: Lease | undefined;
+    const stop = () => call.cancel();
+    cancel?.addEventListener('abort', stop, { once: true });
+
+    call.on('data', (event: HoldResponse) => {
+      if (lease) lease.onEvent(event);
+      else if (event.acquired) {
+        cancel?.removeEventListener('abort', stop);
+        lease = new Lease(call, rpc, request.name, event.acquired, sentAt);
+        resolve(lease);
+      }
+    });
+    call.on('error', (err: ServiceError) => {
+      if (lease) return; // the 'status' handler tells the lease
+      cancel?.removeEventListener('abort', stop);
+      if (cancel?.aborted) reject(cancel.reason);
+      else if (err.code === status.DEADLINE_EXCEEDED) reject(new NotAcquiredError(request.name, Number(request.waitTimeoutMs)));
+      else reject(err);
+    });
+    call.on('status', (end) => {
+      if (lease) lease.onEnd(end);
+      else if (end.code === status.OK) reject(new Error(`the Hold stream for "${request.name}" ended before the lock was granted`));
+    });
+  });
+}

@@ -1,0 +1,7 @@
+// The holdfast TypeScript SDK.
+export { HoldfastClient, type HoldfastClientOptions, type HolderInfo, type LockInfo, type FencingTokenCheck, type Mode } from './client';
+export { NotAcquiredError, LeaseLostError, type LeaseLossSource } from './errors';
+export { Lease } from './lease';
+export { Lock, type ReleaseResult } from './lock';
+export type { AcquireOptions, HoldOptions, LockOptions } from './options';
+export { LockMode, LostReason } from './gen/holdfast/v1/lock';

@@ -1,0 +1,46 @@
+// The unary RPCs as promises over the generated grpc-js stub, taking complete requests.
+import { Metadata, type CallOptions, type ServiceError } from '@grpc/grpc-js';
+import type {
+  AcquireRequest,
+  AcquireResponse,
+  CheckFencingTokenRequest,
+  CheckFencingTokenResponse,
+  InspectRequest,
+  InspectResponse,
+  LockServiceClient,
+  ReleaseRequest,
+  ReleaseResponse,
+  RenewRequest,
+  RenewResponse,
+} from './gen/holdfast/v1/lock';
+
+type Callback<Res> = (err: ServiceError | null, res: Res) => void;
+type UnaryMethod<Req, Res> = (req: Req, metadata: Metadata, options: Partial<CallOptions>, cb: Callback<Res>) => unknown;
+
+/** A unary call that fails after `timeoutMs` plus whatever extra time a request asks for. */
+export type Unary<Req, Res> = (req: Req, extraMs?: number) => Promise<Res>;
+
+function unary<Req, Res>(stub: LockServiceClient, method: UnaryMethod<Req, Res>, timeoutMs: number): Unary<Req, Res> {
+  return (req, extraMs = 0) =>
+    new Promise((resolve, reject) => {
+      const deadline = Date.now() + timeoutMs + extraMs;
+      method.call(stub, req, new Metadata(), { deadline }, (err, res) => (err ? reject(err) : resolve(res)));
+    });
+}
+
+export function unaryCalls(stub: LockServiceClient, timeoutMs: number) {
+  return {
+    acquire: unary<AcquireRequest, AcquireResponse>(stub, stub.acquire as never, timeoutMs),
+    release: unary<ReleaseRequest, ReleaseResponse>(stub, stub.release as never, timeoutMs),
+    renew: unary<RenewRequest, RenewResponse>(stub, stub.renew as never, timeoutMs),
+    inspect: unary<InspectRequest, InspectResponse>(stub, stub.inspect as never, timeoutMs),
+    checkFencingToken: unary<CheckFencingTokenRequest, CheckFencingTokenResponse>(stub, stub.checkFencingToken as never, timeoutMs),
+  };
+}
+
+export type UnaryCalls = ReturnType<typeof unaryCalls>;
+
+/** True for an error that a grpc-js call failed with. */
+export function isServiceError(err: unknown): err is ServiceError {
+  return err instanceof Error && typeof (err as ServiceError).code === 'number' && 'details' in err;
+}
