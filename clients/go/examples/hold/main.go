@@ -1,0 +1,54 @@
+// Command hold takes a lock, prints its fencing token and releases it.
+//
+//	clients/go/go.sh run ./examples/hold --addr 127.0.0.1:50051 reports
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"time"
+
+	"google.golang.org/grpc"
+
+	holdfast "holdfast/clients/go"
+	holdfastv1 "holdfast/clients/go/gen/holdfast/v1"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:50051", "holdfast server host:port")
+	ttl := flag.Duration("ttl", 10*time.Second, "lease length")
+	wait := flag.Duration("wait", 5*time.Second, "how long to wait for the lock")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		log.Fatal("usage: hold [--addr host:port] NAME")
+	}
+	name := flag.Arg(0)
+	log.SetFlags(0)
+
+	conn, err := grpc.Dial(*addr, grpc.WithInsecure())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close()
+
+	lease, err := holdfast.Hold(context.Background(), holdfastv1.NewLockServiceClient(conn), name,
+		holdfast.Options{TTL: *ttl, Wait: *wait})
+	if errors.Is(err, holdfast.ErrNotAcquired) {
+		log.Fatalf("hold: %v", err)
+	} else if err != nil {
+		log.Fatalf("hold: %s: %v", name, err)
+	}
+	fmt.Printf("holding %s with fencing token %d\n", name, lease.FencingToken())
+	select {
+	case <-lease.Done(): // lost before the work could start
+		log.Fatalf("hold: %v", lease.Err())
+	default:
+	}
+	if err := lease.Release(); err != nil {
+		log.Fatalf("hold: release: %v", err)
+	}
+	fmt.Printf("released %s\n", name)
+}

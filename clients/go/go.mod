@@ -1,0 +1,11 @@
+module holdfast/clients/go
+
+// The versions Debian 12 ships (golang-google-grpc-dev, golang-google-protobuf-dev,
+// golang-github-golang-protobuf-1-5-dev); go.sh builds against those in GOPATH mode.
+go 1.19
+
+require (
+	github.com/golang/protobuf v1.5.2
+	google.golang.org/grpc v1.33.3
+	google.golang.org/protobuf v1.28.1
+)

@@ -1,0 +1,203 @@
+package holdfast
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	holdfastv1 "holdfast/clients/go/gen/holdfast/v1"
+)
+
+const waitLimit = 10 * time.Second
+
+func holders(t *testing.T, client holdfastv1.LockServiceClient, name string) *holdfastv1.InspectResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := client.Inspect(ctx, &holdfastv1.InspectRequest{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// waitUntil polls the server's view (Inspect): the server pushes no event for queueing.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for start := time.Now(); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > waitLimit {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func waitDone(t *testing.T, lease *Lease) {
+	t.Helper()
+	select {
+	case <-lease.Done():
+	case <-time.After(waitLimit):
+		t.Fatal("lease.Done() did not close")
+	}
+}
+
+func TestHoldAndRelease(t *testing.T) {
+	client, _ := sharedServer(t)
+	name := randomName(t)
+	lease, err := Hold(context.Background(), client, name, Options{TTL: 3 * time.Second, Wait: time.Second, Owner: "go-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease.FencingToken() == 0 || lease.Token() == "" {
+		t.Fatalf("empty grant: fencing %d token %q", lease.FencingToken(), lease.Token())
+	}
+	info := holders(t, client, name)
+	if len(info.Holders) != 1 || info.Holders[0].Owner != "go-test" || info.Holders[0].FencingToken != lease.FencingToken() {
+		t.Fatalf("holders = %v", info.Holders)
+	}
+	if err := lease.Release(); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, lease)
+	if !errors.Is(lease.Err(), ErrReleased) {
+		t.Fatalf("Err() = %v, want ErrReleased", lease.Err())
+	}
+	if info := holders(t, client, name); len(info.Holders) != 0 {
+		t.Fatalf("holders after Release = %v", info.Holders)
+	}
+}
+
+func TestRenewalsKeepTheLease(t *testing.T) {
+	client, _ := sharedServer(t)
+	lease, err := Hold(context.Background(), client, randomName(t), Options{TTL: 300 * time.Millisecond, Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release()
+	first := lease.Deadline()
+	waitUntil(t, "two renewals", func() bool { return lease.Deadline().After(first.Add(300 * time.Millisecond)) })
+	if lease.Err() != nil {
+		t.Fatal(lease.Err())
+	}
+}
+
+func TestSecondHolderWaitsForTheFirst(t *testing.T) {
+	client, _ := sharedServer(t)
+	name := randomName(t)
+	first, err := Hold(context.Background(), client, name, Options{TTL: 3 * time.Second, Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan struct{})
+	type result struct {
+		lease          *Lease
+		err            error
+		releasedBefore bool
+	}
+	second := make(chan result, 1)
+	go func() {
+		lease, err := Hold(context.Background(), client, name, Options{TTL: 3 * time.Second, Wait: waitLimit})
+		select {
+		case <-released:
+			second <- result{lease, err, true}
+		default:
+			second <- result{lease, err, false}
+		}
+	}()
+	waitUntil(t, "the second caller to queue", func() bool { return holders(t, client, name).Waiters == 1 })
+	close(released)
+	if err := first.Release(); err != nil {
+		t.Fatal(err)
+	}
+	got := <-second
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	defer got.lease.Release()
+	if !got.releasedBefore {
+		t.Fatal("the second holder got the lock before the first released it")
+	}
+	if got.lease.FencingToken() <= first.FencingToken() {
+		t.Fatalf("fencing token %d is not above %d", got.lease.FencingToken(), first.FencingToken())
+	}
+}
+
+func TestNotAcquiredInTime(t *testing.T) {
+	client, _ := sharedServer(t)
+	name := randomName(t)
+	first, err := Hold(context.Background(), client, name, Options{TTL: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Release()
+	start := time.Now()
+	_, err = Hold(context.Background(), client, name, Options{Wait: 200 * time.Millisecond})
+	if !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("err = %v, want ErrNotAcquired", err)
+	}
+	if time.Since(start) < 200*time.Millisecond {
+		t.Fatalf("gave up after %v, before the wait", time.Since(start))
+	}
+}
+
+func TestLostWhenTheGrantIsDeleted(t *testing.T) {
+	client, redisAddr := sharedServer(t)
+	name := randomName(t)
+	lease, err := Hold(context.Background(), client, name, Options{TTL: 600 * time.Millisecond, Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := redisCommand(redisAddr, append([]string{"DEL"}, lockKeys(name)...)...); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, lease)
+	var lost *LostError
+	if !errors.As(lease.Err(), &lost) || lost.Code != holdfastv1.LostReason_LOST_REASON_EXPIRED {
+		t.Fatalf("Err() = %v, want a LostError with LOST_REASON_EXPIRED", lease.Err())
+	}
+	if err := lease.Release(); !errors.As(err, &lost) {
+		t.Fatalf("Release after loss = %v, want the LostError", err)
+	}
+}
+
+func TestCancelledContextEndsTheLease(t *testing.T) {
+	client, _ := sharedServer(t)
+	name := randomName(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	lease, err := Hold(ctx, client, name, Options{TTL: 3 * time.Second, Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	waitDone(t, lease)
+	if !errors.Is(lease.Err(), context.Canceled) {
+		t.Fatalf("Err() = %v, want context.Canceled", lease.Err())
+	}
+	waitUntil(t, "the server to release the cancelled hold", func() bool { return len(holders(t, client, name).Holders) == 0 })
+}
+
+// A frozen server sends nothing, not even lost: the client's own deadline must fire.
+func TestLostAtTheLocalDeadline(t *testing.T) {
+	p := startProcesses(t)
+	conn := dial(t, p.addr)
+	defer conn.Close()
+	client := holdfastv1.NewLockServiceClient(conn)
+	lease, err := Hold(context.Background(), client, randomName(t), Options{TTL: 500 * time.Millisecond, Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.pause(t)
+	frozenAt := time.Now()
+	waitDone(t, lease)
+	if after := time.Since(frozenAt); after >= 500*time.Millisecond {
+		t.Fatalf("lost %v after the freeze, not before the lease could run out", after)
+	}
+	var lost *LostError
+	if !errors.As(lease.Err(), &lost) || lost.Code != holdfastv1.LostReason_LOST_REASON_UNSPECIFIED ||
+		!strings.Contains(lost.Reason, "local deadline") {
+		t.Fatalf("Err() = %v, want the local deadline", lease.Err())
+	}
+	p.resume()
+	_ = lease.Release()
+}
