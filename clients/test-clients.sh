@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Runs the Python and Go clients' tests and examples against one live holdfast server.
+# Starts a private redis-server and the server on free loopback ports, kills both by PID on exit.
+# Installs nothing: it needs node_modules (npm ci), redis-server, Debian's python3-grpcio and
+# python3-protobuf (for /usr/bin/python3, or $PYTHON), golang-go, golang-google-grpc-dev,
+# golang-google-protobuf-dev and golang-github-golang-protobuf-1-5-dev.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-/usr/bin/python3}"
+START_TIMEOUT_S=20
+
+say() { echo "test-clients: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+for tool in node redis-server redis-cli go "$PYTHON"; do
+  command -v "$tool" >/dev/null || die "$tool is missing"
+done
+"$PYTHON" -c 'import grpc, google.protobuf' 2>/dev/null || die "$PYTHON cannot import grpc: install python3-grpcio python3-protobuf"
+[ -d node_modules ] || die "node_modules is missing: run npm ci first"
+
+# Build the server when dist/ is missing or older than any source file.
+if [ ! -f dist/src/cli.js ] || [ -n "$(find src clients/ts -name '*.ts' -newer dist/src/cli.js -print -quit)" ]; then
+  say "building the server"
+  npx tsc -p .
+fi
+
+free_port() {
+  node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
+}
+
+redis_pid="" server_pid="" logs="$(mktemp -d)"
+cleanup() {
+  for pid in $server_pid $redis_pid; do
+    kill -CONT "$pid" 2>/dev/null || true
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in $server_pid $redis_pid; do
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$logs"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+redis_port="$(free_port)"
+redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >"$logs/redis.log" 2>&1 &
+redis_pid=$!
+for ((i = 0; ; i++)); do # redis-server announces nothing to wait on: ask until it answers
+  [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ] && break
+  kill -0 "$redis_pid" 2>/dev/null || { cat "$logs/redis.log" >&2; die "redis-server exited"; }
+  ((i < START_TIMEOUT_S * 50)) || die "redis-server did not answer PING"
+  sleep 0.02
+done
+
+addr="127.0.0.1:$(free_port)"
+node dist/src/cli.js serve --listen "$addr" --redis "redis://127.0.0.1:$redis_port" --log-level warn >"$logs/server.log" 2>&1 &
+server_pid=$!
+if ! "$PYTHON" -c 'import grpc, sys; grpc.channel_ready_future(grpc.insecure_channel(sys.argv[1])).result(timeout=float(sys.argv[2]))' \
+  "$addr" "$START_TIMEOUT_S"; then
+  cat "$logs/server.log" >&2
+  die "the server did not start on $addr"
+fi
+say "server on $addr (redis on port $redis_port)"
+export HOLDFAST_ADDR="$addr" HOLDFAST_REDIS_URL="redis://127.0.0.1:$redis_port"
+
+passed=0 failed=0
+step() {
+  local title="$1"
+  shift
+  say "== $title"
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    say "FAILED: $title"
+  fi
+}
+example_name="example-$RANDOM$RANDOM"
+step "python unit tests" "$PYTHON" -m unittest discover -s clients/python/tests -v
+step "python example" "$PYTHON" clients/python/examples/example.py --addr "$addr" "py-$example_name"
+step "go vet" clients/go/go.sh vet ./...
+step "go test" clients/go/go.sh test -count=1 -v ./...
+step "go example" clients/go/go.sh run ./examples/hold --addr "$addr" "go-$example_name"
+
+if ! kill -0 "$server_pid" 2>/dev/null; then
+  failed=$((failed + 1))
+  say "FAILED: the server died during the run"
+fi
+if ((failed > 0)); then
+  say "server log:"
+  cat "$logs/server.log" >&2
+fi
+echo "clients: $passed passed, $failed failed"
+((failed == 0))
