@@ -127,12 +127,12 @@ end
 -- Whether a new grant of `mode` fits beside the current holders.
 -- Under limit 1 an exclusive grant is always alone, so the first holder tells the mode of all.
 local function fits(mode, limit)
-  local holders = redis.call('ZRANGE', holdersKey, 0, -1)
-  if limit > 1 then return #holders < limit end
-  if #holders == 0 then return true end
+  if limit > 1 then return redis.call('ZCARD', holdersKey) < limit end
+  local first = redis.call('ZRANGE', holdersKey, 0, 0)[1]
+  if not first then return true end
   if mode == EXCLUSIVE then return false end
-  local first = loadRecord('g:' .. holders[1])
-  return first ~= nil and first.x == 0
+  local grant = loadRecord('g:' .. first)
+  return grant ~= nil and grant.x == 0
 end
 
 local function waiterAlive(waiter)
