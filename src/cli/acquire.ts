@@ -1,0 +1,23 @@
+import { Command } from 'commander';
+import { NotAcquiredError } from '../../clients/ts';
+import { acquireRequest } from '../../clients/ts/options';
+import { exitWith, reportError, withClient, withLockFlags, type LockFlags } from './client-options';
+import { EXIT } from './exit-codes';
+import { printJson } from './print-json';
+
+export function acquireCommand(): Command {
+  return withLockFlags(new Command('acquire'))
+    .description('acquire NAME once (nothing renews it) and print the AcquireResponse as JSON; exit 75 when not granted')
+    .argument('<name>', 'lock name')
+    .option('--request-id <id>', 'idempotency key: a retry with the same id gets the same grant', '')
+    .action((name: string, flags: LockFlags & { requestId: string }) =>
+      exitWith(() =>
+        withClient(flags.addr, async (client) => {
+          const request = acquireRequest(name, flags);
+          const res = await client.rpc.acquire(request, flags.waitMs);
+          printJson(res);
+          return res.acquired ? 0 : reportError(new NotAcquiredError(name, flags.waitMs));
+        }),
+      ),
+    );
+}
