@@ -15,8 +15,10 @@ import { packageRoot } from './package-root';
 
 export interface ServerConfig {
   listen: string;
-  /** Omit to start a private redis-server child. */
+  /** Omit (with redisClusterNodes) to start a private redis-server child. */
   redisUrl?: string;
+  /** Seed nodes (host:port) of a Redis Cluster, instead of redisUrl. */
+  redisClusterNodes?: string[];
   dataDir: string;
   defaultTtlMs: number;
   maxHoldMs: number;
@@ -30,6 +32,7 @@ export interface ServerConfig {
 
 export interface RunningServer {
   port: number;
+  /** The Redis URL, or the cluster's seed nodes joined with commas. */
   redisUrl: string;
   engine: LockEngine;
   /** Stops taking calls, ends waits and holds with UNAVAILABLE (releasing their locks), stops Redis if embedded. */
@@ -53,13 +56,13 @@ function readyWithin(redis: { once(event: 'ready', cb: () => void): unknown }, m
 export async function startServer(config: ServerConfig): Promise<RunningServer> {
   const log = config.logger;
   let embedded: EmbeddedRedis | undefined;
-  let redisUrl = config.redisUrl;
+  let redisUrl = config.redisUrl ?? config.redisClusterNodes?.join(',');
   if (!redisUrl) {
     embedded = await startEmbeddedRedis({ dataDir: join(config.dataDir, 'redis') });
     redisUrl = embedded.url;
     log.info({ redisPid: embedded.pid, port: embedded.port, dataDir: embedded.dataDir }, 'started embedded redis-server (pass --redis URL to use your own)');
   }
-  const redis = connectRedis(redisUrl);
+  const redis = connectRedis(config.redisClusterNodes?.length ? { clusterNodes: config.redisClusterNodes } : { url: redisUrl });
   const logError = (err: unknown) => log.error({ err }, 'unexpected error');
   let lastBackgroundError = '';
   const engine = new LockEngine(redis.commands, redis.subscriber, {

@@ -13,6 +13,12 @@ export function serveCommand(): Command {
     .description('run the lock server (with a private redis-server child unless --redis is given)')
     .addOption(new Option('--listen <host:port>', 'gRPC listen address').env('HOLDFAST_LISTEN').default('127.0.0.1:50051'))
     .addOption(new Option('--redis <url>', 'Redis URL; omit to start a private redis-server').env('HOLDFAST_REDIS_URL'))
+    .addOption(
+      new Option('--redis-cluster <host:port,...>', 'seed nodes of a Redis Cluster, instead of --redis')
+        .env('HOLDFAST_REDIS_CLUSTER')
+        .conflicts('redis')
+        .argParser((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
+    )
     .addOption(new Option('--data-dir <dir>', 'where the embedded redis-server keeps its data').env('HOLDFAST_DATA_DIR').default('.holdfast'))
     .addOption(new Option('--default-ttl-ms <ms>', 'lease when a request gives ttl_ms 0').argParser(millis).default(30_000))
     .addOption(new Option('--max-hold-ms <ms>', 'longest any Hold stream keeps its lock (0: no cap)').argParser(millis).default(0))
@@ -32,6 +38,7 @@ export function serveCommand(): Command {
         server = await startServer({
           listen: opts.listen,
           redisUrl: opts.redis,
+          redisClusterNodes: opts.redisCluster,
           dataDir: opts.dataDir,
           defaultTtlMs: opts.defaultTtlMs,
           maxHoldMs: opts.maxHoldMs,

@@ -3,7 +3,8 @@
 // per lock. It never claims a lease it cannot vouch for: each lease carries a conservative local
 // deadline (counted from when its last confirmed renewal was *sent*), and a lease whose renewal is
 // not confirmed a margin before that deadline is reported lost, whatever Redis says later.
-import type { Cluster, Redis } from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
+import { Cluster, type Redis } from 'ioredis';
 import { fromRedisError, ScriptCode } from './errors';
 import { lockKeys, scriptKeys } from './keys';
 import { commandName, scriptKeyCount } from './scripts';
@@ -133,12 +134,24 @@ export class Watchdog {
     if (due.length > 0) void this.renew(due, now);
   }
 
+  /** One pipelined round trip per Redis node: a cluster pipeline must stay on one node. */
   private async renew(due: Lease[], sentAt: number): Promise<void> {
+    const byNode = new Map<string, Lease[]>();
+    for (const lease of due) {
+      lease.inflight = true;
+      const node = nodeOf(this.redis, lockKeys(this.prefix, lease.name).holders);
+      const group = byNode.get(node);
+      if (group) group.push(lease);
+      else byNode.set(node, [lease]);
+    }
+    await Promise.all([...byNode.values()].map((group) => this.renewOnOneNode(group, sentAt)));
+  }
+
+  private async renewOnOneNode(due: Lease[], sentAt: number): Promise<void> {
     const pipeline = this.redis.pipeline();
     const renewCommand = commandName('renew');
     const keyCount = scriptKeyCount('renew');
     for (const lease of due) {
-      lease.inflight = true;
       const keys = scriptKeys(lockKeys(this.prefix, lease.name), keyCount);
       (pipeline as unknown as Record<string, (...a: unknown[]) => void>)[renewCommand](...keys, lease.token, lease.ttlMs);
     }
@@ -174,6 +187,12 @@ export class Watchdog {
     lease.lostAt = sentAt + lease.ttlMs - safetyMargin(lease.ttlMs);
     lease.onRenewed(Number(reply[1]));
   }
+}
+
+/** The node serving a key's slot ('' for a single Redis). */
+function nodeOf(redis: Redis | Cluster, key: string): string {
+  if (!(redis instanceof Cluster)) return '';
+  return redis.slots[calculateSlot(key)]?.[0] ?? '';
 }
 
 /** Lost is declared this long before the lease would end, so nobody is told they hold a lock Redis dropped. */
