@@ -3,5 +3,6 @@ export { HoldfastClient, type HoldfastClientOptions, type HolderInfo, type LockI
 export { NotAcquiredError, LeaseLostError, type LeaseLossSource } from './errors';
 export { Lease } from './lease';
 export { Lock, type ReleaseResult } from './lock';
+export { isServiceError, type UnaryCalls } from './rpc';
 export type { AcquireOptions, HoldOptions, LockOptions } from './options';
 export { LockMode, LostReason } from './gen/holdfast/v1/lock';

@@ -131,6 +131,18 @@ describe('holdfast exec', () => {
     expect((await client.inspect(name)).holders).toEqual([]);
   });
 
+  it('stops waiting and exits 130 on SIGINT before the lock is granted', async () => {
+    const name = uniqueName();
+    await client.acquire(name, { ttlMs: 30_000 });
+    const run = holdfast('exec', name, '--wait-ms', '30000', '--', 'sh', '-c', 'echo ran');
+    await expect.poll(async () => (await client.inspect(name)).waiters, { timeout: 15_000 }).toBe(1);
+    run.child.kill('SIGINT');
+    const { code, stdout } = await run.done;
+    expect(code).toBe(130);
+    expect(stdout).toBe('');
+    await expect.poll(async () => (await client.inspect(name)).waiters, { timeout: 15_000 }).toBe(0);
+  });
+
   it('prints one line and exits 75 when the lock stays taken', async () => {
     const name = uniqueName();
     await client.acquire(name, { ttlMs: 30_000 });
