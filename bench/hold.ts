@@ -102,7 +102,7 @@ async function main(): Promise<void> {
     await Promise.all(split(warm, CLIENTS).map((names, i) => workers[i].ask({ type: 'cancel', names }, 'cancelled')));
     await sleep(3000);
     const rssIdle = rssKiB(server.pid);
-    log(`server RSS idle: ${rssIdle} KiB`);
+    log(`server pid ${server.pid}, redis-server pid ${redis.pid}; server RSS idle: ${rssIdle} KiB`);
 
     const names = Array.from({ length: HOLDS }, (_, i) => `bench-hold-${run}-${i}`);
     split(names, CLIENTS).forEach((part, i) => (workers[i].names = part));

@@ -69,11 +69,13 @@ export async function startHoldfast(redisUrl: string, extraArgs: string[] = [], 
     child.stderr!.on('data', (chunk: Buffer) => process.stderr.write(`[holdfast ${child.pid}] ${chunk}`));
     void exited.then(() => reject(new Error(`holdfast exited before listening:\n${output}`)));
   });
-  // Warnings after startup are worth seeing; the rest of the log is dropped.
+  // Warnings after startup, and lines that are not the JSON log (node's --trace-gc), are worth
+  // seeing; the rest of the log is dropped.
   child.stdout!.removeAllListeners('data');
   child.stdout!.on('data', (chunk: Buffer) => {
-    const text = chunk.toString();
-    if (/"level":(40|50|60)/.test(text)) process.stderr.write(`[holdfast ${child.pid}] ${text}`);
+    for (const line of chunk.toString().split('\n')) {
+      if (line && (!line.startsWith('{') || /"level":(40|50|60)/.test(line))) process.stderr.write(`[holdfast ${child.pid}] ${line}\n`);
+    }
   });
   return {
     addr: `127.0.0.1:${port}`,
