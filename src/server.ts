@@ -115,9 +115,18 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   });
   new ReflectionService(descriptors).addToServer(server);
 
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(config.listen, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
-  );
+  let port: number;
+  try {
+    port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(config.listen, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    );
+  } catch (err) {
+    // Leave nothing behind: an embedded redis-server would outlive us as an orphan.
+    server.forceShutdown();
+    await redis.close();
+    await embedded?.stop();
+    throw new Error(`cannot listen on ${config.listen}: ${(err as Error).message}`);
+  }
   log.info({ listen: config.listen, port }, 'holdfast listening');
 
   let stopping: Promise<void> | undefined;
