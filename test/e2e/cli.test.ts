@@ -6,24 +6,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient } from '../../clients/ts';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
-import { CLI, startServerProcess, type ServerProcess } from '../support/server';
+import { useServers } from '../support/fixture';
+import { deleteLockState, uniqueName, type TestRedis } from '../support/redis';
+import { CLI, type ServerProcess } from '../support/server';
 
+const env = useServers(1);
 let redis: TestRedis;
 let server: ServerProcess;
 let client: HoldfastClient;
 let dir: string;
 
-beforeAll(async () => {
-  redis = await startTestRedis();
-  server = await startServerProcess(redis.url);
+beforeAll(() => {
+  [redis, server] = [env.redis, env.servers[0]];
   client = new HoldfastClient(server.addr);
   dir = mkdtempSync(join(tmpdir(), 'holdfast-cli-'));
 });
-afterAll(async () => {
+afterAll(() => {
   client?.close();
-  await server?.stop();
-  await redis?.cleanup();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -65,10 +64,6 @@ function holdfast(...args: string[]): Run {
   return { child, line, done };
 }
 
-function lockKeys(name: string): string[] {
-  return ['h', 'q', 'd'].map((suffix) => `hf:{${name}}:${suffix}`);
-}
-
 describe('holdfast exec', () => {
   it('serialises two concurrent commands on one lock', async () => {
     const name = uniqueName();
@@ -106,7 +101,7 @@ describe('holdfast exec', () => {
     const started = performance.now();
     const run = holdfast('exec', name, '--ttl-ms', '1500', '--', 'sh', '-c', 'echo started; exec sleep 30');
     await run.line(/^started$/);
-    await redis.client.del(...lockKeys(name));
+    await deleteLockState(redis, name);
     const { code, stderr } = await run.done;
     expect(code).toBe(76);
     expect(stderr).toContain(`lost lock "${name}"`);
@@ -117,7 +112,7 @@ describe('holdfast exec', () => {
     const name = uniqueName();
     const run = holdfast('exec', name, '--ttl-ms', '1500', '--grace-ms', '500', '--', 'sh', '-c', 'trap "" TERM; echo started; while :; do sleep 0.1; done');
     await run.line(/^started$/);
-    await redis.client.del(...lockKeys(name));
+    await deleteLockState(redis, name);
     expect((await run.done).code).toBe(76);
   });
 

@@ -1,28 +1,15 @@
 // The core LockService over real gRPC, against real holdfast server processes on a real redis-server.
 import { status } from '@grpc/grpc-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { LockMode } from '../../clients/ts/gen/holdfast/v1/lock';
-import { connect, type TestClient } from '../support/client';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
-import { startServerProcess, type ServerProcess } from '../support/server';
+import type { TestClient } from '../support/client';
+import { useServers } from '../support/fixture';
+import { uniqueName } from '../support/redis';
 
-let redis: TestRedis;
-let servers: ServerProcess[];
+const env = useServers(2);
 let a: TestClient;
 let b: TestClient;
-
-beforeAll(async () => {
-  redis = await startTestRedis();
-  servers = await Promise.all([startServerProcess(redis.url), startServerProcess(redis.url)]);
-  a = connect(servers[0].addr);
-  b = connect(servers[1].addr);
-});
-afterAll(async () => {
-  a?.close();
-  b?.close();
-  await Promise.all((servers ?? []).map((s) => s.stop()));
-  await redis?.cleanup();
-});
+beforeAll(() => void ([a, b] = env.clients));
 
 describe('acquire and release', () => {
   it('grants with a secret token, refuses others with acquired=false, frees on release', async () => {
@@ -190,12 +177,12 @@ describe('bad input', () => {
   for (const [label, fields, field] of cases) {
     it(`Acquire: ${label} -> INVALID_ARGUMENT naming ${field}`, async () => {
       const name = (fields.name as string | undefined) ?? uniqueName();
-      const keysBefore = await redis.client.dbsize();
+      const keysBefore = await env.redis.client.dbsize();
       await expect(a.acquire({ ...fields, name })).rejects.toMatchObject({
         code: status.INVALID_ARGUMENT,
         details: expect.stringContaining(field),
       });
-      expect(await redis.client.dbsize()).toBeLessThanOrEqual(keysBefore); // nothing reached Redis
+      expect(await env.redis.client.dbsize()).toBeLessThanOrEqual(keysBefore); // nothing reached Redis
     });
   }
 

@@ -5,28 +5,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
 import { startHoldingChild } from '../support/child';
 import { connect, type TestClient } from '../support/client';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
+import { useServers } from '../support/fixture';
+import { deleteLockState, startTestRedis, uniqueName, type TestRedis } from '../support/redis';
 import { startServerProcess, type ServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
-import { lockKeys } from '../../src/engine/keys';
 
+// One server, two clients on it; keepalive 1000/1000 ms so a frozen peer is found dead quickly.
+const env = useServers(1, ['--keepalive-time-ms', '1000', '--keepalive-timeout-ms', '1000']);
 let redis: TestRedis;
 let server: ServerProcess;
 let client: TestClient;
 let peer: TestClient;
-
-beforeAll(async () => {
-  redis = await startTestRedis();
-  server = await startServerProcess(redis.url, ['--keepalive-time-ms', '1000', '--keepalive-timeout-ms', '1000']);
-  client = connect(server.addr);
+beforeAll(() => {
+  [redis, server, client] = [env.redis, env.servers[0], env.clients[0]];
   peer = connect(server.addr);
 });
-afterAll(async () => {
-  client?.close();
-  peer?.close();
-  await server?.stop();
-  await redis?.cleanup();
-});
+afterAll(() => peer?.close());
 
 const holderCount = async (c: TestClient, name: string) => (await c.inspect({ name })).holders.length;
 
@@ -121,8 +115,7 @@ describe('Hold', () => {
     const name = uniqueName();
     const stream = client.hold({ name, ttlMs: '600' });
     await stream.next((e) => !!e.acquired);
-    const keys = lockKeys('hf', name);
-    await redis.client.del(keys.holders, keys.data);
+    await deleteLockState(redis, name);
     expect((await peer.acquire({ name, ttlMs: '30000' })).acquired).toBe(true);
     const lost = (await stream.next((e) => !!e.lost)).lost!;
     expect(lost.code).toBe(LostReason.LOST_REASON_TAKEN);
@@ -133,8 +126,7 @@ describe('Hold', () => {
     const name = uniqueName();
     const stream = client.hold({ name, ttlMs: '600' });
     await stream.next((e) => !!e.acquired);
-    const keys = lockKeys('hf', name);
-    await redis.client.del(keys.holders, keys.data);
+    await deleteLockState(redis, name);
     expect((await stream.next((e) => !!e.lost)).lost!.code).toBe(LostReason.LOST_REASON_EXPIRED);
     expect((await stream.ended).code).toBe(status.ABORTED);
   });

@@ -1,31 +1,19 @@
 // Lock kinds on one data model: shared/exclusive (read-write) locks and counting semaphores.
 import { status } from '@grpc/grpc-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { LockMode } from '../../clients/ts/gen/holdfast/v1/lock';
-import { connect, type TestClient } from '../support/client';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
-import { startServerProcess, type ServerProcess } from '../support/server';
+import type { TestClient } from '../support/client';
+import { useServers } from '../support/fixture';
+import { uniqueName } from '../support/redis';
 import { waitFor } from '../support/wait';
 
 const SHARED = LockMode.LOCK_MODE_SHARED;
 const EXCLUSIVE = LockMode.LOCK_MODE_EXCLUSIVE;
 
-let redis: TestRedis;
-let replicas: ServerProcess[];
+const env = useServers(2);
 let a: TestClient;
 let b: TestClient;
-
-beforeAll(async () => {
-  redis = await startTestRedis();
-  replicas = await Promise.all([startServerProcess(redis.url), startServerProcess(redis.url)]);
-  [a, b] = replicas.map((r) => connect(r.addr));
-});
-afterAll(async () => {
-  a?.close();
-  b?.close();
-  await Promise.all((replicas ?? []).map((r) => r.stop()));
-  await redis?.cleanup();
-});
+beforeAll(() => void ([a, b] = env.clients));
 
 const waiters = async (name: string) => (await a.inspect({ name })).waiters;
 

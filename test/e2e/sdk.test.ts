@@ -1,30 +1,25 @@
 // The TypeScript SDK (clients/ts) against real holdfast server processes on a real redis-server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient, LeaseLostError, LostReason, NotAcquiredError, type Lease } from '../../clients/ts';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
-import { startServerProcess, type ServerProcess } from '../support/server';
+import { lockKeys } from '../../src/engine/keys';
+import { useServers } from '../support/fixture';
+import { deleteLockState, uniqueName, type TestRedis } from '../support/redis';
+import { startServerProcess } from '../support/server';
 
+const env = useServers(1);
 let redis: TestRedis;
-let server: ServerProcess;
 let client: HoldfastClient;
 let other: HoldfastClient;
 
-beforeAll(async () => {
-  redis = await startTestRedis();
-  server = await startServerProcess(redis.url);
-  client = new HoldfastClient(server.addr);
-  other = new HoldfastClient(server.addr);
+beforeAll(() => {
+  redis = env.redis;
+  client = new HoldfastClient(env.servers[0].addr);
+  other = new HoldfastClient(env.servers[0].addr);
 });
-afterAll(async () => {
+afterAll(() => {
   client?.close();
   other?.close();
-  await server?.stop();
-  await redis?.cleanup();
 });
-
-function lockKeys(name: string): string[] {
-  return ['h', 'q', 'd'].map((suffix) => `hf:{${name}}:${suffix}`);
-}
 
 /** Resolves with the reason `signal` aborts with. */
 function aborted(signal: AbortSignal): Promise<LeaseLostError> {
@@ -140,7 +135,7 @@ describe('withLock', () => {
     const reason = await client.withLock(
       name,
       async (lease) => {
-        await redis.client.del(...lockKeys(name));
+        await deleteLockState(redis, name);
         return aborted(lease.signal);
       },
       { ttlMs: 1_500 },
@@ -185,7 +180,7 @@ describe('the local deadline', () => {
           const why = await aborted(held.signal);
           const [seconds, micros] = await redis.client.time();
           const redisNowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-          const expiry = Number(await redis.client.zscore(`hf:{${name}}:h`, held.token));
+          const expiry = Number(await redis.client.zscore(lockKeys('hf', name).holders, held.token));
           expect(expiry).toBeGreaterThan(redisNowMs); // the grant was still live when the signal fired
           return why;
         },

@@ -3,26 +3,18 @@
 import { credentials, makeGenericClientConstructor, status, type Client, type ServiceError } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { GrpcReflection } from 'grpc-js-reflection-client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, type TestClient } from '../support/client';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
-import { startServerProcess, type ServerProcess } from '../support/server';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestClient } from '../support/client';
+import { useServers } from '../support/fixture';
+import { uniqueName, type TestRedis } from '../support/redis';
+import type { ServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
 
+const env = useServers(1);
 let redis: TestRedis;
 let server: ServerProcess;
 let client: TestClient;
-
-beforeAll(async () => {
-  redis = await startTestRedis();
-  server = await startServerProcess(redis.url);
-  client = connect(server.addr);
-});
-afterAll(async () => {
-  client?.close();
-  await server?.stop();
-  await redis?.cleanup();
-});
+beforeAll(() => void ([redis, server, client] = [env.redis, env.servers[0], env.clients[0]]));
 
 type Callback = (err: ServiceError | null, res: Record<string, unknown>) => void;
 const call = (c: Client, method: string, request: object) =>

@@ -1,26 +1,16 @@
 // Waiting: a FIFO queue in Redis shared by all replicas, pub/sub wake-ups, deadline-safe cancel.
 // Two server replicas on one real redis-server.
 import { status } from '@grpc/grpc-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { connect, type TestClient } from '../support/client';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
-import { startServerProcess, type ServerProcess } from '../support/server';
+import { useServers } from '../support/fixture';
+import { uniqueName } from '../support/redis';
+import { startServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
 
-let redis: TestRedis;
-let replicas: ServerProcess[];
+const env = useServers(2);
 let clients: TestClient[];
-
-beforeAll(async () => {
-  redis = await startTestRedis();
-  replicas = await Promise.all([startServerProcess(redis.url), startServerProcess(redis.url)]);
-  clients = replicas.map((r) => connect(r.addr));
-});
-afterAll(async () => {
-  clients?.forEach((c) => c.close());
-  await Promise.all((replicas ?? []).map((r) => r.stop()));
-  await redis?.cleanup();
-});
+beforeAll(() => void (clients = env.clients));
 
 const waiters = async (name: string) => (await clients[0].inspect({ name })).waiters;
 const median = (xs: number[]) => [...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)];
@@ -140,7 +130,7 @@ describe('waiting', () => {
 
   it('keeps serving the queue when a replica with queued waiters is killed', async () => {
     const name = uniqueName();
-    const doomed = await startServerProcess(redis.url);
+    const doomed = await startServerProcess(env.redis.url);
     const doomedClient = connect(doomed.addr);
     try {
       const holder = await clients[0].acquire({ name, ttlMs: '30000' });

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { lockKeys } from '../../src/engine/keys';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
 
 export interface TestRedis extends EmbeddedRedis {
@@ -38,6 +39,12 @@ export async function startTestRedis(): Promise<TestRedis> {
     },
   };
   return handle;
+}
+
+/** Deletes a lock's state behind the servers' backs, as a crash or a flush would. */
+export async function deleteLockState(redis: TestRedis, name: string): Promise<void> {
+  const keys = lockKeys('hf', name);
+  await redis.client.del(keys.holders, keys.queue, keys.data);
 }
 
 export function uniqueName(label = 'lock'): string {
