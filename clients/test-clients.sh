@@ -76,6 +76,7 @@ step() {
   fi
 }
 example_name="example-$RANDOM$RANDOM"
+step "typescript example" node dist/clients/ts/examples/with-lock.js
 step "python unit tests" "$PYTHON" -m unittest discover -s clients/python/tests -v
 step "python example" "$PYTHON" clients/python/examples/example.py --addr "$addr" "py-$example_name"
 step "go vet" clients/go/go.sh vet ./...

@@ -58,6 +58,11 @@ describe('server reflection', () => {
 });
 
 describe('Redis faults', () => {
+  it('reloads its scripts when Redis has forgotten them (NOSCRIPT)', async () => {
+    await redis.client.script('FLUSH');
+    expect((await client.acquire({ name: uniqueName() })).acquired).toBe(true);
+  });
+
   it('health says SERVING while Redis is up', async () => {
     expect(await healthStatus(server.addr, '')).toBe('SERVING');
     expect(await healthStatus(server.addr, 'holdfast.v1.LockService')).toBe('SERVING');

@@ -1,5 +1,5 @@
 // Runs a job under a lock; the job stops writing as soon as the lease may be lost.
-// Type-check: npx tsc --noEmit --strict --esModuleInterop --skipLibCheck --types node clients/ts/examples/with-lock.ts
+// Built with the package: node dist/clients/ts/examples/with-lock.js (HOLDFAST_ADDR=host:port)
 import { HoldfastClient, NotAcquiredError } from '..';
 
 async function main(): Promise<void> {
