@@ -24,5 +24,5 @@ if not grant then
 end
 if ttl == 0 then ttl = grant.t end
 redis.call('ZADD', holdersKey, now + ttl, token)
-keepKeys()
+keepKeysUntil(now + ttl)
 return { 1, ttl }

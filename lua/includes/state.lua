@@ -204,6 +204,17 @@ local function keepKeys()
   redis.call('PEXPIRE', dataKey, ttl)
 end
 
+-- A renewal only pushes the last expiry out. Extending the TTLs with RETAIN_MS of slack lets
+-- most renewals get by with one PTTL instead of keepKeys()'s six commands.
+local function keepKeysUntil(expiry)
+  local needed = expiry - now + RETAIN_MS
+  if redis.call('PTTL', dataKey) < needed then
+    for _, key in ipairs({ holdersKey, queueKey, dataKey }) do
+      redis.call('PEXPIRE', key, needed + RETAIN_MS)
+    end
+  end
+end
+
 -- Brings the lock up to date: expired holders out, then whoever waits and now fits in.
 local function settle()
   purgeExpiredHolders()

@@ -33,7 +33,8 @@ interface Line {
   timer?: NodeJS.Timeout;
   timerAt: number;
   inflight: Promise<void> | null;
-  again: boolean;
+  /** Waiters the next claim-4 run is for: all of them (refresh), or those a message named. */
+  wanted: Set<string> | 'all';
 }
 
 type Reply = (string | number | Reply)[];
@@ -79,7 +80,7 @@ export class WaitRoom {
       waiters: new Map([[waiter.waiterId, waiter]]),
       timerAt: Infinity,
       inflight: null,
-      again: false,
+      wanted: new Set(),
     };
     this.lines.set(name, line);
     this.byChannel.set(line.channel, line);
@@ -97,7 +98,10 @@ export class WaitRoom {
     const line = this.byChannel.get(channel);
     if (!line) return;
     const [kind, ...rest] = message.split(' ');
-    if (kind === 'g' && rest.some((id) => line.waiters.has(id))) void this.check(line);
+    if (kind === 'g') {
+      const ours = rest.filter((id) => line.waiters.has(id));
+      if (ours.length > 0) void this.check(line, ours);
+    }
     if (kind === 'd') this.schedule(line, Number(rest[0]));
   }
 
@@ -115,17 +119,24 @@ export class WaitRoom {
     }, delay);
   }
 
-  /** One claim-4 run for every waiter of the line; at most one in flight per line. */
-  private check(line: Line): Promise<void> {
-    if (line.inflight) {
-      line.again = true;
-      return line.inflight;
-    }
+  /**
+   * Runs claim-4 for the waiters named (a message said the queue served them) or, without
+   * `only`, for all of them (the timer: refresh entries, look for expired holders).
+   * At most one run in flight per line; requests made meanwhile are merged into the next.
+   */
+  private check(line: Line, only?: string[]): Promise<void> {
+    if (!only) line.wanted = 'all';
+    else if (line.wanted !== 'all') for (const id of only) line.wanted.add(id);
+    if (line.inflight) return line.inflight;
     line.inflight = (async () => {
-      do {
-        line.again = false;
-        const waiters = [...line.waiters.values()];
-        if (waiters.length === 0) return;
+      while (line.wanted === 'all' || line.wanted.size > 0) {
+        const wanted = line.wanted;
+        line.wanted = new Set();
+        const waiters =
+          wanted === 'all'
+            ? [...line.waiters.values()]
+            : [...wanted].flatMap((id) => line.waiters.get(id) ?? []);
+        if (waiters.length === 0) continue;
         let reply: Reply;
         const sentAt = performance.now();
         try {
@@ -138,7 +149,7 @@ export class WaitRoom {
         const results = reply[1] as Reply[];
         await Promise.all(waiters.map((w, i) => this.settle(w, results[i], sentAt)));
         this.schedule(line, Number(reply[0]));
-      } while (line.again);
+      }
     })().finally(() => {
       line.inflight = null;
     });

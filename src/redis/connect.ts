@@ -20,6 +20,9 @@ const FAIL_FAST: RedisOptions = {
   retryStrategy: (attempt) => Math.min(50 * attempt, 500),
 };
 
+// Calls made in the same tick by concurrent requests go out in one write.
+const AUTO_PIPELINE: RedisOptions = { enableAutoPipelining: true };
+
 // Subscriptions may wait for a reconnect: ioredis subscribes again when it is back.
 const SUBSCRIBER: RedisOptions = { enableOfflineQueue: true, commandTimeout: undefined };
 
@@ -31,6 +34,7 @@ function clusterClient(nodes: string[], options: RedisOptions, name: string, sha
     }),
     {
       enableOfflineQueue: options.enableOfflineQueue,
+      enableAutoPipelining: options.enableAutoPipelining,
       clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 1000),
       redisOptions: { ...options, connectionName: name },
       shardedSubscribers: sharded,
@@ -41,8 +45,8 @@ function clusterClient(nodes: string[], options: RedisOptions, name: string, sha
 export function connectRedis(target: RedisTarget): RedisConnections {
   const commands =
     'url' in target
-      ? new Redis(target.url, { ...FAIL_FAST, connectionName: 'holdfast' })
-      : clusterClient(target.clusterNodes, FAIL_FAST, 'holdfast', false);
+      ? new Redis(target.url, { ...FAIL_FAST, ...AUTO_PIPELINE, connectionName: 'holdfast' })
+      : clusterClient(target.clusterNodes, { ...FAIL_FAST, ...AUTO_PIPELINE }, 'holdfast', false);
   const subscriber =
     'url' in target
       ? new Redis(target.url, { ...FAIL_FAST, ...SUBSCRIBER, connectionName: 'holdfast-sub' })

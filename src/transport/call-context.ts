@@ -2,11 +2,22 @@
 // and how long it may wait so the answer still reaches the client before its deadline.
 import type { ServerSurfaceCall } from '@grpc/grpc-js/build/src/server-call';
 
-export function callSignal(call: ServerSurfaceCall): AbortSignal {
+/** One shared reason: abort() without one would build a DOMException for every call. */
+const CLIENT_GONE = Object.freeze(new Error('the client cancelled the call or went away'));
+
+export interface CallScope {
+  /** Aborts when the client cancels or its connection drops before the call is finished. */
+  signal: AbortSignal;
+  /** The answer has been sent: a later 'cancelled' is no news (grpc-js emits it on every close). */
+  finish(): void;
+}
+
+export function callScope(call: ServerSurfaceCall): CallScope {
   const controller = new AbortController();
-  if (call.cancelled) controller.abort();
-  else call.once('cancelled', () => controller.abort());
-  return controller.signal;
+  const onCancelled = () => controller.abort(CLIENT_GONE);
+  if (call.cancelled) onCancelled();
+  else call.once('cancelled', onCancelled);
+  return { signal: controller.signal, finish: () => call.removeListener('cancelled', onCancelled) };
 }
 
 /**

@@ -5,7 +5,7 @@ import { LostReason, type HoldRequest, type HoldResponse } from '../../clients/t
 import type { LockEngine } from '../engine/engine';
 import { LockError } from '../engine/errors';
 import type { LostReason as EngineLostReason } from '../engine/watchdog';
-import { boundedWait, callSignal } from './call-context';
+import { boundedWait, callScope } from './call-context';
 import { MAX_TTL_MS, checkMillis, toAcquireParams } from './requests';
 import { serviceError, toServiceError } from './status';
 
@@ -50,10 +50,13 @@ async function hold(engine: LockEngine, options: HoldOptions, call: HoldCall): P
   );
   const requestedWait = params.waitMs;
   params.waitMs = boundedWait(call, params.waitMs, options.deadlineMarginMs);
-  const signal = callSignal(call);
+  const { signal, finish } = callScope(call);
   const grant = await engine.acquire(params, signal);
   if (signal.aborted) return; // the engine gave back any grant that raced the cancellation
-  if (!grant) throw new LockError('timeout', `lock "${params.name}" was not acquired within ${requestedWait} ms`);
+  if (!grant) {
+    finish();
+    throw new LockError('timeout', `lock "${params.name}" was not acquired within ${requestedWait} ms`);
+  }
 
   call.write({ acquired: { token: grant.token, fencingToken: grant.fencingToken, ttlMs: String(grant.ttlMs), holdCount: grant.holdCount } });
   const lease = engine.keep(
@@ -61,6 +64,7 @@ async function hold(engine: LockEngine, options: HoldOptions, call: HoldCall): P
     {
       onRenewed: (ttlMs) => call.write({ renewed: { ttlMs: String(ttlMs) } }),
       onLost: (reason, message) => {
+        finish(); // the lease is over: closing the stream must not release anything again
         if (reason === 'released') {
           call.end(); // the client released it on purpose: a normal end
           return;

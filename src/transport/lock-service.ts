@@ -4,7 +4,7 @@ import type { sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
 import type { LockServiceServer } from '../../clients/ts/gen/holdfast/v1/lock';
 import type { LockEngine } from '../engine/engine';
 import type { Grant } from '../engine/types';
-import { boundedWait, callSignal } from './call-context';
+import { boundedWait, callScope } from './call-context';
 import { checkFencingToken, checkName, checkToken, checkTtl, toAcquireParams } from './requests';
 import { toServiceError } from './status';
 import { holdHandler, type HoldOptions } from './hold';
@@ -37,8 +37,9 @@ export function lockService(engine: LockEngine, options: ServiceOptions): LockSe
     acquire: unary(logError, async (req, call) => {
       const params = toAcquireParams(req, options.defaultTtlMs);
       params.waitMs = boundedWait(call, params.waitMs, options.deadlineMarginMs);
-      const signal = callSignal(call);
+      const { signal, finish } = callScope(call);
       const grant = await engine.acquire(params, signal);
+      finish();
       if (!grant) return NOT_ACQUIRED;
       if (signal.aborted) {
         // The client left while the grant was on its way.
