@@ -54,10 +54,16 @@ export interface HoldfastProcess {
   stop(): Promise<void>;
 }
 
+/** The node flags the `holdfast` bin runs with (its shebang line), so the bench measures the server as shipped. */
+function shippedNodeFlags(): string[] {
+  const shebang = readFileSync(CLI, 'utf8').split('\n')[0];
+  return /node (.*)$/.exec(shebang)?.[1].split(' ').filter(Boolean) ?? [];
+}
+
 /** `node dist/src/cli.js serve` on a free loopback port; ready once it logs that it listens. */
 export async function startHoldfast(redisUrl: string, extraArgs: string[] = [], nodeArgs: string[] = []): Promise<HoldfastProcess> {
   const port = await freePort();
-  const args = [...nodeArgs, CLI, 'serve', '--listen', `127.0.0.1:${port}`, '--redis', redisUrl, '--log-level', 'info', ...extraArgs];
+  const args = [...shippedNodeFlags(), ...nodeArgs, CLI, 'serve', '--listen', `127.0.0.1:${port}`, '--redis', redisUrl, '--log-level', 'info', ...extraArgs];
   const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let output = '';

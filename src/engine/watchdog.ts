@@ -25,6 +25,9 @@ export interface KeepRequest {
 }
 
 interface Lease extends KeepRequest, LeaseEvents {
+  /** The renew script's keys and their Cluster slot, worked out once rather than per renewal. */
+  keys: string[];
+  slot: number;
   /** performance.now() values. */
   renewAt: number;
   lostAt: number;
@@ -60,9 +63,12 @@ export class Watchdog {
 
   /** Starts keeping a lease whose grant was confirmed at `confirmedAt` (performance.now()). */
   keep(request: KeepRequest, events: LeaseEvents, confirmedAt: number): KeptLease {
+    const keys = scriptKeys(lockKeys(this.prefix, request.name), scriptKeyCount('renew'));
     const lease: Lease = {
       ...request,
       ...events,
+      keys,
+      slot: calculateSlot(keys[0]),
       renewAt: confirmedAt + request.ttlMs * RENEW_FRACTION,
       lostAt: confirmedAt + request.ttlMs - safetyMargin(request.ttlMs),
       maxHoldAt: request.maxHoldMs > 0 ? confirmedAt + request.maxHoldMs : Infinity,
@@ -139,7 +145,7 @@ export class Watchdog {
     const byNode = new Map<string, Lease[]>();
     for (const lease of due) {
       lease.inflight = true;
-      const node = nodeOf(this.redis, lockKeys(this.prefix, lease.name).holders);
+      const node = nodeOf(this.redis, lease.slot);
       const group = byNode.get(node);
       if (group) group.push(lease);
       else byNode.set(node, [lease]);
@@ -149,12 +155,8 @@ export class Watchdog {
 
   private async renewOnOneNode(due: Lease[], sentAt: number): Promise<void> {
     const pipeline = this.redis.pipeline();
-    const renewCommand = commandName('renew');
-    const keyCount = scriptKeyCount('renew');
-    for (const lease of due) {
-      const keys = scriptKeys(lockKeys(this.prefix, lease.name), keyCount);
-      (pipeline as unknown as Record<string, (...a: unknown[]) => void>)[renewCommand](...keys, lease.token, lease.ttlMs);
-    }
+    const renew = (pipeline as unknown as Record<string, (...a: unknown[]) => void>)[commandName('renew')];
+    for (const lease of due) renew.call(pipeline, ...lease.keys, lease.token, lease.ttlMs);
     let results: [Error | null, unknown][];
     try {
       results = (await pipeline.exec()) ?? [];
@@ -189,10 +191,10 @@ export class Watchdog {
   }
 }
 
-/** The node serving a key's slot ('' for a single Redis). */
-function nodeOf(redis: Redis | Cluster, key: string): string {
+/** The node serving a slot ('' for a single Redis). */
+function nodeOf(redis: Redis | Cluster, slot: number): string {
   if (!(redis instanceof Cluster)) return '';
-  return redis.slots[calculateSlot(key)]?.[0] ?? '';
+  return redis.slots[slot]?.[0] ?? '';
 }
 
 /** Lost is declared this long before the lease would end, so nobody is told they hold a lock Redis dropped. */
