@@ -1,7 +1,8 @@
 // A private redis-server child on a free loopback port: the server's embedded default and the
 // test suite's Redis. Started with its own data dir, stopped by PID.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createServer } from 'node:net';
 
 export interface EmbeddedRedis {
@@ -47,9 +48,36 @@ export function findRedisBinary(binary = 'redis-server'): string {
   return binary;
 }
 
+const PIDFILE = 'redis-server.pid';
+
+function isRunningRedis(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('redis-server');
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A redis-server left running on this data dir (its parent was SIGKILLed, so it could not stop
+ * it) would keep the data dir and its port: stop it first. Its pidfile says which process it is.
+ */
+async function stopLeftover(dataDir: string): Promise<void> {
+  const pidfile = join(dataDir, PIDFILE);
+  if (!existsSync(pidfile)) return;
+  const pid = Number(readFileSync(pidfile, 'utf8').trim());
+  if (!pid || !isRunningRedis(pid)) return;
+  process.kill(pid, 'SIGTERM');
+  for (let waited = 0; isRunningRedis(pid); waited += 50) {
+    if (waited === 5000) process.kill(pid, 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 50)); // not our child: no exit event to wait on
+  }
+}
+
 export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise<EmbeddedRedis> {
   const binary = findRedisBinary(options.binary);
   mkdirSync(options.dataDir, { recursive: true });
+  await stopLeftover(options.dataDir);
   for (let attempt = 0; ; attempt++) {
     const port = options.port ?? (await freePort());
     const child = spawn(
@@ -61,6 +89,7 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise
         '--save', '60 1',
         '--appendonly', 'no',
         '--daemonize', 'no',
+        '--pidfile', join(options.dataDir, PIDFILE),
         '--loglevel', 'notice',
         ...(options.args ?? []),
       ],
