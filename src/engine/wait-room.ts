@@ -203,7 +203,8 @@ export class WaitRoom {
       await line?.inflight;
     } catch (err) {
       // The entry and any grant served to it expire by themselves within the entry lease.
-      this.options.onBackgroundError(err);
+      // The caller learns that Redis was unreachable, not that the lock stayed taken.
+      error ??= err instanceof LockError ? err : new LockError('unavailable', String(err));
     }
     if (error) waiter.reject(error);
     else waiter.resolve(null);

@@ -71,7 +71,14 @@ describe('Redis faults', () => {
   it('answers UNAVAILABLE within about a second while Redis is down, and recovers by itself', async () => {
     const name = uniqueName();
     expect((await client.acquire({ name })).acquired).toBe(true);
+    const waiting = client.acquire({ name, waitTimeoutMs: '1500' }).then(
+      (response) => ({ response }),
+      (error) => ({ error }),
+    );
+    await waitFor('the waiter to queue', async () => (await client.inspect({ name })).waiters === 1);
     await redis.stop();
+    // A wait that Redis dropped out of ends as UNAVAILABLE, not as "not acquired".
+    expect(await waiting).toMatchObject({ error: { code: status.UNAVAILABLE } });
     await waitFor('health NOT_SERVING', async () => (await healthStatus(server.addr, '')) === 'NOT_SERVING');
     for (const request of [() => client.acquire({ name: uniqueName() }), () => client.inspect({ name }), () => client.acquire({ name: uniqueName(), waitTimeoutMs: '5000' })]) {
       const startedAt = performance.now();
