@@ -93,6 +93,20 @@ describe('Hold', () => {
     }
   });
 
+  it('keeps the hold of a client that sends its own keepalive pings (no ping policy rejects it)', async () => {
+    const pinging = connect(server.addr, { 'grpc.keepalive_time_ms': 200, 'grpc.keepalive_timeout_ms': 1000, 'grpc.keepalive_permit_without_calls': 1 });
+    try {
+      const name = uniqueName();
+      const stream = pinging.hold({ name, ttlMs: '300' });
+      await stream.next(() => stream.events.filter((e) => e.renewed).length >= 12); // ~1.2 s of pings every 200 ms
+      expect(stream.events.some((e) => e.lost)).toBe(false);
+      expect(await holderCount(client, name)).toBe(1);
+      stream.call.cancel();
+    } finally {
+      pinging.close();
+    }
+  });
+
   it('ends with DEADLINE_EXCEEDED when not acquired within wait_timeout_ms', async () => {
     const name = uniqueName();
     await peer.acquire({ name, ttlMs: '30000' });

@@ -1,5 +1,5 @@
 // A real gRPC client (ts-proto stubs over grpc-js) with promise-returning calls for tests.
-import { credentials, Metadata, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
+import { credentials, Metadata, type ChannelOptions, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
 import {
   LockServiceClient,
   type AcquireRequest,
@@ -32,8 +32,8 @@ export interface HoldStream {
   ended: Promise<{ code: number; details: string }>;
 }
 
-export function connect(addr: string) {
-  const client = new LockServiceClient(addr, credentials.createInsecure());
+export function connect(addr: string, channelOptions: ChannelOptions = {}) {
+  const client = new LockServiceClient(addr, credentials.createInsecure(), channelOptions);
   const acquireRaw = promisify<AcquireRequest, AcquireResponse>(client, client.acquire as never);
   return {
     client,
