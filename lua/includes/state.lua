@@ -192,12 +192,12 @@ end
 
 -- Every key expires: data lives as long as the longest lease (or a waiting queue) plus RETAIN_MS.
 local function keepKeys()
-  local idle = redis.call('ZCARD', holdersKey) == 0 and redis.call('ZCARD', queueKey) == 0
-  if idle then redis.call('HDEL', dataKey, 'limit') end
-  local lastExpiry = now
   local last = redis.call('ZRANGE', holdersKey, -1, -1, 'WITHSCORES')
+  local queued = redis.call('ZCARD', queueKey) > 0
+  if not last[2] and not queued then redis.call('HDEL', dataKey, 'limit') end
+  local lastExpiry = now
   if last[2] then lastExpiry = math.max(lastExpiry, tonumber(last[2])) end
-  if redis.call('ZCARD', queueKey) > 0 then lastExpiry = math.max(lastExpiry, now + RETAIN_MS) end
+  if queued then lastExpiry = math.max(lastExpiry, now + RETAIN_MS) end
   local ttl = lastExpiry - now + RETAIN_MS
   redis.call('PEXPIRE', holdersKey, ttl)
   redis.call('PEXPIRE', queueKey, ttl)
