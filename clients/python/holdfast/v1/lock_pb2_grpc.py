@@ -75,7 +75,8 @@ class LockServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def Hold(self, request, context):
-        """Holds a lock for as long as the stream stays open: the server renews the lease and releases it when the stream ends.
+        """Holds a lock for as long as the stream stays open: the server renews the lease until the stream ends.
+        A Release or a cancel by the client frees the lock at once; any other end leaves the lease to run out first.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

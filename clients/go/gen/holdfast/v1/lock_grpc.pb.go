@@ -25,7 +25,8 @@ type LockServiceClient interface {
 	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
 	// Renews the lease of a live grant; a token that holds nothing is answered with NOT_FOUND.
 	Renew(ctx context.Context, in *RenewRequest, opts ...grpc.CallOption) (*RenewResponse, error)
-	// Holds a lock for as long as the stream stays open: the server renews the lease and releases it when the stream ends.
+	// Holds a lock for as long as the stream stays open: the server renews the lease until the stream ends.
+	// A Release or a cancel by the client frees the lock at once; any other end leaves the lease to run out first.
 	Hold(ctx context.Context, in *HoldRequest, opts ...grpc.CallOption) (LockService_HoldClient, error)
 	// Inspects a lock: its holders, waiters and last fencing token. Never returns a token.
 	Inspect(ctx context.Context, in *InspectRequest, opts ...grpc.CallOption) (*InspectResponse, error)
@@ -130,7 +131,8 @@ type LockServiceServer interface {
 	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
 	// Renews the lease of a live grant; a token that holds nothing is answered with NOT_FOUND.
 	Renew(context.Context, *RenewRequest) (*RenewResponse, error)
-	// Holds a lock for as long as the stream stays open: the server renews the lease and releases it when the stream ends.
+	// Holds a lock for as long as the stream stays open: the server renews the lease until the stream ends.
+	// A Release or a cancel by the client frees the lock at once; any other end leaves the lease to run out first.
 	Hold(*HoldRequest, LockService_HoldServer) error
 	// Inspects a lock: its holders, waiters and last fencing token. Never returns a token.
 	Inspect(context.Context, *InspectRequest) (*InspectResponse, error)

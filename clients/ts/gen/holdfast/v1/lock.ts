@@ -153,7 +153,13 @@ export interface AcquireRequest {
   mode: LockMode;
   /** Counting semaphore size: up to `limit` concurrent holders. 0 or 1 means a plain lock. */
   limit: number;
-  /** Idempotency key: a retried Acquire with the same request_id gets the same live grant back, counted once. */
+  /**
+   * Idempotency key: a retried Acquire with the same request_id, owner, name, mode, limit and ttl_ms gets
+   * the same live grant back, counted once. Any other reuse is refused with FAILED_PRECONDITION.
+   * A request_id unlocks its grant's token, so it is a secret as strong as the token: make it unguessable
+   * (16 to 512 bytes, for example a random UUID). It is remembered while its grant lives, and at least
+   * wait_timeout_ms + ttl_ms + 60 s after its first use.
+   */
   requestId: string;
 }
 
@@ -177,6 +183,11 @@ export interface ReleaseRequest {
   name: string;
   /** The grant's token. */
   token: string;
+  /**
+   * A Hold stream's hold_id (from HoldAcquired): gives back exactly that stream's hold and ends the stream with OK.
+   * Empty gives back one hold of the grant: one taken by Acquire first, else the newest Hold stream's (which then ends with OK).
+   */
+  holdId: string;
 }
 
 /** ReleaseResponse tells whether the lock was freed. */
@@ -222,6 +233,14 @@ export interface HoldRequest {
    * 0 means the server's --max-hold-ms (which may be unlimited). The smaller of the two applies.
    */
   maxHoldMs: string;
+  /**
+   * Frees the lock the moment the stream ends for any reason, as earlier holdfast versions did. By default only the
+   * holder's own word (Release, or a cancel from a live connection) frees it at once; a lost connection, a
+   * keepalive timeout, max_hold_ms or a server shutdown leave the lease to run out first, so that a holder that
+   * is only paused or cut off never believes it holds a lock that someone else has. Setting this trades that
+   * guarantee for a faster handover after a crash (the server's --release-on-disconnect sets it for every Hold).
+   */
+  releaseOnDisconnect: boolean;
 }
 
 /** HoldResponse is one event on a Hold stream. */
@@ -248,12 +267,24 @@ export interface HoldAcquired {
   ttlMs: string;
   /** How many times this grant is held. */
   holdCount: number;
+  /**
+   * The server started this grant's lease this many ms after it received the Hold request (its monotonic clock).
+   * The lease ends no earlier than lease_started_after_ms + ttl_ms after the client sent the request, less clock drift.
+   */
+  leaseStartedAfterMs: string;
+  /** Names this stream's hold of the grant: ReleaseRequest.hold_id gives back exactly this hold. */
+  holdId: string;
 }
 
 /** HoldRenewed reports a confirmed renewal. */
 export interface HoldRenewed {
   /** The lease left after the renewal, in milliseconds. */
   ttlMs: string;
+  /**
+   * The server started this renewal this many ms after it received the Hold request (its monotonic clock).
+   * The renewed lease ends no earlier than lease_started_after_ms + ttl_ms after the client sent the request, less clock drift.
+   */
+  leaseStartedAfterMs: string;
 }
 
 /** HoldLost says that the lease was lost and why. */
@@ -641,7 +672,7 @@ export const AcquireResponse: MessageFns<AcquireResponse> = {
 };
 
 function createBaseReleaseRequest(): ReleaseRequest {
-  return { name: "", token: "" };
+  return { name: "", token: "", holdId: "" };
 }
 
 export const ReleaseRequest: MessageFns<ReleaseRequest> = {
@@ -651,6 +682,9 @@ export const ReleaseRequest: MessageFns<ReleaseRequest> = {
     }
     if (message.token !== "") {
       writer.uint32(18).string(message.token);
+    }
+    if (message.holdId !== "") {
+      writer.uint32(26).string(message.holdId);
     }
     return writer;
   },
@@ -684,6 +718,14 @@ export const ReleaseRequest: MessageFns<ReleaseRequest> = {
             message.token = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.holdId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -700,6 +742,11 @@ export const ReleaseRequest: MessageFns<ReleaseRequest> = {
     return {
       name: isSet(object.name) ? globalThis.String(object.name) : "",
       token: isSet(object.token) ? globalThis.String(object.token) : "",
+      holdId: isSet(object.holdId)
+        ? globalThis.String(object.holdId)
+        : isSet(object.hold_id)
+        ? globalThis.String(object.hold_id)
+        : "",
     };
   },
 
@@ -711,6 +758,9 @@ export const ReleaseRequest: MessageFns<ReleaseRequest> = {
     if (message.token !== "") {
       obj.token = message.token;
     }
+    if (message.holdId !== "") {
+      obj.holdId = message.holdId;
+    }
     return obj;
   },
 
@@ -721,6 +771,7 @@ export const ReleaseRequest: MessageFns<ReleaseRequest> = {
     const message = createBaseReleaseRequest();
     message.name = object.name ?? "";
     message.token = object.token ?? "";
+    message.holdId = object.holdId ?? "";
     return message;
   },
 };
@@ -993,7 +1044,16 @@ export const RenewResponse: MessageFns<RenewResponse> = {
 };
 
 function createBaseHoldRequest(): HoldRequest {
-  return { name: "", owner: "", ttlMs: "0", waitTimeoutMs: "0", mode: 0, limit: 0, maxHoldMs: "0" };
+  return {
+    name: "",
+    owner: "",
+    ttlMs: "0",
+    waitTimeoutMs: "0",
+    mode: 0,
+    limit: 0,
+    maxHoldMs: "0",
+    releaseOnDisconnect: false,
+  };
 }
 
 export const HoldRequest: MessageFns<HoldRequest> = {
@@ -1018,6 +1078,9 @@ export const HoldRequest: MessageFns<HoldRequest> = {
     }
     if (message.maxHoldMs !== "0") {
       writer.uint32(56).int64(message.maxHoldMs);
+    }
+    if (message.releaseOnDisconnect !== false) {
+      writer.uint32(64).bool(message.releaseOnDisconnect);
     }
     return writer;
   },
@@ -1091,6 +1154,14 @@ export const HoldRequest: MessageFns<HoldRequest> = {
             message.maxHoldMs = reader.int64().toString();
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.releaseOnDisconnect = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1124,6 +1195,11 @@ export const HoldRequest: MessageFns<HoldRequest> = {
         : isSet(object.max_hold_ms)
         ? globalThis.String(object.max_hold_ms)
         : "0",
+      releaseOnDisconnect: isSet(object.releaseOnDisconnect)
+        ? globalThis.Boolean(object.releaseOnDisconnect)
+        : isSet(object.release_on_disconnect)
+        ? globalThis.Boolean(object.release_on_disconnect)
+        : false,
     };
   },
 
@@ -1150,6 +1226,9 @@ export const HoldRequest: MessageFns<HoldRequest> = {
     if (message.maxHoldMs !== "0") {
       obj.maxHoldMs = message.maxHoldMs;
     }
+    if (message.releaseOnDisconnect !== false) {
+      obj.releaseOnDisconnect = message.releaseOnDisconnect;
+    }
     return obj;
   },
 
@@ -1165,6 +1244,7 @@ export const HoldRequest: MessageFns<HoldRequest> = {
     message.mode = object.mode ?? 0;
     message.limit = object.limit ?? 0;
     message.maxHoldMs = object.maxHoldMs ?? "0";
+    message.releaseOnDisconnect = object.releaseOnDisconnect ?? false;
     return message;
   },
 };
@@ -1275,7 +1355,7 @@ export const HoldResponse: MessageFns<HoldResponse> = {
 };
 
 function createBaseHoldAcquired(): HoldAcquired {
-  return { token: "", fencingToken: "0", ttlMs: "0", holdCount: 0 };
+  return { token: "", fencingToken: "0", ttlMs: "0", holdCount: 0, leaseStartedAfterMs: "0", holdId: "" };
 }
 
 export const HoldAcquired: MessageFns<HoldAcquired> = {
@@ -1291,6 +1371,12 @@ export const HoldAcquired: MessageFns<HoldAcquired> = {
     }
     if (message.holdCount !== 0) {
       writer.uint32(32).uint32(message.holdCount);
+    }
+    if (message.leaseStartedAfterMs !== "0") {
+      writer.uint32(40).int64(message.leaseStartedAfterMs);
+    }
+    if (message.holdId !== "") {
+      writer.uint32(50).string(message.holdId);
     }
     return writer;
   },
@@ -1340,6 +1426,22 @@ export const HoldAcquired: MessageFns<HoldAcquired> = {
             message.holdCount = reader.uint32();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.leaseStartedAfterMs = reader.int64().toString();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.holdId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1370,6 +1472,16 @@ export const HoldAcquired: MessageFns<HoldAcquired> = {
         : isSet(object.hold_count)
         ? globalThis.Number(object.hold_count)
         : 0,
+      leaseStartedAfterMs: isSet(object.leaseStartedAfterMs)
+        ? globalThis.String(object.leaseStartedAfterMs)
+        : isSet(object.lease_started_after_ms)
+        ? globalThis.String(object.lease_started_after_ms)
+        : "0",
+      holdId: isSet(object.holdId)
+        ? globalThis.String(object.holdId)
+        : isSet(object.hold_id)
+        ? globalThis.String(object.hold_id)
+        : "",
     };
   },
 
@@ -1387,6 +1499,12 @@ export const HoldAcquired: MessageFns<HoldAcquired> = {
     if (message.holdCount !== 0) {
       obj.holdCount = Math.round(message.holdCount);
     }
+    if (message.leaseStartedAfterMs !== "0") {
+      obj.leaseStartedAfterMs = message.leaseStartedAfterMs;
+    }
+    if (message.holdId !== "") {
+      obj.holdId = message.holdId;
+    }
     return obj;
   },
 
@@ -1399,18 +1517,23 @@ export const HoldAcquired: MessageFns<HoldAcquired> = {
     message.fencingToken = object.fencingToken ?? "0";
     message.ttlMs = object.ttlMs ?? "0";
     message.holdCount = object.holdCount ?? 0;
+    message.leaseStartedAfterMs = object.leaseStartedAfterMs ?? "0";
+    message.holdId = object.holdId ?? "";
     return message;
   },
 };
 
 function createBaseHoldRenewed(): HoldRenewed {
-  return { ttlMs: "0" };
+  return { ttlMs: "0", leaseStartedAfterMs: "0" };
 }
 
 export const HoldRenewed: MessageFns<HoldRenewed> = {
   encode(message: HoldRenewed, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.ttlMs !== "0") {
       writer.uint32(8).int64(message.ttlMs);
+    }
+    if (message.leaseStartedAfterMs !== "0") {
+      writer.uint32(16).int64(message.leaseStartedAfterMs);
     }
     return writer;
   },
@@ -1436,6 +1559,14 @@ export const HoldRenewed: MessageFns<HoldRenewed> = {
             message.ttlMs = reader.int64().toString();
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.leaseStartedAfterMs = reader.int64().toString();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1455,6 +1586,11 @@ export const HoldRenewed: MessageFns<HoldRenewed> = {
         : isSet(object.ttl_ms)
         ? globalThis.String(object.ttl_ms)
         : "0",
+      leaseStartedAfterMs: isSet(object.leaseStartedAfterMs)
+        ? globalThis.String(object.leaseStartedAfterMs)
+        : isSet(object.lease_started_after_ms)
+        ? globalThis.String(object.lease_started_after_ms)
+        : "0",
     };
   },
 
@@ -1462,6 +1598,9 @@ export const HoldRenewed: MessageFns<HoldRenewed> = {
     const obj: any = {};
     if (message.ttlMs !== "0") {
       obj.ttlMs = message.ttlMs;
+    }
+    if (message.leaseStartedAfterMs !== "0") {
+      obj.leaseStartedAfterMs = message.leaseStartedAfterMs;
     }
     return obj;
   },
@@ -1472,6 +1611,7 @@ export const HoldRenewed: MessageFns<HoldRenewed> = {
   fromPartial(object: DeepPartial<HoldRenewed>): HoldRenewed {
     const message = createBaseHoldRenewed();
     message.ttlMs = object.ttlMs ?? "0";
+    message.leaseStartedAfterMs = object.leaseStartedAfterMs ?? "0";
     return message;
   },
 };
@@ -2163,7 +2303,10 @@ export const LockServiceService = {
     responseSerialize: (value: RenewResponse): Buffer => Buffer.from(RenewResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RenewResponse => RenewResponse.decode(value),
   },
-  /** Holds a lock for as long as the stream stays open: the server renews the lease and releases it when the stream ends. */
+  /**
+   * Holds a lock for as long as the stream stays open: the server renews the lease until the stream ends.
+   * A Release or a cancel by the client frees the lock at once; any other end leaves the lease to run out first.
+   */
   hold: {
     path: "/holdfast.v1.LockService/Hold" as const,
     requestStream: false as const,
@@ -2210,7 +2353,10 @@ export interface LockServiceServer extends UntypedServiceImplementation {
   release: handleUnaryCall<ReleaseRequest, ReleaseResponse>;
   /** Renews the lease of a live grant; a token that holds nothing is answered with NOT_FOUND. */
   renew: handleUnaryCall<RenewRequest, RenewResponse>;
-  /** Holds a lock for as long as the stream stays open: the server renews the lease and releases it when the stream ends. */
+  /**
+   * Holds a lock for as long as the stream stays open: the server renews the lease until the stream ends.
+   * A Release or a cancel by the client frees the lock at once; any other end leaves the lease to run out first.
+   */
   hold: handleServerStreamingCall<HoldRequest, HoldResponse>;
   /** Inspects a lock: its holders, waiters and last fencing token. Never returns a token. */
   inspect: handleUnaryCall<InspectRequest, InspectResponse>;
@@ -2273,7 +2419,10 @@ export interface LockServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RenewResponse) => void,
   ): ClientUnaryCall;
-  /** Holds a lock for as long as the stream stays open: the server renews the lease and releases it when the stream ends. */
+  /**
+   * Holds a lock for as long as the stream stays open: the server renews the lease until the stream ends.
+   * A Release or a cancel by the client frees the lock at once; any other end leaves the lease to run out first.
+   */
   hold(request: HoldRequest, options?: Partial<CallOptions>): ClientReadableStream<HoldResponse>;
   hold(request: HoldRequest, metadata?: Metadata, options?: Partial<CallOptions>): ClientReadableStream<HoldResponse>;
   /** Inspects a lock: its holders, waiters and last fencing token. Never returns a token. */
