@@ -10,7 +10,9 @@ import { LockServiceService } from '../clients/ts/gen/holdfast/v1/lock';
 import { LockEngine } from './engine/engine';
 import { connectRedis } from './redis/connect';
 import { startEmbeddedRedis, type EmbeddedRedis } from './redis/embedded';
+import { guardRequests } from './transport/decode';
 import { lockService } from './transport/lock-service';
+import { readRequestShapes } from './transport/wire';
 import { packageRoot } from './package-root';
 
 export interface ServerConfig {
@@ -98,7 +100,8 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     'grpc.keepalive_time_ms': config.keepaliveTimeMs,
     'grpc.keepalive_timeout_ms': config.keepaliveTimeoutMs,
   });
-  server.addService(
+  const protoDir = join(packageRoot(), 'proto');
+  const guarded = guardRequests(
     LockServiceService,
     lockService(engine, {
       defaultTtlMs: config.defaultTtlMs,
@@ -107,9 +110,14 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       lockDelayMs: config.lockDelayMs,
       logError,
     }),
+    {
+      shapes: readRequestShapes('holdfast/v1/lock.proto', [protoDir]),
+      // One line per call refused before its handler (undecodable, or a string that is not UTF-8); a metrics counter goes here too.
+      onRejected: (rejection) => log.debug(rejection, 'refused a request that is not a valid message'),
+    },
   );
+  server.addService(guarded.service, guarded.implementation);
   health.addToServer(server);
-  const protoDir = join(packageRoot(), 'proto');
   const descriptors = protoLoader.loadSync([join(protoDir, 'holdfast/v1/lock.proto'), healthProtoPath], {
     includeDirs: [protoDir],
   });

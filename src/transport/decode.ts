@@ -1,0 +1,91 @@
+// Requests whose bytes are not a valid message of their type (undecodable, or a string field
+// that is not UTF-8) are answered INVALID_ARGUMENT here, before any handler runs. grpc-js would
+// answer a throwing deserializer with INTERNAL and log nothing, so the deserializer never throws:
+// it hands a BadRequest to the handler wrapper below, which answers it and reports it once.
+import {
+  status,
+  type MethodDefinition,
+  type sendUnaryData,
+  type ServerUnaryCall,
+  type ServerWritableStream,
+  type ServiceDefinition,
+  type UntypedHandleCall,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
+import { serviceError } from './status';
+import { checkMessageBytes, type MessageShape, type WireProblem } from './wire';
+
+/** What a request that was refused before its handler: never its bytes (they may hold a token). */
+export interface Rejection {
+  /** gRPC path: /holdfast.v1.LockService/Acquire. */
+  method: string;
+  kind: WireProblem['kind'];
+  /** The status details sent: names the field or the message type. */
+  problem: string;
+  peer: string;
+}
+
+export interface GuardOptions {
+  /** From readRequestShapes: the request message of each method, by path. */
+  shapes: Map<string, MessageShape>;
+  /** Called once per refused call. */
+  onRejected(rejection: Rejection): void;
+}
+
+/** Stands in for a request that could not be decoded; only guardRequests' handlers see it. */
+class BadRequest {
+  constructor(readonly problem: WireProblem) {}
+}
+
+function checkedDeserializer(method: MethodDefinition<unknown, unknown>, shape: MessageShape) {
+  const decode = method.requestDeserialize;
+  return (bytes: Buffer): unknown => {
+    const problem = checkMessageBytes(bytes, shape);
+    if (problem) return new BadRequest(problem);
+    try {
+      return decode(bytes);
+    } catch {
+      return new BadRequest({ kind: 'malformed', message: `request is not a valid ${shape.typeName}` });
+    }
+  };
+}
+
+function guardedHandler(method: MethodDefinition<unknown, unknown>, handler: UntypedHandleCall, onRejected: GuardOptions['onRejected']): UntypedHandleCall {
+  const refuse = (call: { getPeer(): string }, bad: BadRequest) => {
+    onRejected({ method: method.path, kind: bad.problem.kind, problem: bad.problem.message, peer: call.getPeer() });
+    return serviceError(status.INVALID_ARGUMENT, bad.problem.message);
+  };
+  if (method.requestStream) throw new Error(`${method.path}: guardRequests does not handle request streams yet`);
+  if (method.responseStream) {
+    const handle = handler as (call: ServerWritableStream<unknown, unknown>) => void;
+    return (call: ServerWritableStream<unknown, unknown>) => {
+      if (call.request instanceof BadRequest) call.emit('error', refuse(call, call.request));
+      else handle(call);
+    };
+  }
+  const handle = handler as (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => void;
+  return (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
+    if (call.request instanceof BadRequest) callback(refuse(call, call.request));
+    else handle(call, callback);
+  };
+}
+
+/**
+ * The service definition and implementation to register with grpc-js, such that every request of
+ * every method is checked against its message's shape before its handler runs.
+ */
+export function guardRequests(
+  service: ServiceDefinition,
+  implementation: UntypedServiceImplementation,
+  options: GuardOptions,
+): { service: ServiceDefinition; implementation: UntypedServiceImplementation } {
+  const guardedService: Record<string, MethodDefinition<unknown, unknown>> = {};
+  const guardedImplementation: UntypedServiceImplementation = {};
+  for (const [key, method] of Object.entries(service)) {
+    const shape = options.shapes.get(method.path);
+    if (!shape) throw new Error(`${method.path} is not in the .proto the request shapes were read from`);
+    guardedService[key] = { ...method, requestDeserialize: checkedDeserializer(method, shape) };
+    guardedImplementation[key] = guardedHandler(method, implementation[key], options.onRejected);
+  }
+  return { service: guardedService, implementation: guardedImplementation };
+}
