@@ -77,9 +77,10 @@ export class HoldfastClient {
    */
   async acquire(name: string, options: AcquireOptions = {}): Promise<Lock> {
     const request = acquireRequest(name, options);
+    const sentAt = performance.now();
     const grant = await this.rpc.acquire(request, options.waitMs ?? 0);
     if (!grant.acquired) throw new NotAcquiredError(name, options.waitMs ?? 0);
-    return new Lock(this.rpc, name, grant);
+    return new Lock(this.rpc, name, grant, sentAt);
   }
 
   /**

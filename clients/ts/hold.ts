@@ -7,12 +7,14 @@ import type { UnaryCalls } from './rpc';
 
 /**
  * Rejects with NotAcquiredError when the wait runs out, with the signal's reason when `cancel`
- * aborts first, and with the stream's ServiceError for anything else.
+ * aborts first, with a LeaseLostError when the grant arrived after its lease could have ended
+ * (the stream is cancelled, which frees the hold if the server still keeps it), and with the
+ * stream's ServiceError for anything else.
  */
 export function openLease(stub: LockServiceClient, rpc: UnaryCalls, request: HoldRequest, cancel?: AbortSignal): Promise<Lease> {
   return new Promise((resolve, reject) => {
     cancel?.throwIfAborted();
-    const sentAt = performance.now();
+    const sentAt = performance.now(); // the lease's anchor: no later than the request leaves
     const call = stub.hold(request);
     let lease: Lease | undefined;
     const stop = () => call.cancel();
@@ -23,7 +25,8 @@ export function openLease(stub: LockServiceClient, rpc: UnaryCalls, request: Hol
       else if (event.acquired) {
         cancel?.removeEventListener('abort', stop);
         lease = new Lease(call, rpc, request.name, event.acquired, sentAt);
-        resolve(lease);
+        if (lease.signal.aborted) reject(lease.signal.reason);
+        else resolve(lease);
       }
     });
     call.on('error', (err: ServiceError) => {

@@ -1,33 +1,23 @@
-// A lease kept by a Hold stream, with a local deadline that does not trust silence.
+// A lease kept by a Hold stream, with a local deadline that does not trust silence or late news.
 //
 // The server renews the lease and reports each renewal; this side keeps its own conservative idea
-// of when the lease ends, so that `signal` aborts in time even if the network goes quiet and no
-// `lost` event can arrive (Chubby's clients keep such a local lease timeout).
-//
-// When a confirmation (acquired or renewed: "lease left L ms") arrives at time A, the lease is
-// taken to have been granted or renewed at max(S, A - ttl/3), where S is when the Hold request
-// was sent: a grant never predates its request, and a confirmation is assumed to be at most a
-// third of a lease old when it arrives (the server renews every third of a lease, so an older one
-// is already overdue). The last known expiry is that moment + L; the signal aborts a safety margin
-// before it, like the server's own watchdog does.
+// of when the lease ends (deadline.ts), so that `signal` aborts in time even if the network goes
+// quiet and no `lost` event can arrive (Chubby's clients keep such a local lease timeout). Each
+// confirmation (acquired, renewed) can only move that deadline forward; one whose deadline has
+// already passed when it arrives means the lease may be someone else's by now, so it counts as lost.
 import { status, type ClientReadableStream, type StatusObject } from '@grpc/grpc-js';
 import type { HoldAcquired, HoldResponse } from './gen/holdfast/v1/lock';
+import { leaseDeadline, toEpochMs } from './deadline';
 import { LeaseLostError } from './errors';
 import type { UnaryCalls } from './rpc';
-
-/** The oldest a confirmation is assumed to be when it arrives, as a fraction of the lease. */
-const CONFIRMATION_AGE = 1 / 3;
-
-/** The signal aborts this long before the last known expiry (the server's watchdog uses the same). */
-export function safetyMargin(ttlMs: number): number {
-  return Math.min(1000, Math.max(5, ttlMs / 10));
-}
 
 type State = 'held' | 'lost' | 'released';
 
 export class Lease {
   /** The grant's token; it also works with Release and Renew. */
   readonly token: string;
+  /** Names this stream's own hold of the grant (a reentrant grant has one per holder). */
+  readonly holdId: string;
   /** The grant's fencing token (uint64 as a bigint, so comparisons are exact). */
   readonly fencingToken: bigint;
   /** The lease length in ms; the server renews about every third of it. */
@@ -39,9 +29,13 @@ export class Lease {
 
   private readonly controller = new AbortController();
   private state: State = 'held';
-  private expiry = 0; // performance.now() time of the last known expiry
+  private deadline = -Infinity; // performance.now() time: the lease ends no earlier than this
   private timer?: NodeJS.Timeout;
 
+  /**
+   * `sentAt` is performance.now() taken just before the Hold call started. Check `signal` after
+   * constructing: a grant that arrived too late is lost from the start.
+   */
   constructor(
     private readonly call: ClientReadableStream<HoldResponse>,
     private readonly rpc: UnaryCalls,
@@ -50,21 +44,26 @@ export class Lease {
     private readonly sentAt: number,
   ) {
     this.token = acquired.token;
+    this.holdId = acquired.holdId;
     this.fencingToken = BigInt(acquired.fencingToken);
     this.ttlMs = Number(acquired.ttlMs);
     this.holdCount = acquired.holdCount;
     this.signal = this.controller.signal;
-    this.confirmed(this.ttlMs);
-  }
-
-  /** The last known expiry, in epoch ms, counted conservatively (see the top of this file). */
-  get expiresAt(): number {
-    return Date.now() + (this.expiry - performance.now());
+    this.confirmed(Number(acquired.leaseStartedAfterMs), this.ttlMs, 'the grant');
   }
 
   /**
-   * Gives the lock back: a unary Release with the token, then cancels the stream (which releases
-   * it too if the Release did not get through). Never rejects; calling it again does nothing.
+   * The conservative end of the lease in epoch ms: the request's send time + lease_started_after_ms
+   * + ttl_ms of the latest confirmation, less the clock drift allowance. `signal` aborts then
+   * unless a renewal has moved it.
+   */
+  get expiresAt(): number {
+    return toEpochMs(this.deadline);
+  }
+
+  /**
+   * Gives back exactly this stream's hold (Release with the token and hold id; the server ends the
+   * stream with OK), then cancels the stream. Never rejects; calling it again does nothing.
    */
   async release(): Promise<void> {
     if (this.state !== 'held') {
@@ -74,9 +73,10 @@ export class Lease {
     this.state = 'released';
     clearTimeout(this.timer);
     try {
-      await this.rpc.release({ name: this.name, token: this.token });
+      await this.rpc.release({ name: this.name, token: this.token, holdId: this.holdId });
     } catch {
-      // Lost meanwhile, or the server is unreachable: cancelling the stream covers both.
+      // Lost meanwhile, or the server is unreachable: the cancel below frees the hold on a live
+      // connection, and on a dead one the lease runs out.
     } finally {
       this.call.cancel();
     }
@@ -84,7 +84,7 @@ export class Lease {
 
   /** Called by the stream for every event after `acquired`. */
   onEvent(event: HoldResponse): void {
-    if (event.renewed) this.confirmed(Number(event.renewed.ttlMs));
+    if (event.renewed) this.confirmed(Number(event.renewed.leaseStartedAfterMs), Number(event.renewed.ttlMs), 'a renewal');
     else if (event.lost) this.lose(new LeaseLostError(this.name, event.lost.reason, 'server', event.lost.code));
   }
 
@@ -94,16 +94,25 @@ export class Lease {
     this.lose(new LeaseLostError(this.name, `the Hold stream ended (${how})`, 'stream'));
   }
 
-  private confirmed(leftMs: number): void {
+  private confirmed(leaseStartedAfterMs: number, ttlMs: number, what: string): void {
     if (this.state !== 'held') return;
-    const now = performance.now();
-    this.expiry = Math.max(this.sentAt, now - this.ttlMs * CONFIRMATION_AGE) + leftMs;
-    const abortIn = this.expiry - safetyMargin(this.ttlMs) - now;
+    this.deadline = Math.max(this.deadline, leaseDeadline(this.sentAt, leaseStartedAfterMs, ttlMs));
+    if (this.deadline <= performance.now()) {
+      this.lose(new LeaseLostError(this.name, `${what} arrived after the lease could have ended`, 'deadline'));
+      return;
+    }
+    this.armTimer();
+  }
+
+  private armTimer(): void {
     clearTimeout(this.timer);
-    this.timer = setTimeout(
-      () => this.lose(new LeaseLostError(this.name, 'no renewal was confirmed before the lease would end', 'deadline')),
-      Math.max(0, abortIn),
-    );
+    const left = this.deadline - performance.now();
+    if (left <= 0) {
+      this.lose(new LeaseLostError(this.name, 'no renewal was confirmed before the lease could end', 'deadline'));
+      return;
+    }
+    // Timers count whole milliseconds and may fire a fraction early: check again when it fires.
+    this.timer = setTimeout(() => this.armTimer(), left);
     this.timer.unref();
   }
 
@@ -111,7 +120,7 @@ export class Lease {
     if (this.state !== 'held') return;
     this.state = 'lost';
     clearTimeout(this.timer);
-    this.call.cancel(); // the server releases whatever it still holds for us
+    this.call.cancel(); // frees this stream's hold if the server still keeps it and can hear us
     this.controller.abort(reason);
   }
 }

@@ -1,5 +1,6 @@
 // A grant from the unary Acquire: nothing renews it; it lasts ttlMs unless renewed or released.
 import type { AcquireResponse } from './gen/holdfast/v1/lock';
+import { leaseDeadline, toEpochMs } from './deadline';
 import { int64Field } from './options';
 import type { UnaryCalls } from './rpc';
 
@@ -23,26 +24,43 @@ export class Lock {
   /** How many times this grant is held (reentrancy). */
   readonly holdCount: number;
 
+  private deadline: number; // performance.now() time: the lease ends no earlier than this
+
+  /** `sentAt` is performance.now() taken just before the Acquire call started. */
   constructor(
     private readonly rpc: UnaryCalls,
     readonly name: string,
     grant: AcquireResponse,
+    sentAt: number,
   ) {
     this.token = grant.token;
     this.fencingToken = BigInt(grant.fencingToken);
     this.ttlMs = Number(grant.ttlMs);
     this.holdCount = grant.holdCount;
+    // The grant's lease started after the request was sent, however late the answer came.
+    this.deadline = leaseDeadline(sentAt, 0, this.ttlMs);
+  }
+
+  /**
+   * The conservative end of the lease in epoch ms: when the last Acquire or Renew was sent, plus
+   * the lease it reported, less the clock drift allowance. Nothing tells you when it passes.
+   */
+  get expiresAt(): number {
+    return toEpochMs(this.deadline);
   }
 
   /** Releases one hold; rejects with NOT_FOUND when the grant is gone (expired or released). */
   async release(): Promise<ReleaseResult> {
-    const { released, holdCount } = await this.rpc.release({ name: this.name, token: this.token });
+    const { released, holdCount } = await this.rpc.release({ name: this.name, token: this.token, holdId: '' });
     return { released, holdCount };
   }
 
   /** Extends the lease to `ttlMs` from now (0: the grant's own lease length); resolves with the lease left in ms. */
   async renew(ttlMs = 0): Promise<number> {
+    const sentAt = performance.now();
     const res = await this.rpc.renew({ name: this.name, token: this.token, ttlMs: int64Field('ttlMs', ttlMs) });
-    return Number(res.ttlMs);
+    const leftMs = Number(res.ttlMs);
+    this.deadline = Math.max(this.deadline, leaseDeadline(sentAt, 0, leftMs));
+    return leftMs;
   }
 }

@@ -24,6 +24,13 @@ export interface HoldOptions extends LockOptions {
   maxHoldMs?: number;
   /** Stops waiting for the lock (the returned promise rejects with the signal's reason). */
   signal?: AbortSignal;
+  /**
+   * Opt-in to the old fast release: the server frees the lock the moment the stream ends for any
+   * reason (a lost connection too), not after the lease runs out. This gives up the guarantee that
+   * a holder that is only paused or cut off never believes it holds a lock someone else has.
+   * Default false.
+   */
+  releaseOnDisconnect?: boolean;
 }
 
 /** A non-negative whole number as an int64 field, or a RangeError naming the option. */
@@ -49,5 +56,9 @@ export function acquireRequest(name: string, options: AcquireOptions): AcquireRe
 }
 
 export function holdRequest(name: string, options: HoldOptions): HoldRequest {
-  return { ...lockFields(name, options), maxHoldMs: int64Field('maxHoldMs', options.maxHoldMs) };
+  return {
+    ...lockFields(name, options),
+    maxHoldMs: int64Field('maxHoldMs', options.maxHoldMs),
+    releaseOnDisconnect: options.releaseOnDisconnect ?? false,
+  };
 }

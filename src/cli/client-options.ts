@@ -1,7 +1,7 @@
 // What the client commands share: the server address, the lock request flags, and error output.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { status } from '@grpc/grpc-js';
-import { HoldfastClient, NotAcquiredError } from '../../clients/ts';
+import { HoldfastClient, LeaseLostError, NotAcquiredError } from '../../clients/ts';
 import { isServiceError } from '../../clients/ts/rpc';
 import { EXIT } from './exit-codes';
 import { millis } from './options';
@@ -51,6 +51,11 @@ export function reportError(err: unknown): number {
   if (err instanceof NotAcquiredError) {
     process.stderr.write(`holdfast: ${err.message}\n`);
     return EXIT.NOT_ACQUIRED;
+  }
+  if (err instanceof LeaseLostError) {
+    // `exec` only: the grant came too late to be trusted, so COMMAND never started.
+    process.stderr.write(`holdfast: ${err.message}\n`);
+    return EXIT.LEASE_LOST;
   }
   if (isServiceError(err)) {
     process.stderr.write(`holdfast: ${status[err.code]}: ${err.details}\n`);

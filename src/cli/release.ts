@@ -11,7 +11,7 @@ export function releaseCommand(): Command {
     .action((name: string, flags: { addr: string; token: string }) =>
       exitWith(() =>
         withClient(flags.addr, async (client) => {
-          printJson(await client.rpc.release({ name, token: flags.token }));
+          printJson(await client.rpc.release({ name, token: flags.token, holdId: '' }));
           return 0;
         }),
       ),

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient } from '../../clients/ts';
 import { useServers } from '../support/fixture';
 import { deleteLockState, uniqueName, type TestRedis } from '../support/redis';
-import { CLI, type ServerProcess } from '../support/server';
+import { CLI, startServerProcess, type ServerProcess } from '../support/server';
+import { startTcpProxy } from '../support/tcp-proxy';
 
 const env = useServers(1);
 let redis: TestRedis;
@@ -106,6 +107,32 @@ describe('holdfast exec', () => {
     expect(code).toBe(76);
     expect(stderr).toContain(`lost lock "${name}"`);
     expect(performance.now() - started).toBeLessThan(20_000);
+  });
+
+  it('exits 76 without running the command when the grant arrives after its lease could have ended', async () => {
+    // A server that gives up on a stalled connection quickly, behind a proxy that can stall.
+    const quick = await startServerProcess(redis.url, ['--keepalive-time-ms', '200', '--keepalive-timeout-ms', '300']);
+    const proxy = await startTcpProxy(quick.addr);
+    const direct = new HoldfastClient(quick.addr);
+    try {
+      const name = uniqueName();
+      const first = await direct.acquire(name, { ttlMs: 30_000 });
+      const run = holdfast('exec', name, '--addr', proxy.addr, '--owner', 'late', '--ttl-ms', '300', '--wait-ms', '20000', '--', 'sh', '-c', 'echo ran');
+      await expect.poll(async () => (await direct.inspect(name)).waiters, { timeout: 15_000 }).toBe(1);
+      proxy.stall(); // the grant is made, but its answer is held back past the lease
+      await first.release();
+      await expect.poll(async () => (await direct.inspect(name)).holders.map((h) => h.owner), { timeout: 15_000 }).toEqual(['late']);
+      await direct.acquire(name, { ttlMs: 30_000, waitMs: 20_000, owner: 'taker' });
+      proxy.resume();
+      const { code, stdout, stderr } = await run.done;
+      expect(code).toBe(76);
+      expect(stdout).toBe('');
+      expect(stderr).toContain(`lost lock "${name}"`);
+    } finally {
+      direct.close();
+      await proxy.close();
+      await quick.stop();
+    }
   });
 
   it('sends SIGKILL after --grace-ms to a command that ignores SIGTERM', async () => {

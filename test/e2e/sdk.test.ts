@@ -34,9 +34,13 @@ describe('acquire', () => {
     const name = uniqueName();
     const lock = await client.acquire(name, { ttlMs: 10_000, owner: 'sdk' });
     expect(lock).toMatchObject({ name, ttlMs: 10_000, holdCount: 1 });
+    expect(lock.expiresAt).toBeGreaterThan(Date.now());
+    expect(lock.expiresAt).toBeLessThan(Date.now() + 10_000);
     expect(lock.fencingToken).toBeGreaterThan(0n);
     await expect(other.acquire(name, { waitMs: 100 })).rejects.toBeInstanceOf(NotAcquiredError);
     expect(await lock.renew(20_000)).toBe(20_000);
+    expect(lock.expiresAt).toBeGreaterThan(Date.now() + 10_000);
+    expect(lock.expiresAt).toBeLessThan(Date.now() + 20_000);
     const info = await other.inspect(name);
     expect(info).toMatchObject({ name, waiters: 0, fencingToken: lock.fencingToken, limit: 1 });
     expect(info.holders).toEqual([{ owner: 'sdk', mode: 'exclusive', fencingToken: lock.fencingToken, ttlMs: expect.any(Number), holdCount: 1 }]);
@@ -45,6 +49,18 @@ describe('acquire', () => {
     const next = await other.acquire(name);
     expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
     expect(await other.checkFencingToken(name, next.fencingToken)).toMatchObject({ live: true, latestFencingToken: next.fencingToken });
+  });
+
+  it('counts a waited-for grant from when the request was sent, not from when the answer came', async () => {
+    const name = uniqueName();
+    const sentBy = Date.now();
+    await other.acquire(name, { ttlMs: 400 }); // not released: the waiter gets the lock when this lease ends
+    const lock = await client.acquire(name, { ttlMs: 10_000, waitMs: 10_000 });
+    const answeredAt = Date.now();
+    expect(answeredAt - sentBy).toBeGreaterThanOrEqual(400);
+    // Sent within moments of sentBy; counting from the answer would add the 400 ms wait.
+    expect(lock.expiresAt).toBeLessThan(sentBy + 10_000 + 200);
+    expect(lock.expiresAt).toBeGreaterThan(answeredAt);
   });
 
   it('NotAcquiredError names the lock and the wait', async () => {
@@ -178,10 +194,9 @@ describe('the local deadline', () => {
           lease = held;
           process.kill(silent.pid, 'SIGSTOP'); // no renewals, no lost event, no stream end
           const why = await aborted(held.signal);
-          const [seconds, micros] = await redis.client.time();
-          const redisNowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+          // The local deadline is no later than the lease's end in Redis (both wall clocks of this machine).
           const expiry = Number(await redis.client.zscore(lockKeys('hf', name).holders, held.token));
-          expect(expiry).toBeGreaterThan(redisNowMs); // the grant was still live when the signal fired
+          expect(held.expiresAt).toBeLessThanOrEqual(expiry);
           return why;
         },
         { ttlMs: 1_500 },
