@@ -12,28 +12,39 @@
   ARGV[6] request id    '' for none
   ARGV[7] waiter id     '' to try once; otherwise queue under this id when not granted
   ARGV[8] entry lease   ms a queue entry lives unless its server refreshes it
+  ARGV[9] hold id       names the hold when a Hold stream asks; '' for Acquire
 
   Returns
-    {1, token, fence, ttl, holdCount}   granted (or re-entered, or the request id's live grant)
-    {0, msToNextExpiry}                 not granted, try once
-    {2, msToNextExpiry}                 queued
-    {-3, limit}                         the lock has another limit
-    {-4}                                owner holds it shared and asks for exclusive
+    {1, token, fence, leaseLeft, holdCount}   granted (or re-entered, or the request id's live grant)
+    {0, msToNextExpiry}                       not granted, try once
+    {2, msToNextExpiry}                       queued
+    {-3, limit}                               the lock has another limit
+    {-4}                                      owner holds it shared and asks for exclusive
+    {-5}                                      the request id was used by another owner or with other parameters
 ]]
 local holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, owner, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local mode, limit, requestId = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
-local waiterId, entryLease = ARGV[7], tonumber(ARGV[8])
+local waiterId, entryLease, holdId = ARGV[7], tonumber(ARGV[8]), ARGV[9]
+local request = { o = owner, m = mode, l = limit, t = ttl, r = requestId, h = holdId }
 
 --- @include "includes/clock"
 --- @include "includes/state"
 
 settle()
 
+-- A replay gets the live grant back only when it asks exactly what the first request asked:
+-- otherwise a known request id would hand anyone the grant's token.
 if requestId ~= '' then
-  local prior = redis.call('HGET', dataKey, 'r:' .. requestId)
-  local grant = prior and liveGrant(prior)
-  if grant then return grantReply(prior, grant) end
+  local raw = redis.call('HGET', dataKey, 'r:' .. requestId)
+  if raw then
+    local ok, prior = pcall(cjson.decode, raw)
+    if not ok or type(prior) ~= 'table' or prior.o ~= owner or prior.m ~= mode or prior.l ~= limit or prior.t ~= ttl then
+      return { -5 }
+    end
+    local grant = liveGrant(prior.k)
+    if grant then return grantReply(prior.k, grant) end
+  end
 end
 
 local busy = redis.call('ZCARD', holdersKey) > 0 or redis.call('ZCARD', queueKey) > 0
@@ -44,14 +55,14 @@ if owner ~= '' then
   local held = redis.call('HGET', dataKey, 'o:' .. owner)
   local grant = held and liveGrant(held)
   if grant then
-    if not reenter(held, grant, mode, requestId, now + ttl) then return { -4 } end
+    if not reenter(held, grant, request, now + ttl) then return { -4 } end
     keepKeys()
     return grantReply(held, grant)
   end
 end
 
 if redis.call('ZCARD', queueKey) == 0 and fits(mode, limit) then
-  local grant = createGrant(token, owner, mode, limit, ttl, requestId, now + ttl)
+  local grant = createGrant(token, request, now + ttl)
   keepKeys()
   return grantReply(token, grant)
 end
@@ -61,9 +72,7 @@ if waiterId == '' then return { 0, msToNextExpiry() } end
 local arrival = redis.call('HINCRBY', dataKey, 'seq', 1)
 redis.call('ZADD', queueKey, arrival, waiterId)
 redis.call('HSET', dataKey, 'limit', limit)
-saveRecord('w:' .. waiterId, {
-  k = token, o = owner, m = mode, l = limit, t = ttl, r = requestId,
-  e = now + entryLease, wl = entryLease, g = 0,
-})
+request.k, request.e, request.wl, request.g = token, now + entryLease, entryLease, 0
+saveRecord('w:' .. waiterId, request)
 keepKeys()
 return { 2, msToNextExpiry() }

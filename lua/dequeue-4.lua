@@ -19,8 +19,9 @@ local dropped = 0
 if waiter then
   dropWaiter(waiterId)
   local grant = waiter.g == 1 and liveGrant(waiter.k)
-  if grant then
-    dropHold(waiter.k, grant, waiter.m)
+  local holdId = waiter.h or ''
+  if grant and (holdId == '' or findHold(grant, holdId)) then
+    dropHold(waiter.k, grant, holdId, waiter.m)
     dropped = 1
   end
 end

@@ -1,40 +1,42 @@
 --[[
   Releases one hold of a grant (compare-and-delete on the token). When the last hold goes the
-  lock is handed to the queue, unless a lock-delay keeps it closed for a while first.
+  lock is handed to the queue, unless the lease of a vanished Hold stream may still run: then
+  it stays closed until that lease (plus its lock-delay) has ended.
 
   KEYS[1] holders    KEYS[2] queue    KEYS[3] data    KEYS[4] channel (see includes/state)
 
   ARGV[1] token
-  ARGV[2] lock delay ms   0 frees at once; > 0 (a holder that vanished) keeps the lock unavailable that long
+  ARGV[2] hold id      a Hold stream's hold; '' for one taken by Acquire, or else the newest stream's
+  ARGV[3] vanished     1 when the stream ended without its holder's word (connection lost, server
+                       ending it): its client may still count on the lease, so the lock stays
+                       closed until the lease's current expiry plus the lock delay
+  ARGV[4] lock delay   ms added after a vanished holder's lease
 
   Returns
-    {1, 0}           freed
-    {0, holdCount}   still held this many times
-    {-1}             the token holds nothing
+    {1, 0, holdId}           freed (or closed until a vanished holder's lease ends); holdId is
+                             the Hold stream's hold given back, '' for one taken by Acquire
+    {0, holdCount, holdId}   still held this many times
+    {-1}                     the token (or that hold) holds nothing
 ]]
 local holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local token, lockDelay = ARGV[1], tonumber(ARGV[2])
+local token, holdId, vanished, lockDelay = ARGV[1], ARGV[2], ARGV[3] == '1', tonumber(ARGV[4])
 
 --- @include "includes/clock"
 --- @include "includes/state"
 
 local grant = liveGrant(token)
+if grant and holdId ~= '' and not findHold(grant, holdId) then grant = nil end
 if not grant then
   settle()
   return { -1 }
 end
 
-local remaining = holdCount(grant) - 1
-if remaining == 0 and lockDelay > 0 then
-  -- Nobody may enter before the delay ends; the expiry then frees it like any other lease.
-  grant.a = 1
-  saveRecord('g:' .. token, grant)
-  redis.call('ZADD', holdersKey, now + lockDelay, token)
-  if redis.call('ZCARD', queueKey) > 0 then redis.call('SPUBLISH', channel, 'd ' .. lockDelay) end
-else
-  dropHold(token, grant, 0)
+if holdId == '' and unnamedHolds(grant, EXCLUSIVE) + unnamedHolds(grant, SHARED) == 0 then
+  holdId = string.sub(grant.h[#grant.h], 2)
 end
+if vanished then grant.k = math.max(grant.k or 0, leaseExpiry(token) + lockDelay) end
+local left = dropHold(token, grant, holdId, 0)
 settle()
 keepKeys()
-if remaining == 0 then return { 1, 0 } end
-return { 0, remaining }
+if left == 0 then return { 1, 0, holdId } end
+return { 0, left, holdId }

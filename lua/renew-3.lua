@@ -1,17 +1,20 @@
 --[[
-  Renews a live grant's lease to now + ttl.
+  Renews a live grant's lease to now + ttl. It never shortens a lease: a client (or another
+  hold of the same grant) may be counting on the current expiry.
 
   KEYS[1] holders    KEYS[2] queue    KEYS[3] data (see includes/state)
 
   ARGV[1] token
   ARGV[2] ttl ms     0 keeps the grant's lease length
+  ARGV[3] hold id    a Hold stream renewing its own hold; '' otherwise
 
   Returns
-    {1, ttl}        renewed for ttl ms
-    {-1, taken}     the token holds nothing; taken is 1 when someone else holds the lock now
+    {1, leaseLeft}   renewed: the lease now ends leaseLeft ms from now (at least ttl)
+    {-1, why}        nothing renewed: why is 1 when someone else holds the lock now, 2 when the
+                     grant lives but this hold was given back (Release), 0 when it expired or was released
 ]]
 local holdersKey, queueKey, dataKey = KEYS[1], KEYS[2], KEYS[3]
-local token, ttl = ARGV[1], tonumber(ARGV[2])
+local token, ttl, holdId = ARGV[1], tonumber(ARGV[2]), ARGV[3] or ''
 
 --- @include "includes/clock"
 --- @include "includes/state"
@@ -22,7 +25,9 @@ if not grant then
   if othersLive > 0 then return { -1, 1 } end
   return { -1, 0 }
 end
+if holdId ~= '' and not findHold(grant, holdId) then return { -1, 2 } end
 if ttl == 0 then ttl = grant.t end
-redis.call('ZADD', holdersKey, now + ttl, token)
-keepKeysUntil(now + ttl)
-return { 1, ttl }
+local expiry = math.max(now + ttl, leaseExpiry(token))
+redis.call('ZADD', holdersKey, expiry, token)
+keepKeysUntil(expiry)
+return { 1, expiry - now }

@@ -10,11 +10,17 @@
                    limit        1 (plain or read-write) or N (semaphore); absent while idle
                    seq          arrival counter of the queue
                    g:<token>    grant   {o owner, f fence, x exclusive holds, s shared holds,
-                                         t lease ms, r request ids, a abandoned (lock-delay)}
+                                         t lease ms, r request ids, a abandoned (closed until its expiry),
+                                         h Hold streams' holds (mode digit .. hold id, oldest first),
+                                         k keep-closed-until ms (leases of vanished Hold streams)}
                    o:<owner>    token of the owner's grant (reentrancy)
-                   r:<request>  token of the grant a request id produced (idempotency)
+                   r:<request>  request {k token, o owner, m mode, l limit, t lease ms} (idempotency)
                    w:<waiter>   waiter  {k token, o owner, m mode, l limit, t lease ms, r request id,
-                                         e entry expiry, wl entry lease ms, g 0 queued / 1 granted / 2 refused}
+                                         h hold id, e entry expiry, wl entry lease ms,
+                                         g 0 queued / 1 granted / 2 refused}
+
+  A request (what acquire-4 was asked, and what a waiter record keeps) is {o, m, l, t, r, h}:
+  owner, mode, limit, lease ms, request id ('' for none), hold id ('' unless a Hold stream asks).
 
   The including script defines holdersKey, queueKey, dataKey, channel (may be nil), now and nowUs.
   Numbers that can exceed 14 digits (fencing tokens) are kept as strings: cjson keeps 14.
@@ -79,43 +85,86 @@ local function nextFence()
   return fence
 end
 
-local function createGrant(token, owner, mode, limit, ttl, requestId, expiry)
-  local grant = { o = owner, f = nextFence(), x = 0, s = 0, t = ttl, r = {}, a = 0 }
-  if mode == SHARED then grant.s = 1 else grant.x = 1 end
-  if requestId ~= '' then
-    grant.r[1] = requestId
-    redis.call('HSET', dataKey, 'r:' .. requestId, token)
+-- Adds one hold of `request` to a grant: counted by mode, named when a Hold stream keeps it,
+-- and remembered under its request id together with what was asked (a replay must ask the same).
+local function addHold(token, grant, request)
+  if request.m == SHARED then grant.s = grant.s + 1 else grant.x = grant.x + 1 end
+  if request.h ~= '' then table.insert(grant.h, request.m .. request.h) end
+  if request.r ~= '' then
+    table.insert(grant.r, request.r)
+    saveRecord('r:' .. request.r, { k = token, o = request.o, m = request.m, l = request.l, t = request.t })
   end
-  if owner ~= '' then redis.call('HSET', dataKey, 'o:' .. owner, token) end
+end
+
+local function createGrant(token, request, expiry)
+  local grant = { o = request.o, f = nextFence(), x = 0, s = 0, t = request.t, r = {}, a = 0, h = {}, k = 0 }
+  addHold(token, grant, request)
+  if request.o ~= '' then redis.call('HSET', dataKey, 'o:' .. request.o, token) end
   saveRecord('g:' .. token, grant)
   redis.call('ZADD', holdersKey, expiry, token)
-  redis.call('HSET', dataKey, 'limit', limit)
+  redis.call('HSET', dataKey, 'limit', request.l)
   return grant
 end
 
 -- Adds one hold to the owner's grant. Shared -> exclusive would deadlock against other readers.
-local function reenter(token, grant, mode, requestId, expiry)
-  if mode == EXCLUSIVE and grant.x == 0 then return false end
-  if mode == EXCLUSIVE then grant.x = grant.x + 1 else grant.s = grant.s + 1 end
-  if requestId ~= '' then
-    table.insert(grant.r, requestId)
-    redis.call('HSET', dataKey, 'r:' .. requestId, token)
-  end
+local function reenter(token, grant, request, expiry)
+  if request.m == EXCLUSIVE and grant.x == 0 then return false end
+  grant.h = grant.h or {}
+  addHold(token, grant, request)
   saveRecord('g:' .. token, grant)
   if expiry > (leaseExpiry(token) or 0) then redis.call('ZADD', holdersKey, expiry, token) end
   return true
 end
 
--- Drops one hold; exclusive holds go first so "write, read, release" leaves a read hold (downgrade).
-local function dropHold(token, grant, mode)
-  if mode == SHARED and grant.s > 0 then grant.s = grant.s - 1
-  elseif grant.x > 0 then grant.x = grant.x - 1
-  else grant.s = grant.s - 1 end
-  if holdCount(grant) <= 0 then
-    forgetGrant(token)
-  else
-    saveRecord('g:' .. token, grant)
+-- The position and mode of a Hold stream's hold in its grant, or nil when it was given back.
+local function findHold(grant, holdId)
+  for i, entry in ipairs(grant.h or {}) do
+    if string.sub(entry, 2) == holdId then return i, tonumber(string.sub(entry, 1, 1)) end
   end
+  return nil
+end
+
+-- Holds taken by Acquire (unnamed), of one mode.
+local function unnamedHolds(grant, mode)
+  local count = mode == SHARED and grant.s or grant.x
+  for _, entry in ipairs(grant.h or {}) do
+    if tonumber(string.sub(entry, 1, 1)) == mode then count = count - 1 end
+  end
+  return count
+end
+
+-- Keeps a grant with no holds left closed to everyone until `untilMs`, when its expiry frees it.
+-- Servers with waiters are told when to look again, since an expiry publishes nothing.
+local function abandon(token, grant, untilMs)
+  grant.a = 1
+  saveRecord('g:' .. token, grant)
+  redis.call('ZADD', holdersKey, untilMs, token)
+  if channel and redis.call('ZCARD', queueKey) > 0 then redis.call('SPUBLISH', channel, 'd ' .. (untilMs - now)) end
+end
+
+-- Gives back one hold: the Hold stream's hold `holdId`, or (holdId '') one taken by Acquire, of
+-- `mode` if it has one, else exclusive first, so "write, read, release" leaves a read hold (downgrade).
+-- The caller makes sure that hold exists. The last hold frees the grant, unless a vanished
+-- Hold stream's lease may still run (k): then it stays closed until then. Returns the holds left.
+local function dropHold(token, grant, holdId, mode)
+  local dropMode = mode
+  if holdId ~= '' then
+    local index
+    index, dropMode = findHold(grant, holdId)
+    table.remove(grant.h, index)
+  elseif not (mode == SHARED and unnamedHolds(grant, SHARED) > 0) then
+    dropMode = unnamedHolds(grant, EXCLUSIVE) > 0 and EXCLUSIVE or SHARED
+  end
+  if dropMode == SHARED then grant.s = grant.s - 1 else grant.x = grant.x - 1 end
+  local left = holdCount(grant)
+  if left > 0 then
+    saveRecord('g:' .. token, grant)
+  elseif (grant.k or 0) > now then
+    abandon(token, grant, grant.k)
+  else
+    forgetGrant(token)
+  end
+  return left
 end
 
 local function purgeExpiredHolders()
@@ -161,14 +210,15 @@ local function serveQueue()
       local claimExpiry = now + math.min(waiter.t, waiter.wl)
       local held = waiter.o ~= '' and redis.call('HGET', dataKey, 'o:' .. waiter.o)
       local heldGrant = held and liveGrant(held)
+      waiter.h = waiter.h or ''
       if heldGrant then
-        if reenter(held, heldGrant, waiter.m, waiter.r, claimExpiry) then
+        if reenter(held, heldGrant, waiter, claimExpiry) then
           waiter.g, waiter.k = 1, held
         else
           waiter.g = 2
         end
       elseif fits(waiter.m, waiter.l) then
-        createGrant(waiter.k, waiter.o, waiter.m, waiter.l, waiter.t, waiter.r, claimExpiry)
+        createGrant(waiter.k, waiter, claimExpiry)
         waiter.g = 1
       else
         break
@@ -221,6 +271,8 @@ local function settle()
   serveQueue()
 end
 
+-- The lease left, not the lease length: a client counts it from when it sent its request, and a
+-- re-entered or replayed grant may end sooner than a fresh one would.
 local function grantReply(token, grant)
-  return { 1, token, grant.f, grant.t, holdCount(grant) }
+  return { 1, token, grant.f, leaseExpiry(token) - now, holdCount(grant) }
 end

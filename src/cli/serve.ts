@@ -22,7 +22,12 @@ export function serveCommand(): Command {
     .addOption(new Option('--data-dir <dir>', 'where the embedded redis-server keeps its data').env('HOLDFAST_DATA_DIR').default('.holdfast'))
     .addOption(new Option('--default-ttl-ms <ms>', 'lease when a request gives ttl_ms 0').argParser(millis).default(30_000))
     .addOption(new Option('--max-hold-ms <ms>', 'longest any Hold stream keeps its lock (0: no cap)').argParser(millis).default(0))
-    .addOption(new Option('--lock-delay-ms <ms>', 'keep a lock closed this long after its Hold stream dropped without Release').argParser(millis).default(0))
+    .addOption(new Option('--lock-delay-ms <ms>', "keep a lock closed this long after a vanished Hold holder's lease has run out").argParser(millis).default(0))
+    .addOption(
+      new Option('--release-on-disconnect', 'free a Hold\'s lock the moment its stream ends however it ends (faster after a crash; a paused or cut-off holder may then believe it holds a lock another client has)')
+        .env('HOLDFAST_RELEASE_ON_DISCONNECT')
+        .default(false),
+    )
     .addOption(new Option('--keepalive-time-ms <ms>', 'HTTP/2 ping interval to detect dead peers').argParser(millis).default(10_000))
     .addOption(new Option('--keepalive-timeout-ms <ms>', 'how long a ping may go unanswered').argParser(millis).default(5_000))
     .addOption(new Option('--deadline-margin-ms <ms>', "stop waiting this long before a call's deadline").argParser(millis).default(50))
@@ -43,6 +48,7 @@ export function serveCommand(): Command {
           defaultTtlMs: opts.defaultTtlMs,
           maxHoldMs: opts.maxHoldMs,
           lockDelayMs: opts.lockDelayMs,
+          releaseOnDisconnect: opts.releaseOnDisconnect,
           keepaliveTimeMs: opts.keepaliveTimeMs,
           keepaliveTimeoutMs: opts.keepaliveTimeoutMs,
           deadlineMarginMs: opts.deadlineMarginMs,

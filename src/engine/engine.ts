@@ -3,9 +3,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { LockError, ScriptCode, fromRedisError } from './errors';
-import { lockKeys, scriptKeys } from './keys';
+import { lockKeys, requestIdKey, scriptKeys } from './keys';
 import { commandName, defineScripts, scriptKeyCount, type ScriptName } from './scripts';
-import type { AcquireParams, FenceCheck, Grant, HolderInfo, LockInfo, Mode, ReleaseResult } from './types';
+import type { AcquireParams, FenceCheck, Grant, HolderInfo, LockInfo, Mode, ReleaseOptions, ReleaseResult } from './types';
 import { WaitRoom } from './wait-room';
 import { Watchdog, type KeepRequest, type KeptLease, type LeaseEvents } from './watchdog';
 
@@ -27,6 +27,14 @@ export function newToken(): string {
   return randomBytes(16).toString('base64url');
 }
 
+/** Names one Hold stream's hold of a grant (not a secret: the token is). */
+export function newHoldId(): string {
+  return randomBytes(9).toString('base64url');
+}
+
+/** A request id is remembered across locks this long beyond the wait and the lease it asked for. */
+const REQUEST_ID_RETAIN_MS = 60_000;
+
 export class LockEngine {
   readonly prefix: string;
   readonly entryLeaseMs: number;
@@ -43,12 +51,15 @@ export class LockEngine {
     defineScripts(redis);
     const onBackgroundError = options.onBackgroundError ?? (() => {});
     this.room = new WaitRoom(this, subscriber, { refreshMs: options.entryRefreshMs ?? 1000, onBackgroundError });
-    this.watchdog = new Watchdog(redis, this.prefix, (name, token) => this.release(name, token), onBackgroundError);
+    this.watchdog = new Watchdog(redis, this.prefix, (name, token, how) => this.release(name, token, how), onBackgroundError);
   }
 
   /** Runs one lock script; Redis trouble becomes LockError('unavailable'). */
   async run(script: ScriptName, name: string, args: (string | number)[]): Promise<Reply> {
-    const keys = scriptKeys(lockKeys(this.prefix, name), scriptKeyCount(script));
+    return this.runOn(scriptKeys(lockKeys(this.prefix, name), scriptKeyCount(script)), script, args);
+  }
+
+  private async runOn(keys: string[], script: ScriptName, args: (string | number)[]): Promise<Reply> {
     const command = (this.redis as unknown as Record<string, (...a: unknown[]) => Promise<Reply>>)[commandName(script)];
     try {
       return await command.call(this.redis, ...keys, ...args);
@@ -66,13 +77,14 @@ export class LockEngine {
    * time, or when `signal` aborted (a grant that raced the abort is released first).
    */
   async acquire(params: AcquireParams, signal?: AbortSignal): Promise<Grant | null> {
+    if (params.requestId) await this.tieRequestId(params);
     const deadline = performance.now() + params.waitMs;
     const waiterId = params.waitMs > 0 ? randomBytes(9).toString('base64url') : '';
     const token = newToken();
     const reply = await this.attempt(params, token, waiterId);
     if (reply.grant) {
       if (!signal?.aborted) return reply.grant;
-      await this.release(params.name, reply.grant.token).catch(() => {});
+      await this.release(params.name, reply.grant.token, { holdId: params.holdId }).catch(() => {});
       return null;
     }
     if (!reply.queued) return null;
@@ -85,9 +97,9 @@ export class LockEngine {
     token: string,
     waiterId: string,
   ): Promise<{ grant?: Grant; queued?: boolean; nextExpiryMs: number }> {
-    const { name, owner, ttlMs, mode, limit, requestId } = params;
+    const { name, owner, ttlMs, mode, limit, requestId, holdId } = params;
     const sentAt = performance.now();
-    const reply = await this.run('acquire', name, [token, owner, ttlMs, mode, limit, requestId, waiterId, this.entryLeaseMs]);
+    const reply = await this.run('acquire', name, [token, owner, ttlMs, mode, limit, requestId, waiterId, this.entryLeaseMs, holdId]);
     switch (reply[0]) {
       case ScriptCode.GRANTED:
         return { grant: grantOf(reply, sentAt), nextExpiryMs: -1 };
@@ -100,13 +112,29 @@ export class LockEngine {
     }
   }
 
-  /** Releases one hold. lockDelayMs > 0 keeps a freed lock closed that long (a holder vanished). */
-  async release(name: string, token: string, lockDelayMs = 0): Promise<ReleaseResult> {
-    const reply = await this.run('release', name, [token, lockDelayMs]);
+  /**
+   * A request id unlocks its grant's token, so it is tied to the one request it was first used
+   * for, on any lock; the lock's own record (acquire-4) checks the same within its slot.
+   */
+  private async tieRequestId(params: AcquireParams): Promise<void> {
+    const { name, owner, mode, limit, ttlMs, waitMs, requestId } = params;
+    const asked = JSON.stringify([name, owner, mode, limit, ttlMs]);
+    const rememberMs = waitMs + ttlMs + REQUEST_ID_RETAIN_MS;
+    const tied: unknown = await this.runOn([requestIdKey(this.prefix, requestId)], 'requestId', [asked, rememberMs]);
+    if (tied !== 1) throw requestIdReused();
+  }
+
+  /**
+   * Gives back one hold: the Hold stream's named hold, or one of the grant's. A Hold stream
+   * served by this server whose hold it was ends as 'released'.
+   */
+  async release(name: string, token: string, options: ReleaseOptions = {}): Promise<ReleaseResult> {
+    const { holdId = '', vanished = false, lockDelayMs = 0 } = options;
+    const reply = await this.run('release', name, [token, holdId, vanished ? 1 : 0, lockDelayMs]);
     if (reply[0] === ScriptCode.NOT_FOUND) throw notHeld(name);
-    const released = reply[0] === 1;
-    if (released) this.watchdog.released(token);
-    return { released, holdCount: Number(reply[1]) };
+    const result = { released: reply[0] === 1, holdCount: Number(reply[1]), holdId: String(reply[2]) };
+    if (result.holdId) this.watchdog.released(result.holdId);
+    return result;
   }
 
   /** Keeps renewing a grant until stopped or lost (the lease behind a Hold stream). */
@@ -149,11 +177,15 @@ export class LockEngine {
     };
   }
 
-  /** Shutdown: ends every wait with 'unavailable', releases every kept lease and reports it lost. */
+  /**
+   * Shutdown: ends every wait with 'unavailable', and every kept lease as lost. Those leases are
+   * left to run out (their clients may not hear of the end in time), unless they asked to be
+   * released on disconnect.
+   */
   async close(): Promise<void> {
     await Promise.all([
       this.room.closeAll(new LockError('unavailable', 'the server is shutting down')),
-      this.watchdog.endAll('server_shutdown', 'the server is shutting down; the lock was released'),
+      this.watchdog.endAll('server_shutdown', 'the server is shutting down'),
     ]);
   }
 }
@@ -172,7 +204,15 @@ export function notHeld(name: string): LockError {
   return new LockError('not_found', `lock "${name}": the token holds nothing (wrong, expired or already released)`);
 }
 
+export function requestIdReused(): LockError {
+  return new LockError(
+    'conflict',
+    'request_id was already used for a different request (another owner, lock, mode, limit or ttl_ms); use a fresh, unguessable request_id for each request',
+  );
+}
+
 export function conflictError(name: string, reply: Reply, limit: number): LockError {
+  if (reply[0] === ScriptCode.REQUEST_ID_REUSED) return requestIdReused();
   if (reply[0] === ScriptCode.LIMIT_MISMATCH) {
     return new LockError(
       'conflict',

@@ -26,6 +26,15 @@ export const ScriptCode = {
   NOT_FOUND: -1,
   LIMIT_MISMATCH: -3,
   UPGRADE_REFUSED: -4,
+  REQUEST_ID_REUSED: -5,
+} as const;
+
+/** Why renew-3 renewed nothing (the value after NOT_FOUND). */
+export const NotRenewed = {
+  EXPIRED: 0,
+  TAKEN: 1,
+  /** The grant lives, but the renewing Hold stream's own hold was given back with Release. */
+  HOLD_RELEASED: 2,
 } as const;
 
 const REDIS_BUSY = /^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|NOREPLICAS)\b/;

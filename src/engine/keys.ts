@@ -18,6 +18,11 @@ export function lockKeys(prefix: string, name: string): LockKeys {
   return { holders: `${base}:h`, queue: `${base}:q`, data: `${base}:d`, channel: `${base}:c` };
 }
 
+/** Where a request id is tied to the request it was first used for: its own slot, since it spans locks. */
+export function requestIdKey(prefix: string, requestId: string): string {
+  return `${prefix}:rid:{${tagOf(requestId)}}`;
+}
+
 /** The keys a script takes, in the order its header lists them. */
 export function scriptKeys(keys: LockKeys, count: number): string[] {
   return [keys.holders, keys.queue, keys.data, keys.channel].slice(0, count);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Cluster, Redis } from 'ioredis';
 import { packageRoot } from '../package-root';
 
-export type ScriptName = 'acquire' | 'release' | 'renew' | 'claim' | 'dequeue' | 'inspect' | 'checkFencingToken';
+export type ScriptName = 'acquire' | 'release' | 'renew' | 'claim' | 'dequeue' | 'inspect' | 'checkFencingToken' | 'requestId';
 
 const FILES: Record<ScriptName, string> = {
   acquire: 'acquire-4',
@@ -15,6 +15,7 @@ const FILES: Record<ScriptName, string> = {
   dequeue: 'dequeue-4',
   inspect: 'inspect-3',
   checkFencingToken: 'check-fencing-token-3',
+  requestId: 'request-id-1',
 };
 
 export function luaDir(): string {

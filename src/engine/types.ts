@@ -16,12 +16,15 @@ export interface AcquireParams {
   limit: number;
   /** '' for none. */
   requestId: string;
+  /** Names the hold when a Hold stream asks, so that its end gives back exactly this hold; '' for Acquire. */
+  holdId: string;
 }
 
 export interface Grant {
   token: string;
   /** Decimal string: fencing tokens use more digits than a float keeps in some clients. */
   fencingToken: string;
+  /** The lease left when the script ran: at least the lease asked for, more for a re-entered grant. */
   ttlMs: number;
   holdCount: number;
   /** performance.now() just before the script that set this lease was sent: the lease ends no earlier than leaseStart + ttlMs. */
@@ -31,6 +34,20 @@ export interface Grant {
 export interface ReleaseResult {
   released: boolean;
   holdCount: number;
+  /** The Hold stream's hold that was given back ('' for one taken by Acquire). */
+  holdId: string;
+}
+
+export interface ReleaseOptions {
+  /** Gives back exactly this Hold stream's hold; '' or absent gives back one hold of the grant. */
+  holdId?: string;
+  /**
+   * The holder did not let go itself (its connection dropped, or the server ended its stream):
+   * it may still count on its lease, so the lock stays closed until the lease has run out, and
+   * lockDelayMs longer.
+   */
+  vanished?: boolean;
+  lockDelayMs?: number;
 }
 
 export interface HolderInfo {

@@ -163,7 +163,7 @@ export class WaitRoom {
       const grant = grantOf(result, sentAt);
       if (waiter.done) {
         // The call ended while the grant was on its way: give it back.
-        await this.engine.release(waiter.params.name, grant.token).catch(this.options.onBackgroundError);
+        await this.engine.release(waiter.params.name, grant.token, { holdId: waiter.params.holdId }).catch(this.options.onBackgroundError);
       } else {
         this.finish(waiter, () => waiter.resolve(grant));
       }

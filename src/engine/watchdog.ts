@@ -3,25 +3,37 @@
 // per lock. It never claims a lease it cannot vouch for: each lease carries a conservative local
 // deadline (counted from when its last confirmed renewal was *sent*), and a lease whose renewal is
 // not confirmed a margin before that deadline is reported lost, whatever Redis says later.
+//
+// Only the holder's own word frees its lock at once (letGo). Every other end (the holder
+// vanished, max hold, Redis out of reach, shutdown) gives its hold back as 'vanished': its client
+// may still count on the lease, so the lock stays closed until that lease has run out.
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
-import { fromRedisError, ScriptCode } from './errors';
+import { fromRedisError, NotRenewed, ScriptCode } from './errors';
 import { lockKeys, scriptKeys } from './keys';
 import { commandName, scriptKeyCount } from './scripts';
+import type { ReleaseOptions } from './types';
 
 export type LostReason = 'expired' | 'taken' | 'backend_unavailable' | 'server_shutdown' | 'max_hold' | 'released';
 
 export interface LeaseEvents {
-  onRenewed(ttlMs: number): void;
+  /** A renewal was confirmed: the lease now ends no earlier than leaseStart + ttlMs (performance.now()). */
+  onRenewed(ttlMs: number, leaseStart: number): void;
   onLost(reason: LostReason, message: string): void;
 }
 
 export interface KeepRequest {
   name: string;
   token: string;
+  /** This stream's hold of the grant. */
+  holdId: string;
   ttlMs: number;
   /** 0 for no cap. */
   maxHoldMs: number;
+  /** How long the lock stays closed after a vanished holder's lease has run out. */
+  lockDelayMs: number;
+  /** Free the lock at once however the hold ends (gives up the guarantee for a vanished holder). */
+  releaseOnDisconnect: boolean;
 }
 
 interface Lease extends KeepRequest, LeaseEvents {
@@ -37,23 +49,27 @@ interface Lease extends KeepRequest, LeaseEvents {
 }
 
 export interface KeptLease {
-  /** Stops renewing and returns the lease to the engine (the caller releases the grant). */
-  stop(): void;
+  /** The holder let go (a cancel from a live client): stop renewing and give the hold back now. */
+  letGo(): Promise<void>;
+  /** The holder vanished: stop renewing and give the hold back once its lease has run out. */
+  abandon(): Promise<void>;
 }
+
+type Release = (name: string, token: string, options: ReleaseOptions) => Promise<unknown>;
 
 /** How much of the lease the watchdog lets pass before it renews. */
 const RENEW_FRACTION = 1 / 3;
 
 export class Watchdog {
   private readonly leases = new Set<Lease>();
-  private readonly byToken = new Map<string, Lease>();
+  private readonly byHold = new Map<string, Lease>();
   private timer?: NodeJS.Timeout;
   private tickMs = 100;
 
   constructor(
     private readonly redis: Redis | Cluster,
     private readonly prefix: string,
-    private readonly release: (name: string, token: string) => Promise<unknown>,
+    private readonly release: Release,
     private readonly onBackgroundError: (err: unknown) => void,
   ) {}
 
@@ -76,31 +92,47 @@ export class Watchdog {
       ended: false,
     };
     this.leases.add(lease);
-    this.byToken.set(lease.token, lease);
+    this.byHold.set(lease.holdId, lease);
     this.tickMs = Math.min(this.tickMs, tickFor(lease.ttlMs));
     this.arm();
-    return { stop: () => this.forget(lease) };
+    return {
+      letGo: () => this.stop(lease, false),
+      abandon: () => this.stop(lease, !lease.releaseOnDisconnect),
+    };
   }
 
-  /** The grant was released through this server: its stream ends as 'released'. */
-  released(token: string): void {
-    const lease = this.byToken.get(token);
-    if (lease) this.end(lease, 'released', 'the lock was released with its token');
+  /** The hold was given back with Release (through this server): its stream ends as 'released'. */
+  released(holdId: string): void {
+    const lease = this.byHold.get(holdId);
+    if (lease) this.end(lease, 'released', 'the hold was released with its token');
   }
 
-  /** Ends every lease as lost for `reason`, releasing each grant first (shutdown). */
+  /** Ends every lease as lost for `reason`, giving each hold back as vanished first (shutdown). */
   async endAll(reason: LostReason, message: string): Promise<void> {
     const leases = [...this.leases];
-    // Forget them first, so that these releases are not taken for a client's own Release.
-    for (const lease of leases) this.forget(lease);
-    await Promise.all(leases.map((lease) => this.release(lease.name, lease.token).catch(() => {})));
-    for (const lease of leases) lease.onLost(reason, message);
+    await Promise.all(leases.map((lease) => this.stop(lease, !lease.releaseOnDisconnect)));
+    const after = (lease: Lease) =>
+      lease.releaseOnDisconnect ? 'the lock was released' : 'the lock stays held until its lease runs out';
+    for (const lease of leases) lease.onLost(reason, `${message}; ${after(lease)}`);
+  }
+
+  /** Stops renewing and gives the hold back, once; `vanished` keeps the lock closed until the lease has run out. */
+  private async stop(lease: Lease, vanished: boolean): Promise<void> {
+    if (lease.ended) return;
+    this.forget(lease);
+    await this.giveBack(lease, vanished).catch(() => {
+      // Redis is out of reach: the lease runs out by itself.
+    });
+  }
+
+  private giveBack(lease: Lease, vanished: boolean): Promise<unknown> {
+    return this.release(lease.name, lease.token, { holdId: lease.holdId, vanished, lockDelayMs: lease.lockDelayMs });
   }
 
   private forget(lease: Lease): void {
     lease.ended = true;
     this.leases.delete(lease);
-    if (this.byToken.get(lease.token) === lease) this.byToken.delete(lease.token);
+    if (this.byHold.get(lease.holdId) === lease) this.byHold.delete(lease.holdId);
     if (this.leases.size === 0) {
       clearTimeout(this.timer);
       this.timer = undefined;
@@ -129,10 +161,10 @@ export class Watchdog {
     for (const lease of this.leases) {
       if (now >= lease.maxHoldAt) {
         this.end(lease, 'max_hold', `the hold reached its max hold time of ${lease.maxHoldMs} ms`);
-        this.release(lease.name, lease.token).catch(this.onBackgroundError);
+        this.giveBack(lease, !lease.releaseOnDisconnect).catch(this.onBackgroundError);
       } else if (now >= lease.lostAt) {
         this.end(lease, 'backend_unavailable', 'no renewal could be confirmed before the lease would end');
-        this.release(lease.name, lease.token).catch(() => {});
+        this.giveBack(lease, !lease.releaseOnDisconnect).catch(() => {});
       } else if (now >= lease.renewAt && !lease.inflight) {
         due.push(lease);
       }
@@ -156,7 +188,7 @@ export class Watchdog {
   private async renewOnOneNode(due: Lease[], sentAt: number): Promise<void> {
     const pipeline = this.redis.pipeline();
     const renew = (pipeline as unknown as Record<string, (...a: unknown[]) => void>)[commandName('renew')];
-    for (const lease of due) renew.call(pipeline, ...lease.keys, lease.token, lease.ttlMs);
+    for (const lease of due) renew.call(pipeline, ...lease.keys, lease.token, renewalTtl(lease, sentAt), lease.holdId);
     let results: [Error | null, unknown][];
     try {
       results = (await pipeline.exec()) ?? [];
@@ -175,20 +207,24 @@ export class Watchdog {
   }
 
   private settle(lease: Lease, reply: number[], sentAt: number): void {
-    if (lease.ended) {
-      // Declared lost (or stopped) while this renewal was on its way: nobody counts on it now.
-      if (reply[0] === 1) this.release(lease.name, lease.token).catch(() => {});
-      return;
-    }
+    // Ended while this renewal was on its way: the hold was given back after it (same connection).
+    if (lease.ended) return;
     if (reply[0] === ScriptCode.NOT_FOUND) {
-      if (reply[1] === 1) this.end(lease, 'taken', 'the grant is gone and someone else holds the lock now');
+      if (reply[1] === NotRenewed.HOLD_RELEASED) this.end(lease, 'released', 'the hold was released with its token');
+      else if (reply[1] === NotRenewed.TAKEN) this.end(lease, 'taken', 'the grant is gone and someone else holds the lock now');
       else this.end(lease, 'expired', 'the grant is gone (it expired or was released)');
       return;
     }
+    const leftMs = Number(reply[1]);
     lease.renewAt = sentAt + lease.ttlMs * RENEW_FRACTION;
-    lease.lostAt = sentAt + lease.ttlMs - safetyMargin(lease.ttlMs);
-    lease.onRenewed(Number(reply[1]));
+    lease.lostAt = sentAt + leftMs - safetyMargin(lease.ttlMs);
+    lease.onRenewed(leftMs, sentAt);
   }
+}
+
+/** A renewal never carries a lease past the hold's max hold time, so both end together. */
+function renewalTtl(lease: Lease, now: number): number {
+  return Math.max(1, Math.min(lease.ttlMs, Math.ceil(lease.maxHoldAt - now)));
 }
 
 /** The node serving a slot ('' for a single Redis). */

@@ -1,5 +1,7 @@
 // What a handler needs from a grpc-js call: an AbortSignal that fires when the client goes away,
-// and how long it may wait so the answer still reaches the client before its deadline.
+// whether it went away on purpose, and how long it may wait so the answer still reaches the
+// client before its deadline.
+import { constants, type Http2Session, type Http2Stream } from 'node:http2';
 import type { ServerSurfaceCall } from '@grpc/grpc-js/build/src/server-call';
 
 /** One shared reason: abort() without one would build a DOMException for every call. */
@@ -8,16 +10,53 @@ const CLIENT_GONE = Object.freeze(new Error('the client cancelled the call or we
 export interface CallScope {
   /** Aborts when the client cancels or its connection drops before the call is finished. */
   signal: AbortSignal;
+  /**
+   * Once `signal` has aborted: true when the client itself cancelled the call (an HTTP/2
+   * RST_STREAM with CANCEL on a connection that is still up), false when the connection was
+   * lost (closed, reset, keepalive timeout) or the end cannot be told apart. A client that
+   * cancelled knows its call is over; one whose connection was lost may not.
+   */
+  cancelledByClient(): boolean;
   /** The answer has been sent: a later 'cancelled' is no news (grpc-js emits it on every close). */
   finish(): void;
 }
 
 export function callScope(call: ServerSurfaceCall): CallScope {
   const controller = new AbortController();
-  const onCancelled = () => controller.abort(CLIENT_GONE);
+  const stream = http2StreamOf(call);
+  // Captured now: grpc-js detaches the stream from its session by the time it reports the end.
+  const session = stream?.session;
+  let byClient = false;
+  const onCancelled = () => {
+    byClient = stream?.rstCode === constants.NGHTTP2_CANCEL && isUp(session);
+    controller.abort(CLIENT_GONE);
+  };
   if (call.cancelled) onCancelled();
   else call.once('cancelled', onCancelled);
-  return { signal: controller.signal, finish: () => call.removeListener('cancelled', onCancelled) };
+  return {
+    signal: controller.signal,
+    cancelledByClient: () => byClient,
+    finish: () => call.removeListener('cancelled', onCancelled),
+  };
+}
+
+function isUp(session: Http2Session | undefined): boolean {
+  return session !== undefined && !session.destroyed && !session.closed;
+}
+
+/**
+ * The HTTP/2 stream under a grpc-js server call. grpc-js keeps it private: the base call holds
+ * it as `stream`, and each server interceptor wraps the call below it as `nextCall`. When this
+ * changes in grpc-js, nothing is found and every end counts as a lost connection (the safe side);
+ * test/e2e/hold-ends.test.ts then fails on "a cancel frees the lock at once".
+ */
+function http2StreamOf(call: ServerSurfaceCall): Http2Stream | undefined {
+  let inner = (call as unknown as { call?: unknown }).call as { stream?: Http2Stream; nextCall?: unknown } | undefined;
+  for (let depth = 0; inner && depth < 16; depth++) {
+    if (inner.stream) return inner.stream;
+    inner = inner.nextCall as typeof inner;
+  }
+  return undefined;
 }
 
 /**

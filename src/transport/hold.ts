@@ -1,12 +1,14 @@
 // Hold: the open stream is the lease. Acquire (waiting like Acquire), send `acquired`, let the
-// engine's watchdog renew and report, and release the moment the stream ends.
+// engine's watchdog renew and report. A cancel by the client gives the hold back at once; any
+// other end leaves the lease to run out, since the client may not know its stream is over.
 import { status, type ServerWritableStream } from '@grpc/grpc-js';
 import { LostReason, type HoldRequest, type HoldResponse } from '../../clients/ts/gen/holdfast/v1/lock';
-import type { LockEngine } from '../engine/engine';
+import { newHoldId, type LockEngine } from '../engine/engine';
 import { LockError } from '../engine/errors';
 import type { LostReason as EngineLostReason } from '../engine/watchdog';
 import { boundedWait, callScope } from './call-context';
 import { MAX_TTL_MS, checkMillis, toAcquireParams } from './requests';
+import { grantFields } from './responses';
 import { serviceError, toServiceError } from './status';
 
 export interface HoldOptions {
@@ -14,8 +16,10 @@ export interface HoldOptions {
   deadlineMarginMs: number;
   /** Server cap on any hold, 0 for none. */
   maxHoldMs: number;
-  /** How long a lock stays closed after its Hold stream ended without an explicit Release. */
+  /** How long a lock stays closed after a vanished holder's lease has run out. */
   lockDelayMs: number;
+  /** Free every Hold's lock the moment its stream ends, however it ends (gives up the lease guarantee). */
+  releaseOnDisconnect: boolean;
   logError(err: unknown): void;
 }
 
@@ -43,6 +47,9 @@ function maxHoldOf(requested: number, server: number): number {
 }
 
 async function hold(engine: LockEngine, options: HoldOptions, call: HoldCall): Promise<void> {
+  // Every time sent to the client counts from here: it anchors them at when it sent the request.
+  const receivedAt = performance.now();
+  const sinceRequest = (at: number) => String(Math.max(0, Math.floor(at - receivedAt)));
   const params = toAcquireParams(call.request, options.defaultTtlMs);
   const maxHoldMs = maxHoldOf(
     checkMillis('max_hold_ms', call.request.maxHoldMs, 1, MAX_TTL_MS * 365, 'the server cap'),
@@ -50,7 +57,10 @@ async function hold(engine: LockEngine, options: HoldOptions, call: HoldCall): P
   );
   const requestedWait = params.waitMs;
   params.waitMs = boundedWait(call, params.waitMs, options.deadlineMarginMs);
-  const { signal, finish } = callScope(call);
+  params.holdId = newHoldId();
+  // No lease outlives the hold's cap, so the lock is free when max_hold_ms ends it.
+  if (maxHoldMs > 0) params.ttlMs = Math.min(params.ttlMs, maxHoldMs);
+  const { signal, cancelledByClient, finish } = callScope(call);
   const grant = await engine.acquire(params, signal);
   if (signal.aborted) return; // the engine gave back any grant that raced the cancellation
   if (!grant) {
@@ -58,13 +68,28 @@ async function hold(engine: LockEngine, options: HoldOptions, call: HoldCall): P
     throw new LockError('timeout', `lock "${params.name}" was not acquired within ${requestedWait} ms`);
   }
 
-  call.write({ acquired: { token: grant.token, fencingToken: grant.fencingToken, ttlMs: String(grant.ttlMs), holdCount: grant.holdCount } });
+  call.write({
+    acquired: {
+      ...grantFields(grant),
+      leaseStartedAfterMs: sinceRequest(grant.leaseStart),
+      holdId: params.holdId,
+    },
+  });
   const lease = engine.keep(
-    { name: params.name, token: grant.token, ttlMs: grant.ttlMs, maxHoldMs },
     {
-      onRenewed: (ttlMs) => call.write({ renewed: { ttlMs: String(ttlMs) } }),
+      name: params.name,
+      token: grant.token,
+      holdId: params.holdId,
+      ttlMs: params.ttlMs,
+      maxHoldMs,
+      lockDelayMs: options.lockDelayMs,
+      releaseOnDisconnect: options.releaseOnDisconnect || call.request.releaseOnDisconnect,
+    },
+    {
+      onRenewed: (ttlMs, leaseStart) =>
+        call.write({ renewed: { ttlMs: String(ttlMs), leaseStartedAfterMs: sinceRequest(leaseStart) } }),
       onLost: (reason, message) => {
-        finish(); // the lease is over: closing the stream must not release anything again
+        finish(); // the lease is over: closing the stream must not give anything back again
         if (reason === 'released') {
           call.end(); // the client released it on purpose: a normal end
           return;
@@ -76,10 +101,8 @@ async function hold(engine: LockEngine, options: HoldOptions, call: HoldCall): P
     },
     grant.leaseStart,
   );
-  // The client cancelled, or its connection dropped (or keepalive found it dead): release now,
-  // keeping the lock closed for the lock-delay since the holder did not release it itself.
-  signal.addEventListener('abort', () => {
-    lease.stop();
-    engine.release(params.name, grant.token, options.lockDelayMs).catch(() => {});
-  });
+  // A client that cancelled knows its lease is over: give the hold back now. A lost connection
+  // (or keepalive finding the peer dead) says nothing about what the client believes: its
+  // lease runs out first.
+  signal.addEventListener('abort', () => void (cancelledByClient() ? lease.letGo() : lease.abandon()));
 }

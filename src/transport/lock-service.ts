@@ -3,9 +3,9 @@
 import type { sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
 import type { LockServiceServer } from '../../clients/ts/gen/holdfast/v1/lock';
 import type { LockEngine } from '../engine/engine';
-import type { Grant } from '../engine/types';
 import { boundedWait, callScope } from './call-context';
-import { checkFencingToken, checkName, checkToken, checkTtl, toAcquireParams } from './requests';
+import { checkFencingToken, checkHoldId, checkName, checkToken, checkTtl, toAcquireParams } from './requests';
+import { grantFields } from './responses';
 import { toServiceError } from './status';
 import { holdHandler, type HoldOptions } from './hold';
 
@@ -27,10 +27,6 @@ function unary<Req, Res>(logError: (err: unknown) => void, handle: (req: Req, ca
 
 const NOT_ACQUIRED = { acquired: false, token: '', fencingToken: '0', ttlMs: '0', holdCount: 0 };
 
-export function grantFields(grant: Grant) {
-  return { token: grant.token, fencingToken: grant.fencingToken, ttlMs: String(grant.ttlMs), holdCount: grant.holdCount };
-}
-
 export function lockService(engine: LockEngine, options: ServiceOptions): LockServiceServer {
   const { logError } = options;
   return {
@@ -50,7 +46,7 @@ export function lockService(engine: LockEngine, options: ServiceOptions): LockSe
     }),
 
     release: unary(logError, async (req) => {
-      const result = await engine.release(checkName(req.name), checkToken(req.token));
+      const result = await engine.release(checkName(req.name), checkToken(req.token), { holdId: checkHoldId(req.holdId) });
       return { released: result.released, holdCount: result.holdCount };
     }),
 

@@ -32,6 +32,27 @@ function checkId(field: string, value: string): string {
   return value;
 }
 
+/** A hold id is the server's own 12-character name for a Hold stream's hold; '' for none. */
+export function checkHoldId(holdId: string): string {
+  if (holdId !== '' && !/^[A-Za-z0-9_-]{12}$/.test(holdId)) throw invalid('hold_id is not a holdfast hold id (use HoldAcquired.hold_id, or leave it empty)');
+  return holdId;
+}
+
+/**
+ * A request id unlocks the token of the grant it made, so a short one would be a guessable key:
+ * this length rules out counters and "req-1", though not every poor choice.
+ */
+export const MIN_REQUEST_ID_BYTES = 16;
+
+function checkRequestId(requestId: string): string {
+  checkId('request_id', requestId);
+  const bytes = Buffer.byteLength(requestId, 'utf8');
+  if (bytes > 0 && bytes < MIN_REQUEST_ID_BYTES) {
+    throw invalid(`request_id is ${bytes} bytes; use at least ${MIN_REQUEST_ID_BYTES} unguessable bytes (for example a random UUID), or none`);
+  }
+  return requestId;
+}
+
 export function checkToken(token: string): string {
   if (token.length === 0) throw invalid('token is required');
   if (token.length > MAX_TOKEN_LENGTH || CONTROL.test(token)) throw invalid('token is not a holdfast token');
@@ -75,7 +96,8 @@ export function toAcquireParams(request: AcquireRequest | HoldRequest, defaultTt
     waitMs: checkMillis('wait_timeout_ms', request.waitTimeoutMs, 0, MAX_WAIT_MS),
     mode,
     limit: checkLimit(request.limit, mode),
-    requestId: 'requestId' in request ? checkId('request_id', request.requestId) : '',
+    requestId: 'requestId' in request ? checkRequestId(request.requestId) : '',
+    holdId: '',
   };
 }
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 // The core LockService over real gRPC, against real holdfast server processes on a real redis-server.
 import { status } from '@grpc/grpc-js';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -53,13 +54,16 @@ describe('acquire and release', () => {
     await expect(a.release({ name, token: grant.token })).rejects.toMatchObject({ code: status.NOT_FOUND });
   });
 
-  it('renews a live grant', async () => {
+  it('renews a live grant, and never shortens its lease', async () => {
     const name = uniqueName();
     const grant = await a.acquire({ name, ttlMs: '1000' });
     expect((await b.renew({ name, token: grant.token, ttlMs: '60000' })).ttlMs).toBe('60000');
-    expect((await a.renew({ name, token: grant.token, ttlMs: '0' })).ttlMs).toBe('1000');
+    // A client may be counting on the 60 s already granted: a shorter renewal keeps it.
+    const kept = Number((await a.renew({ name, token: grant.token, ttlMs: '0' })).ttlMs);
+    expect(kept).toBeGreaterThan(50_000);
+    expect(kept).toBeLessThanOrEqual(60_000);
     const [holder] = (await a.inspect({ name })).holders;
-    expect(Number(holder.ttlMs)).toBeLessThanOrEqual(1000);
+    expect(Number(holder.ttlMs)).toBeGreaterThan(50_000);
   });
 });
 
@@ -76,15 +80,54 @@ describe('reentrancy and idempotency', () => {
     expect((await a.acquire({ name, owner: 'worker-2' })).acquired).toBe(true);
   });
 
-  it('a retried request_id returns the live grant unchanged', async () => {
+});
+
+describe('request_id', () => {
+  const requestId = () => `req-${randomUUID()}`;
+  const refused = { code: status.FAILED_PRECONDITION, details: expect.stringContaining('request_id') };
+
+  it('a retry by the same owner with the same parameters gets the live grant back, counted once', async () => {
     const name = uniqueName();
-    const first = await a.acquire({ name, owner: 'o', requestId: 'req-1' });
-    const retry = await b.acquire({ name, owner: 'o', requestId: 'req-1' });
-    expect(retry).toEqual(first);
+    const rid = requestId();
+    const first = await a.acquire({ name, owner: 'alice', requestId: rid, ttlMs: '30000' });
+    const retry = await b.acquire({ name, owner: 'alice', requestId: rid, ttlMs: '30000' });
+    expect(retry).toMatchObject({ acquired: true, token: first.token, fencingToken: first.fencingToken, holdCount: 1 });
+    expect(Number(retry.ttlMs)).toBeLessThanOrEqual(30_000); // the lease left, counted from the retry
     expect((await a.inspect({ name })).holders[0].holdCount).toBe(1);
-    const anonymous = await a.acquire({ name: uniqueName(), requestId: 'req-2' });
-    expect(await a.acquire({ name: uniqueName(), requestId: 'req-2' })).toMatchObject({ acquired: true });
-    expect(anonymous.acquired).toBe(true);
+    // Without an owner too: the request id alone names the request.
+    const anonymous = requestId();
+    const grant = await a.acquire({ name: uniqueName(), requestId: anonymous });
+    expect(grant.acquired).toBe(true);
+  });
+
+  it('another owner reusing a request_id gets FAILED_PRECONDITION and no token', async () => {
+    const name = uniqueName();
+    const rid = requestId();
+    const alice = await a.acquire({ name, owner: 'alice', requestId: rid });
+    for (const mallory of [{ owner: 'mallory' }, { owner: 'mallory', mode: LockMode.LOCK_MODE_SHARED }, { owner: '' }]) {
+      const attempt = b.acquire({ name, requestId: rid, ...mallory });
+      await expect(attempt).rejects.toMatchObject(refused);
+    }
+    expect((await a.inspect({ name })).holders).toMatchObject([{ owner: 'alice', holdCount: 1 }]);
+    expect(await a.release({ name, token: alice.token })).toEqual({ released: true, holdCount: 0 });
+  });
+
+  it('the same owner reusing a request_id with another mode, limit, ttl or name is refused', async () => {
+    const name = uniqueName();
+    const rid = requestId();
+    await a.acquire({ name, owner: 'alice', requestId: rid, ttlMs: '30000' });
+    await expect(a.acquire({ name, owner: 'alice', requestId: rid, ttlMs: '30000', mode: LockMode.LOCK_MODE_SHARED })).rejects.toMatchObject(refused);
+    await expect(a.acquire({ name, owner: 'alice', requestId: rid, ttlMs: '30000', limit: 3 })).rejects.toMatchObject(refused);
+    await expect(a.acquire({ name, owner: 'alice', requestId: rid, ttlMs: '20000' })).rejects.toMatchObject(refused);
+    await expect(b.acquire({ name: uniqueName(), owner: 'alice', requestId: rid, ttlMs: '30000' })).rejects.toMatchObject(refused);
+    expect((await a.inspect({ name })).holders).toMatchObject([{ owner: 'alice', holdCount: 1 }]);
+  });
+
+  it('a request_id shorter than 16 bytes is INVALID_ARGUMENT naming request_id', async () => {
+    await expect(a.acquire({ name: uniqueName(), requestId: 'req-1' })).rejects.toMatchObject({
+      code: status.INVALID_ARGUMENT,
+      details: expect.stringContaining('request_id'),
+    });
   });
 });
 

@@ -11,9 +11,12 @@ const call = (script: string, name: string, n: number, ...args: unknown[]) => {
   const keys = [k.holders, k.queue, k.data, k.channel].slice(0, n);
   return ((redis.client as any)[`holdfast_${script}`] as Call).call(redis.client, ...keys, ...args);
 };
-const acquire = (name: string, token: string, o: { owner?: string; ttl?: number; mode?: number; limit?: number; rid?: string; waiter?: string } = {}) =>
-  call('acquire', name, 4, token, o.owner ?? '', o.ttl ?? 10000, o.mode ?? 1, o.limit ?? 1, o.rid ?? '', o.waiter ?? '', 3000);
-const release = (name: string, token: string, delay = 0) => call('release', name, 4, token, delay);
+type AcquireArgs = { owner?: string; ttl?: number; mode?: number; limit?: number; rid?: string; waiter?: string; hold?: string };
+const acquire = (name: string, token: string, o: AcquireArgs = {}) =>
+  call('acquire', name, 4, token, o.owner ?? '', o.ttl ?? 10000, o.mode ?? 1, o.limit ?? 1, o.rid ?? '', o.waiter ?? '', 3000, o.hold ?? '');
+const release = (name: string, token: string, o: { hold?: string; vanished?: boolean; delay?: number } = {}) =>
+  call('release', name, 4, token, o.hold ?? '', o.vanished ? 1 : 0, o.delay ?? 0);
+const renew = (name: string, token: string, ttl: number, hold = '') => call('renew', name, 3, token, ttl, hold);
 
 beforeAll(async () => {
   redis = await startTestRedis();
@@ -42,7 +45,7 @@ describe('acquire and release', () => {
     expect(first[1]).toBe('tokA');
     expect(await acquire(name, 'tokB')).toEqual([0, expect.any(Number)]);
     expect(await release(name, 'tokB')).toEqual([-1]);
-    expect(await release(name, 'tokA')).toEqual([1, 0]);
+    expect(await release(name, 'tokA')).toEqual([1, 0, '']);
     expect((await acquire(name, 'tokB'))[0]).toBe(1);
   });
 
@@ -66,9 +69,9 @@ describe('acquire and release', () => {
     expect(b[1]).toBe('t1');
     expect(b[2]).toBe(a[2]);
     expect(b[4]).toBe(2);
-    expect(await release(name, 't1')).toEqual([0, 1]);
+    expect(await release(name, 't1')).toEqual([0, 1, '']);
     expect((await acquire(name, 't3'))[0]).toBe(0);
-    expect(await release(name, 't1')).toEqual([1, 0]);
+    expect(await release(name, 't1')).toEqual([1, 0, '']);
   });
 
   it('fencing tokens increase strictly, also after the keys expired', async () => {
@@ -115,6 +118,77 @@ describe('acquire and release', () => {
     await release(name, 'holder');
     expect(await call('dequeue', name, 4, 'w1')).toBe(1);
     expect((await acquire(name, 'free'))[0]).toBe(1);
+  });
+
+  it('gives back each named hold once: by its id, or the newest when no unnamed hold is left', async () => {
+    const name = uniqueName();
+    await acquire(name, 't1', { owner: 'o', hold: 'holdA' });
+    await acquire(name, 't2', { owner: 'o', hold: 'holdB' });
+    await acquire(name, 't3', { owner: 'o' });
+    // No id: the unnamed hold (taken by Acquire) goes first, then the newest stream's.
+    expect(await release(name, 't1')).toEqual([0, 2, '']);
+    expect(await release(name, 't1')).toEqual([0, 1, 'holdB']);
+    // holdB is gone: its renewal says so, and its own end gives back nothing more.
+    expect(await renew(name, 't1', 1000, 'holdB')).toEqual([-1, 2]);
+    expect(await release(name, 't1', { hold: 'holdB' })).toEqual([-1]);
+    expect((await acquire(name, 'other'))[0]).toBe(0);
+    expect(await release(name, 't1', { hold: 'holdA' })).toEqual([1, 0, 'holdA']);
+    expect((await acquire(name, 'other'))[0]).toBe(1);
+  });
+
+  it('keeps a vanished holder\'s lock closed until its lease has run out, plus the lock delay', async () => {
+    const name = uniqueName();
+    await acquire(name, 't1', { ttl: 200, hold: 'h1' });
+    expect(await release(name, 't1', { hold: 'h1', vanished: true, delay: 300 })).toEqual([1, 0, 'h1']);
+    const [holder] = (await call('inspect', name, 3)).slice(3);
+    expect(holder[3]).toBe(0); // abandoned: no holds, but closed
+    expect(holder[2]).toBeGreaterThan(300);
+    expect((await acquire(name, 't2'))[0]).toBe(0);
+    expect(await renew(name, 't1', 1000, 'h1')).toEqual([-1, 0]);
+    // The same owner cannot slip back in either: the vanished client is not this one.
+    expect((await acquire(name, 't3', { waiter: 'w' }))[0]).toBe(2);
+  });
+
+  it('a vanished hold keeps the lock closed even when another hold of the grant is released first', async () => {
+    const name = uniqueName();
+    await acquire(name, 't1', { owner: 'o', ttl: 5000, hold: 'h1' });
+    await acquire(name, 't1b', { owner: 'o', ttl: 5000, hold: 'h2' });
+    expect(await release(name, 't1', { hold: 'h1', vanished: true })).toEqual([0, 1, 'h1']);
+    expect(await release(name, 't1', { hold: 'h2' })).toEqual([1, 0, 'h2']);
+    expect((await acquire(name, 't2'))[0]).toBe(0);
+    const [holder] = (await call('inspect', name, 3)).slice(3);
+    expect(holder[2]).toBeGreaterThan(4000);
+  });
+
+  it('renewal never shortens a lease', async () => {
+    const name = uniqueName();
+    await acquire(name, 't1', { ttl: 10000 });
+    const [code, left] = await renew(name, 't1', 100);
+    expect(code).toBe(1);
+    expect(left).toBeGreaterThan(9000);
+    expect((await renew(name, 't1', 20000))[1]).toBe(20000);
+  });
+
+  it('replays a request id only for the same owner and parameters', async () => {
+    const name = uniqueName();
+    const rid = 'r-0123456789abcdef';
+    const first = await acquire(name, 'tA', { owner: 'alice', rid });
+    expect(first[0]).toBe(1);
+    const again = await acquire(name, 'tX', { owner: 'alice', rid });
+    expect(again.slice(0, 3)).toEqual(first.slice(0, 3));
+    expect(again[4]).toBe(1); // counted once
+    expect(await acquire(name, 'tM', { owner: 'mallory', rid, mode: 2 })).toEqual([-5]);
+    expect(await acquire(name, 'tM', { owner: 'alice', rid, ttl: 9999 })).toEqual([-5]);
+    expect(await acquire(name, 'tM', { owner: 'alice', rid, mode: 2 })).toEqual([-5]);
+  });
+
+  it('ties a request id to one request across locks', async () => {
+    const key = `hf:rid:{${uniqueName()}}`;
+    const tie = (asked: string) => (redis.client as any).holdfast_requestId(key, asked, 5000);
+    expect(await tie('["a","alice",1,1,1000]')).toBe(1);
+    expect(await tie('["a","alice",1,1,1000]')).toBe(1);
+    expect(await tie('["b","alice",1,1,1000]')).toBe(0);
+    expect(await redis.client.pttl(key)).toBeGreaterThan(0);
   });
 
   it('inspects holders and waiters without tokens', async () => {

@@ -7,6 +7,7 @@ import {
   type HoldRequest,
   type HoldResponse,
   type InspectResponse,
+  type ReleaseRequest,
   type ReleaseResponse,
   type RenewResponse,
   type CheckFencingTokenResponse,
@@ -35,10 +36,12 @@ export interface HoldStream {
 export function connect(addr: string, channelOptions: ChannelOptions = {}) {
   const client = new LockServiceClient(addr, credentials.createInsecure(), channelOptions);
   const acquireRaw = promisify<AcquireRequest, AcquireResponse>(client, client.acquire as never);
+  // ts-proto writes a missing string field as "undefined": every field is filled in.
+  const releaseRaw = promisify<ReleaseRequest, ReleaseResponse>(client, client.release as never);
   return {
     client,
     acquire: (req: Partial<AcquireRequest>, deadlineMs?: number) => acquireRaw(acquireRequest(req), deadlineMs),
-    release: promisify<{ name: string; token: string }, ReleaseResponse>(client, client.release as never),
+    release: (req: { name: string; token: string; holdId?: string }, deadlineMs?: number) => releaseRaw({ holdId: '', ...req }, deadlineMs),
     renew: promisify<{ name: string; token: string; ttlMs: string }, RenewResponse>(client, client.renew as never),
     inspect: promisify<{ name: string }, InspectResponse>(client, client.inspect as never),
     checkFencingToken: promisify<{ name: string; fencingToken: string }, CheckFencingTokenResponse>(client, client.checkFencingToken as never),
@@ -54,7 +57,7 @@ export function acquireRequest(req: Partial<AcquireRequest>): AcquireRequest {
 }
 
 function holdStream(client: LockServiceClient, req: Partial<HoldRequest>, deadlineMs?: number): HoldStream {
-  const full: HoldRequest = { name: '', owner: '', ttlMs: '0', waitTimeoutMs: '0', mode: 0, limit: 0, maxHoldMs: '0', ...req };
+  const full: HoldRequest = { name: '', owner: '', ttlMs: '0', waitTimeoutMs: '0', mode: 0, limit: 0, maxHoldMs: '0', releaseOnDisconnect: false, ...req };
   const call = client.hold(full, new Metadata(), deadlineMs ? { deadline: Date.now() + deadlineMs } : {});
   const events: HoldResponse[] = [];
   const listeners = new Set<() => void>();
