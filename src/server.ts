@@ -25,6 +25,8 @@ export interface ServerConfig {
   defaultTtlMs: number;
   maxHoldMs: number;
   lockDelayMs: number;
+  /** Free a Hold's lock the moment its stream ends, however it ends (not only on the holder's word). */
+  releaseOnDisconnect?: boolean;
   keepaliveTimeMs: number;
   keepaliveTimeoutMs: number;
   deadlineMarginMs: number;
@@ -108,6 +110,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       deadlineMarginMs: config.deadlineMarginMs,
       maxHoldMs: config.maxHoldMs,
       lockDelayMs: config.lockDelayMs,
+      releaseOnDisconnect: config.releaseOnDisconnect ?? false,
       logError,
     }),
     {
