@@ -1,5 +1,7 @@
 // Package holdfast is the Go client of the holdfast lock server: Hold keeps a lock through the
-// Hold stream and reports, on Done, the moment the lease can no longer be trusted.
+// Hold stream and reports, on Done, the moment the lease can no longer be trusted. That moment is
+// LeaseDeadline of the latest confirmation (see deadline.go); it only moves forward, and a grant or
+// renewal that arrives after its own deadline ends the lease at once.
 //
 // The generated stubs are in holdfast/clients/go/gen/holdfast/v1.
 package holdfast
@@ -29,9 +31,10 @@ type Options struct {
 	Limit uint32
 	// MaxHold caps how long the server keeps this hold; 0 leaves the server's cap.
 	MaxHold time.Duration
-	// SafetyMargin is how long before the last known expiry the lease counts as lost when no
-	// renewal has been confirmed; 0 means SafetyMargin(ttl), the server's own margin.
-	SafetyMargin time.Duration
+	// ReleaseOnDisconnect opts in to the old fast release: the server frees the lock the moment the
+	// stream ends, however it ends. That gives up the guarantee that a holder that is only paused
+	// or cut off never believes it holds a lock someone else has.
+	ReleaseOnDisconnect bool
 }
 
 // ErrNotAcquired is returned by Hold when the lock was not granted within Options.Wait.
@@ -41,7 +44,8 @@ var ErrNotAcquired = errors.New("holdfast: lock not acquired in time")
 var ErrReleased = errors.New("holdfast: lease released")
 
 // LostError says why a lease was lost. Code is LOST_REASON_UNSPECIFIED when the client decided
-// alone (its local deadline passed, or the stream broke without a lost event).
+// alone (its local deadline passed, a confirmation came after it, or the stream broke without a
+// lost event). Hold returns one when the grant itself came too late.
 type LostError struct {
 	Name   string
 	Reason string
@@ -60,27 +64,15 @@ const (
 	localDeadlineReason = "no renewal was confirmed before the local deadline"
 )
 
-// SafetyMargin is the server watchdog's margin for a lease of ttl: a tenth, between 5 ms and 1 s.
-func SafetyMargin(ttl time.Duration) time.Duration {
-	margin := ttl / 10
-	if margin < 5*time.Millisecond {
-		return 5 * time.Millisecond
-	}
-	if margin > time.Second {
-		return time.Second
-	}
-	return margin
-}
-
 // Lease is one grant kept alive by an open Hold stream.
 type Lease struct {
 	ctx          context.Context
 	client       holdfastv1.LockServiceClient
 	name         string
 	token        string
+	holdID       string
 	fencingToken uint64
-	ttl          time.Duration
-	margin       time.Duration
+	sentAt       time.Time
 	stream       holdfastv1.LockService_HoldClient
 	cancel       context.CancelFunc
 	done         chan struct{}
@@ -101,9 +93,10 @@ func Hold(ctx context.Context, client holdfastv1.LockServiceClient, name string,
 		mode = holdfastv1.LockMode_LOCK_MODE_SHARED
 	}
 	streamCtx, cancel := context.WithCancel(ctx)
+	sentAt := time.Now() // the lease's anchor: no later than the request leaves
 	stream, err := client.Hold(streamCtx, &holdfastv1.HoldRequest{
 		Name: name, Owner: opts.Owner, TtlMs: opts.TTL.Milliseconds(), WaitTimeoutMs: opts.Wait.Milliseconds(),
-		Mode: mode, Limit: opts.Limit, MaxHoldMs: opts.MaxHold.Milliseconds(),
+		Mode: mode, Limit: opts.Limit, MaxHoldMs: opts.MaxHold.Milliseconds(), ReleaseOnDisconnect: opts.ReleaseOnDisconnect,
 	})
 	if err != nil {
 		cancel()
@@ -126,14 +119,14 @@ func Hold(ctx context.Context, client holdfastv1.LockServiceClient, name string,
 		return nil, fmt.Errorf("holdfast: lock %q: Hold's first event was %T, not acquired", name, first.GetEvent())
 	}
 	lease := &Lease{
-		ctx: ctx, client: client, name: name, token: grant.Token, fencingToken: grant.FencingToken,
-		ttl: time.Duration(grant.TtlMs) * time.Millisecond, margin: opts.SafetyMargin,
-		stream: stream, cancel: cancel, done: make(chan struct{}), readerDone: make(chan struct{}),
+		ctx: ctx, client: client, name: name, token: grant.Token, holdID: grant.HoldId, fencingToken: grant.FencingToken,
+		sentAt: sentAt, stream: stream, cancel: cancel, done: make(chan struct{}), readerDone: make(chan struct{}),
 	}
-	if lease.margin == 0 {
-		lease.margin = SafetyMargin(lease.ttl)
+	lease.confirm(grant.LeaseStartedAfterMs, grant.TtlMs, "the grant")
+	if err := lease.Err(); err != nil {
+		cancel() // frees the hold at once if the server still keeps it and can hear us
+		return nil, err
 	}
-	lease.confirm(grant.TtlMs)
 	go lease.read()
 	return lease, nil
 }
@@ -143,6 +136,9 @@ func (l *Lease) Name() string { return l.name }
 
 // Token is the grant's secret token (it works with Release and Renew).
 func (l *Lease) Token() string { return l.token }
+
+// HoldID names this stream's own hold of the grant (a reentrant grant has one per holder).
+func (l *Lease) HoldID() string { return l.holdID }
 
 // FencingToken is the grant's fencing token: pass it to whatever the lock protects.
 func (l *Lease) FencingToken() uint64 { return l.fencingToken }
@@ -157,26 +153,43 @@ func (l *Lease) Err() error {
 	return l.err
 }
 
-// Deadline is the local time after which the lease counts as lost unless a renewal arrives.
+// Deadline is the conservative end of the lease (LeaseDeadline of the latest confirmation): it
+// counts as lost from then on unless a renewal has moved it.
 func (l *Lease) Deadline() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.deadline
 }
 
-// confirm moves the local deadline to now + ttlLeft - margin and arms the timer for it.
-func (l *Lease) confirm(ttlLeftMs int64) {
+// confirm moves the deadline forward to what a grant or renewal vouches for; a confirmation
+// whose deadline has already passed ends the lease.
+func (l *Lease) confirm(leaseStartedAfterMs, ttlMs int64, what string) {
+	deadline := LeaseDeadline(l.sentAt, time.Duration(leaseStartedAfterMs)*time.Millisecond, time.Duration(ttlMs)*time.Millisecond)
+	if late := l.moveDeadline(deadline); late {
+		l.end(&LostError{Name: l.name, Reason: what + " arrived after the lease could have ended"})
+	}
+}
+
+// moveDeadline takes the later of the two deadlines and arms the timer for it, unless it has passed.
+func (l *Lease) moveDeadline(deadline time.Time) (late bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
-		return
+		return false
 	}
-	l.deadline = time.Now().Add(time.Duration(ttlLeftMs)*time.Millisecond - l.margin)
+	if deadline.After(l.deadline) {
+		l.deadline = deadline
+	}
+	left := time.Until(l.deadline)
+	if left <= 0 {
+		return true
+	}
 	if l.timer == nil {
-		l.timer = time.AfterFunc(time.Until(l.deadline), l.checkDeadline)
+		l.timer = time.AfterFunc(left, l.checkDeadline)
 	} else {
-		l.timer.Reset(time.Until(l.deadline))
+		l.timer.Reset(left)
 	}
+	return false
 }
 
 func (l *Lease) checkDeadline() {
@@ -200,7 +213,7 @@ func (l *Lease) read() {
 			return
 		}
 		if renewed := event.GetRenewed(); renewed != nil {
-			l.confirm(renewed.TtlMs)
+			l.confirm(renewed.LeaseStartedAfterMs, renewed.TtlMs, "a renewal")
 		} else if lost := event.GetLost(); lost != nil {
 			l.end(&LostError{Name: l.name, Reason: lost.Reason, Code: lost.Code})
 		}
@@ -239,8 +252,9 @@ func (l *Lease) end(err error) {
 	close(l.done)
 }
 
-// Release gives the lock back with its token and ends the stream. It returns the loss error
-// when the lease had been lost before (the work done under it may not have been exclusive).
+// Release gives back exactly this stream's hold (Release with the token and hold id), then ends
+// the stream. It returns the loss error when the lease had been lost before (the work done under
+// it may not have been exclusive).
 func (l *Lease) Release() error {
 	l.mu.Lock()
 	already, held := l.releasing, l.err == nil
@@ -253,10 +267,10 @@ func (l *Lease) Release() error {
 	var err error
 	if held {
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-		_, err = l.client.Release(ctx, &holdfastv1.ReleaseRequest{Name: l.name, Token: l.token})
+		_, err = l.client.Release(ctx, &holdfastv1.ReleaseRequest{Name: l.name, Token: l.token, HoldId: l.holdID})
 		cancel()
 	}
-	l.cancel() // releases on the server too if Release did not get through
+	l.cancel() // frees the hold on a live connection if Release did not get through
 	<-l.readerDone
 	l.end(ErrReleased)
 	if !held {

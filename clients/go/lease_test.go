@@ -3,6 +3,7 @@ package holdfast
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -183,15 +184,24 @@ func TestLostAtTheLocalDeadline(t *testing.T) {
 	conn := dial(t, p.addr)
 	defer conn.Close()
 	client := holdfastv1.NewLockServiceClient(conn)
-	lease, err := Hold(context.Background(), client, randomName(t), Options{TTL: 500 * time.Millisecond, Wait: time.Second})
+	name := randomName(t)
+	lease, err := Hold(context.Background(), client, name, Options{TTL: 500 * time.Millisecond, Wait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.pause(t)
-	frozenAt := time.Now()
 	waitDone(t, lease)
-	if after := time.Since(frozenAt); after >= 500*time.Millisecond {
-		t.Fatalf("lost %v after the freeze, not before the lease could run out", after)
+	// The local deadline is no later than the lease's end in Redis (both wall clocks of this machine).
+	reply, err := redisCommand(p.redisAddr, "ZSCORE", lockKeys(name)[0], lease.Token())
+	if err != nil {
+		t.Fatal(err)
+	}
+	expiryMs, err := strconv.ParseFloat(reply, 64)
+	if err != nil {
+		t.Fatalf("ZSCORE = %q: %v", reply, err)
+	}
+	if deadlineMs := lease.Deadline().UnixMilli(); float64(deadlineMs) > expiryMs {
+		t.Fatalf("local deadline %d ms is after the lease's end in Redis, %v ms", deadlineMs, expiryMs)
 	}
 	var lost *LostError
 	if !errors.As(lease.Err(), &lost) || lost.Code != holdfastv1.LostReason_LOST_REASON_UNSPECIFIED ||
@@ -200,4 +210,74 @@ func TestLostAtTheLocalDeadline(t *testing.T) {
 	}
 	p.resume()
 	_ = lease.Release()
+}
+
+// A real stalled network (stallingProxy) holds the grant back until the lease could have ended
+// and someone else has the lock: Hold must not hand it out.
+func TestAGrantThatArrivesAfterItsLeaseCouldHaveEndedIsLost(t *testing.T) {
+	// Short keepalive: the server gives up on a stalled connection within half a second.
+	p := startProcesses(t, "--keepalive-time-ms", "200", "--keepalive-timeout-ms", "300")
+	directConn := dial(t, p.addr)
+	defer directConn.Close()
+	direct := holdfastv1.NewLockServiceClient(directConn)
+	proxy := startProxy(t, p.addr)
+	proxiedConn := dial(t, proxy.addr)
+	defer proxiedConn.Close()
+	name := randomName(t)
+	owners := func() []string {
+		var names []string
+		for _, h := range holders(t, direct, name).Holders {
+			names = append(names, h.Owner)
+		}
+		return names
+	}
+	acquire := func(owner string) *holdfastv1.AcquireResponse {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*waitLimit)
+		defer cancel()
+		grant, err := direct.Acquire(ctx, &holdfastv1.AcquireRequest{Name: name, Owner: owner, TtlMs: 30_000, WaitTimeoutMs: 20_000})
+		if err != nil || !grant.Acquired {
+			t.Fatalf("Acquire for %s: %v %v", owner, grant, err)
+		}
+		return grant
+	}
+
+	first := acquire("first")
+	type result struct {
+		lease *Lease
+		err   error
+	}
+	held := make(chan result, 1)
+	go func() {
+		lease, err := Hold(context.Background(), holdfastv1.NewLockServiceClient(proxiedConn), name,
+			Options{TTL: 300 * time.Millisecond, Wait: 20 * time.Second, Owner: "late"})
+		held <- result{lease, err}
+	}()
+	waitUntil(t, "the Hold to queue", func() bool { return holders(t, direct, name).Waiters == 1 })
+	proxy.stall() // the grant is made, but its answer is held back
+	if _, err := direct.Release(context.Background(), &holdfastv1.ReleaseRequest{Name: name, Token: first.Token}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the grant to the stalled Hold", func() bool { o := owners(); return len(o) == 1 && o[0] == "late" })
+	// The server gives up on the stalled connection and the lease runs out: someone else gets it.
+	acquire("taker")
+	select {
+	case r := <-held:
+		t.Fatalf("Hold returned while the network was stalled: %v %v", r.lease, r.err)
+	default:
+	}
+	proxy.resume()
+
+	var r result
+	select {
+	case r = <-held:
+	case <-time.After(waitLimit):
+		t.Fatal("Hold did not return after the network came back")
+	}
+	var lost *LostError
+	if r.lease != nil || !errors.As(r.err, &lost) || !strings.Contains(lost.Reason, "arrived after the lease could have ended") {
+		t.Fatalf("Hold = %v, %v; want no lease and a LostError for a late grant", r.lease, r.err)
+	}
+	if o := owners(); len(o) != 1 || o[0] != "taker" {
+		t.Fatalf("holders = %v, want only the taker", o)
+	}
 }

@@ -49,7 +49,7 @@ func freePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// redisCommand sends one command over RESP and returns the first reply line.
+// redisCommand sends one command over RESP and returns the reply line, or a bulk string's value.
 func redisCommand(addr string, args ...string) (string, error) {
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
@@ -64,7 +64,11 @@ func redisCommand(addr string, args ...string) (string, error) {
 	if _, err := conn.Write([]byte(b.String())); err != nil {
 		return "", err
 	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
+	reply := bufio.NewReader(conn)
+	line, err := reply.ReadString('\n')
+	if err == nil && strings.HasPrefix(line, "$") && !strings.HasPrefix(line, "$-1") {
+		line, err = reply.ReadString('\n')
+	}
 	return strings.TrimSpace(line), err
 }
 
@@ -73,7 +77,8 @@ func lockKeys(name string) []string {
 	return []string{"hf:{" + name + "}:h", "hf:{" + name + "}:q", "hf:{" + name + "}:d"}
 }
 
-func startProcesses(t testing.TB) *processes {
+// startProcesses starts a redis-server and a holdfast server with serverArgs added to serve.
+func startProcesses(t testing.TB, serverArgs ...string) *processes {
 	p := &processes{}
 	t.Cleanup(p.stop)
 	p.redisAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -104,7 +109,8 @@ func startProcesses(t testing.TB) *processes {
 		t.Fatalf("%s is missing: build the server first (npx tsc -p .)", cli)
 	}
 	p.addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p.server = exec.Command("node", cli, "serve", "--listen", p.addr, "--redis", "redis://"+p.redisAddr, "--log-level", "warn")
+	args := append([]string{cli, "serve", "--listen", p.addr, "--redis", "redis://" + p.redisAddr, "--log-level", "warn"}, serverArgs...)
+	p.server = exec.Command("node", args...)
 	p.server.Dir, p.server.Stdout, p.server.Stderr = root, os.Stderr, os.Stderr
 	if err := p.server.Start(); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ The generated stubs live in holdfast.v1 (lock_pb2, lock_pb2_grpc).
 """
 
 from holdfast.calls import acquire, inspect, release
-from holdfast.lease import Lease, LeaseLost, NotAcquired, lock, safety_margin_ms
+from holdfast.lease import CLOCK_DRIFT, Lease, LeaseLost, NotAcquired, drift_margin_ms, lease_deadline, lock
 
-__all__ = ["Lease", "LeaseLost", "NotAcquired", "acquire", "inspect", "lock", "release", "safety_margin_ms"]
+__all__ = ["CLOCK_DRIFT", "Lease", "LeaseLost", "NotAcquired", "acquire", "drift_margin_ms", "inspect", "lease_deadline",
+           "lock", "release"]

@@ -5,7 +5,11 @@ from holdfast.v1 import lock_pb2, lock_pb2_grpc
 
 
 def acquire(channel, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0, timeout=None):
-    """Acquires `name` once and returns the AcquireResponse; raises NotAcquired when it is not granted."""
+    """Acquires `name` once and returns the AcquireResponse; raises NotAcquired when it is not granted.
+
+    Nothing keeps a local deadline for this grant. Count its lease from a time.monotonic() read
+    before the call, not after it returns: lease_deadline(sent_at, 0, grant.ttl_ms).
+    """
     mode = lock_pb2.LOCK_MODE_SHARED if shared else lock_pb2.LOCK_MODE_EXCLUSIVE
     request = lock_pb2.AcquireRequest(name=name, owner=owner, ttl_ms=ttl_ms, wait_timeout_ms=wait_ms, mode=mode,
                                       limit=limit)
@@ -15,9 +19,9 @@ def acquire(channel, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0,
     return grant
 
 
-def release(channel, name, token, timeout=None):
-    """Releases one hold of a grant; returns True when the lock was freed."""
-    request = lock_pb2.ReleaseRequest(name=name, token=token)
+def release(channel, name, token, hold_id="", timeout=None):
+    """Releases one hold of a grant (with hold_id: exactly that Hold stream's); returns True when the lock was freed."""
+    request = lock_pb2.ReleaseRequest(name=name, token=token, hold_id=hold_id)
     return lock_pb2_grpc.LockServiceStub(channel).Release(request, timeout=timeout).released
 
 

@@ -1,8 +1,15 @@
 """A lock held through the Hold stream, with a local deadline the client keeps itself.
 
-The server renews the lease and reports each renewal. The client trusts a renewal only until
-`ttl - safety margin` after it arrived: if nothing confirms the lease by then (a silent network,
-a stopped server), the lease counts as lost even though no `lost` event came.
+The server renews the lease and reports each renewal with lease_started_after_ms: how long after
+it received the Hold request it started that grant or renewal. The request cannot have been
+received before it was sent, so the lease ends no earlier than
+
+    sent_at + lease_started_after_ms + ttl_ms - drift_margin_ms(lease_started_after_ms + ttl_ms)
+
+on this side's monotonic clock, whatever the network did meanwhile. That deadline only moves
+forward. When it passes, the lease counts as lost even though no `lost` event came; a grant or
+renewal that arrives after its own deadline makes the lease lost at once (it is never reported
+held). A server that sends no lease_started_after_ms (0) only makes the deadline earlier.
 """
 
 import threading
@@ -16,6 +23,9 @@ from holdfast.v1 import lock_pb2, lock_pb2_grpc
 RELEASE_TIMEOUT_S = 5.0
 # Extra time to wait for the server's own answer after wait_ms has passed.
 ACQUIRE_GRACE_S = 2.0
+# Clock-rate allowance: 5 ms, plus 100 ppm of the interval counted (the client, server and Redis
+# clocks may each run that much fast or slow against one another).
+CLOCK_DRIFT = (5.0, 1e-4)
 
 
 class NotAcquired(Exception):
@@ -26,17 +36,25 @@ class LeaseLost(Exception):
     """The lease is lost; the caller no longer holds the lock."""
 
 
-def safety_margin_ms(ttl_ms):
-    """The server's watchdog margin: a tenth of the lease, between 5 ms and 1 s."""
-    return min(1000.0, max(5.0, ttl_ms / 10.0))
+def drift_margin_ms(counted_ms):
+    """The clock drift allowance for a lease that ends `counted_ms` after its request was sent."""
+    fixed_ms, rate = CLOCK_DRIFT
+    return fixed_ms + counted_ms * rate
+
+
+def lease_deadline(sent_at, lease_started_after_ms, ttl_ms):
+    """The conservative end of a lease in time.monotonic() seconds; sent_at is when the request was sent."""
+    counted_ms = lease_started_after_ms + ttl_ms
+    return sent_at + (counted_ms - drift_margin_ms(counted_ms)) / 1000.0
 
 
 class Lease:
     """One grant kept alive by an open Hold stream. Built by `lock`; read its fields inside the block."""
 
-    def __init__(self, stub, name, request, safety_margin):
+    def __init__(self, stub, name, request):
         self.name = name
         self.token = ""
+        self.hold_id = ""  # this stream's own hold of the grant (a reentrant grant has one per holder)
         self.fencing_token = 0
         self.hold_count = 0
         self.ttl_ms = 0
@@ -47,19 +65,19 @@ class Lease:
         self.lost_code = lock_pb2.LOST_REASON_UNSPECIFIED
         self._stub = stub
         self._request = request
-        self._margin = safety_margin
+        self._sent_at = None  # time.monotonic() just before the Hold call started
         self._cond = threading.Condition()
         self._acquired = False
         self._ended = False
         self._closing = False
         self._error = None
-        self._deadline = None  # time.monotonic() after which the lease counts as lost
+        self._deadline = None  # time.monotonic(): the lease ends no earlier than this
         self._call = None
         self._threads = []
 
     @property
     def deadline(self):
-        """The local monotonic time after which this lease counts as lost."""
+        """The conservative end of the lease (time.monotonic()); it counts as lost from then on."""
         with self._cond:
             return self._deadline
 
@@ -70,6 +88,7 @@ class Lease:
             raise LeaseLost(f'lock "{self.name}": {self.lost_reason}')
 
     def _open(self, wait_s):
+        self._sent_at = time.monotonic()
         self._call = self._stub.Hold(self._request)
         for target in (self._read, self._watch):
             thread = threading.Thread(target=target, name=f"holdfast-{target.__name__[1:]}", daemon=True)
@@ -77,11 +96,16 @@ class Lease:
             self._threads.append(thread)
         with self._cond:
             self._cond.wait_for(lambda: self._acquired or self._ended, timeout=wait_s)
-            if self._acquired:
+            acquired, error = self._acquired, self._error
+        if acquired:
+            try:
+                self.check()  # a grant that came too late is never handed out
                 return
-            error = self._error
-        self._close_stream()
-        if error is None or (isinstance(error, grpc.RpcError) and error.code() == grpc.StatusCode.DEADLINE_EXCEEDED):
+            except LeaseLost as lost:
+                error = lost
+        self._close_stream()  # frees the hold at once if the server still keeps it and can hear us
+        if not acquired and (error is None or (isinstance(error, grpc.RpcError)
+                                               and error.code() == grpc.StatusCode.DEADLINE_EXCEEDED)):
             raise NotAcquired(f'lock "{self.name}" was not acquired within {self._request.wait_timeout_ms} ms')
         raise error
 
@@ -89,7 +113,7 @@ class Lease:
         error = None
         try:
             for response in self._call:
-                self._on_event(response, time.monotonic())
+                self._on_event(response)
         except grpc.RpcError as err:
             error = err
         with self._cond:
@@ -101,7 +125,7 @@ class Lease:
         detail = "the Hold stream ended" if error is None else f"the Hold stream ended: {error.code().name} {error.details()}"
         self._lose(detail, lock_pb2.LOST_REASON_UNSPECIFIED)
 
-    def _on_event(self, response, received_at):
+    def _on_event(self, response):
         kind = response.WhichOneof("event")
         if kind == "lost":
             self._lose(response.lost.reason, response.lost.code)
@@ -109,17 +133,22 @@ class Lease:
         with self._cond:
             if kind == "acquired":
                 grant = response.acquired
-                self.token, self.fencing_token = grant.token, grant.fencing_token
+                self.token, self.hold_id, self.fencing_token = grant.token, grant.hold_id, grant.fencing_token
                 self.hold_count, self.ttl_ms = grant.hold_count, grant.ttl_ms
                 self._acquired = True
-                ttl_left = grant.ttl_ms
+                confirmed = grant
+                what = "the grant"
             elif kind == "renewed":
-                ttl_left = response.renewed.ttl_ms
+                confirmed = response.renewed
+                what = "a renewal"
             else:
                 return
-            margin = self._margin if self._margin is not None else safety_margin_ms(self.ttl_ms)
-            self._deadline = received_at + (ttl_left - margin) / 1000.0
+            deadline = lease_deadline(self._sent_at, confirmed.lease_started_after_ms, confirmed.ttl_ms)
+            self._deadline = deadline if self._deadline is None else max(self._deadline, deadline)
+            late = self._deadline <= time.monotonic()
             self._cond.notify_all()
+        if late:
+            self._lose(f"{what} arrived after the lease could have ended", lock_pb2.LOST_REASON_UNSPECIFIED)
 
     def _watch(self):
         with self._cond:
@@ -144,7 +173,10 @@ class Lease:
             self._cond.notify_all()
 
     def release(self):
-        """Releases the grant with its token, then ends the stream. Safe to call twice."""
+        """Gives back exactly this stream's hold (Release with token and hold_id), then ends the stream.
+
+        Safe to call twice.
+        """
         with self._cond:
             if self._closing:
                 return
@@ -153,9 +185,10 @@ class Lease:
             held = self._acquired and not self.lost.is_set() and not self._ended
         if held:
             try:
-                self._stub.Release(lock_pb2.ReleaseRequest(name=self.name, token=self.token), timeout=RELEASE_TIMEOUT_S)
+                request = lock_pb2.ReleaseRequest(name=self.name, token=self.token, hold_id=self.hold_id)
+                self._stub.Release(request, timeout=RELEASE_TIMEOUT_S)
             except grpc.RpcError:
-                pass  # lost meanwhile, or the server is gone: cancelling below releases what is left
+                pass  # lost meanwhile, or unreachable: the cancel frees the hold on a live connection
         self._close_stream()
 
     def _close_stream(self):
@@ -170,17 +203,23 @@ class Lease:
 class lock:  # noqa: N801 - used like a function: `with holdfast.lock(...) as lease`
     """Holds `name` for the duration of a with-block through the Hold stream.
 
-    Raises NotAcquired when the lock is not granted within wait_ms. Inside the block, `lease.lost`
-    is set as soon as the lease can no longer be trusted. Leaving the block releases the lock.
+    Raises NotAcquired when the lock is not granted within wait_ms, and LeaseLost when the grant
+    arrives after its lease could have ended. Inside the block, `lease.lost` is set as soon as the
+    lease can no longer be trusted. Leaving the block gives back this block's hold.
+
+    release_on_disconnect=True opts in to the old fast release: the server frees the lock the
+    moment the stream ends, however it ends. That gives up the guarantee that a holder that is
+    only paused or cut off never believes it holds a lock someone else has.
     """
 
     def __init__(self, channel, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0, max_hold_ms=0,
-                 safety_margin_ms=None):
+                 release_on_disconnect=False):
         mode = lock_pb2.LOCK_MODE_SHARED if shared else lock_pb2.LOCK_MODE_EXCLUSIVE
         request = lock_pb2.HoldRequest(name=name, owner=owner, ttl_ms=ttl_ms, wait_timeout_ms=wait_ms, mode=mode,
-                                       limit=limit, max_hold_ms=max_hold_ms)
+                                       limit=limit, max_hold_ms=max_hold_ms,
+                                       release_on_disconnect=release_on_disconnect)
         self._wait_s = wait_ms / 1000.0 + ACQUIRE_GRACE_S
-        self._lease = Lease(lock_pb2_grpc.LockServiceStub(channel), name, request, safety_margin_ms)
+        self._lease = Lease(lock_pb2_grpc.LockServiceStub(channel), name, request)
 
     def __enter__(self):
         self._lease._open(self._wait_s)

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 CLIENT_ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -33,13 +34,17 @@ def free_port():
 
 
 def redis_command(url, *args):
-    """Sends one command over RESP and returns the first reply line (enough for DEL and PING)."""
+    """Sends one command over RESP and returns the reply line, or a bulk string's value (DEL, PING, ZSCORE)."""
     host, port = url.removeprefix("redis://").rstrip("/").split(":")
     payload = f"*{len(args)}\r\n".encode() + b"".join(
         f"${len(arg.encode())}\r\n{arg}\r\n".encode() for arg in args)
     with socket.create_connection((host, int(port)), timeout=5) as sock:
         sock.sendall(payload)
-        return sock.makefile("rb").readline().decode().strip()
+        reply = sock.makefile("rb")
+        line = reply.readline().decode().strip()
+        if line.startswith("$") and line != "$-1":
+            return reply.readline().decode().strip()
+        return line
 
 
 def lock_keys(name, prefix="hf"):
@@ -48,13 +53,14 @@ def lock_keys(name, prefix="hf"):
 
 
 class Processes:
-    """A redis-server and a holdfast server, each killed by PID on stop()."""
+    """A redis-server and a holdfast server (with `server_args` added to serve), each killed by PID on stop()."""
 
-    def __init__(self):
+    def __init__(self, server_args=()):
         self.redis = None
         self.server = None
         self.addr = None
         self.redis_url = None
+        self._server_args = list(server_args)
 
     def start(self):
         try:
@@ -89,7 +95,8 @@ class Processes:
             raise RuntimeError(f"{cli} is missing: build the server first (npx tsc -p .)")
         self.addr = f"127.0.0.1:{free_port()}"
         self.server = subprocess.Popen(
-            ["node", str(cli), "serve", "--listen", self.addr, "--redis", self.redis_url, "--log-level", "warn"],
+            ["node", str(cli), "serve", "--listen", self.addr, "--redis", self.redis_url, "--log-level", "warn",
+             *self._server_args],
             cwd=REPO_ROOT)
         with grpc.insecure_channel(self.addr) as channel:
             grpc.channel_ready_future(channel).result(timeout=START_TIMEOUT_S)
@@ -117,3 +124,67 @@ def shared_server():
         return addr, redis_url, None
     processes = Processes().start()
     return processes.addr, processes.redis_url, processes
+
+
+class StallingProxy:
+    """A loopback TCP proxy in front of `target` (host:port) that can freeze the network.
+
+    stall() stops forwarding in both directions without closing anything (bytes wait, none are
+    lost); resume() delivers them in order and forwards again. One thread per direction per
+    connection: a stalled thread holds the chunk it read, and the kernel buffers the rest.
+    """
+
+    def __init__(self, target):
+        host, port = target.rsplit(":", 1)
+        self._target = (host, int(port))
+        self._forwarding = threading.Event()
+        self._forwarding.set()
+        self._sockets = []
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.addr = f"127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, name="proxy-accept", daemon=True).start()
+
+    def stall(self):
+        self._forwarding.clear()
+
+    def resume(self):
+        self._forwarding.set()
+
+    def close(self):
+        self.resume()
+        with self._lock:
+            sockets, self._sockets = [self._listener, *self._sockets], []
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked in accept or recv
+            except OSError:
+                pass
+            sock.close()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self._listener.accept()
+                upstream = socket.create_connection(self._target)
+            except OSError:
+                return
+            with self._lock:
+                self._sockets += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), name="proxy-pump", daemon=True).start()
+
+    def _pump(self, source, sink):
+        while True:
+            try:
+                data = source.recv(65536)
+            except OSError:
+                data = b""
+            self._forwarding.wait()
+            try:
+                if not data:
+                    sink.shutdown(socket.SHUT_WR)
+                    return
+                sink.sendall(data)
+            except OSError:
+                return
