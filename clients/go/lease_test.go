@@ -83,6 +83,42 @@ func TestRenewalsKeepTheLease(t *testing.T) {
 	}
 }
 
+func TestReleaseGivesBackOnlyItsOwnReentrantHold(t *testing.T) {
+	client, _ := sharedServer(t)
+	name := randomName(t)
+	opts := Options{TTL: 600 * time.Millisecond, Wait: time.Second, Owner: "same"}
+	outer, err := Hold(context.Background(), client, name, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outer.Release()
+	inner, err := Hold(context.Background(), client, name, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inner.Token() != outer.Token() || inner.HoldID() == outer.HoldID() {
+		t.Fatalf("tokens %q %q, hold ids %q %q: want one grant with two holds", inner.Token(), outer.Token(), inner.HoldID(), outer.HoldID())
+	}
+	if err := inner.Release(); err != nil {
+		t.Fatal(err)
+	}
+	// Two renewals of the outer hold after the inner one was given back.
+	first := outer.Deadline()
+	waitUntil(t, "two renewals", func() bool { return outer.Deadline().After(first.Add(300*time.Millisecond)) || outer.Err() != nil })
+	if err := outer.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if info := holders(t, client, name); len(info.Holders) != 1 || info.Holders[0].HoldCount != 1 {
+		t.Fatalf("holders = %v, want the outer hold alone", info.Holders)
+	}
+	if err := outer.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if info := holders(t, client, name); len(info.Holders) != 0 {
+		t.Fatalf("holders after both releases = %v", info.Holders)
+	}
+}
+
 func TestSecondHolderWaitsForTheFirst(t *testing.T) {
 	client, _ := sharedServer(t)
 	name := randomName(t)

@@ -48,6 +48,21 @@ class LockTest(unittest.TestCase):
             self.assertFalse(lease.lost.is_set(), lease.lost_reason)
             lease.check()
 
+    def test_leaving_one_of_two_reentrant_blocks_keeps_the_other_hold(self):
+        name = support.random_name()
+        with holdfast.lock(self.channel, name, ttl_ms=600, wait_ms=1000, owner="same") as outer:
+            with holdfast.lock(self.channel, name, ttl_ms=600, wait_ms=1000, owner="same") as inner:
+                self.assertEqual(inner.token, outer.token)
+                self.assertNotEqual(inner.hold_id, outer.hold_id)
+                self.assertEqual([h.hold_count for h in self.holders(name)], [2])
+            # Two renewals of the outer hold after the inner block gave back its own.
+            first_deadline = outer.deadline
+            self.wait_until(lambda: outer.deadline > first_deadline + 0.3 or outer.lost.is_set(), "two renewals")
+            self.assertFalse(outer.lost.is_set(), outer.lost_reason)
+            self.assertEqual([h.hold_count for h in self.holders(name)], [1])
+        self.assertEqual(self.holders(name), [])
+        self.assertFalse(inner.lost.is_set(), inner.lost_reason)
+
     def test_second_holder_waits_for_the_first(self):
         name = support.random_name()
         released, second = threading.Event(), {}
