@@ -36,8 +36,9 @@ export function execCommand(): Command {
   return withLockFlags(new Command('exec'))
     .description(
       'run COMMAND while holding NAME (through a Hold stream); stop it if the lease is lost.\n' +
-        'COMMAND gets HOLDFAST_LOCK_NAME, HOLDFAST_FENCING_TOKEN and HOLDFAST_LEASE_EXPIRES_AT (epoch ms).\n' +
-        "Exit code: COMMAND's (128+N if it died of signal N); 75 not acquired in time; 76 lease lost (COMMAND stopped);\n" +
+        'COMMAND gets HOLDFAST_LOCK_NAME, HOLDFAST_FENCING_TOKEN and HOLDFAST_LEASE_EXPIRES_AT (epoch ms, the conservative end).\n' +
+        "Exit code: COMMAND's (128+N if it died of signal N); 75 not acquired in time;\n" +
+        '76 lease lost (COMMAND stopped, or never started because the grant came too late);\n' +
         '127 COMMAND not found; 126 COMMAND could not be run; 1 any other error.',
     )
     .summary('run COMMAND while holding NAME; stop it if the lease is lost')

@@ -29,7 +29,7 @@ function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number 
   return 128 + (signal ? constants.signals[signal] : 0);
 }
 
-/** The lease's last known expiry is passed as epoch milliseconds. */
+/** The lease's deadline (the SDK's conservative end, counted from when Hold was sent) is passed as epoch milliseconds. */
 function leaseEnv(lease: Lease): NodeJS.ProcessEnv {
   return {
     ...process.env,
