@@ -119,6 +119,14 @@ function readVarint(bytes: Uint8Array, pos: number, end: number): number {
   return OVERLONG;
 }
 
+/** ASCII in a loop (names and tokens usually are); isUtf8 from the first other byte. A view costs more than the loop. */
+function isUtf8From(bytes: Uint8Array, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
+    if (bytes[i] >= 0x80) return isUtf8(bytes.subarray(i, end));
+  }
+  return true;
+}
+
 const MAX_FIELD_NUMBER = 2 ** 29 - 1;
 /** Unknown groups may nest; bound them as protobuf bounds recursion. */
 const MAX_GROUP_DEPTH = 100;
@@ -137,7 +145,7 @@ const lost = (shape: MessageShape, pos: number) =>
  */
 export function checkMessageBytes(bytes: Uint8Array, shape: MessageShape): WireProblem | undefined {
   const end = bytes.length;
-  const groups: number[] = [];
+  let groups: number[] | undefined; // open unknown groups, innermost last; rare, so made on demand
   let pos = 0;
   while (pos < end) {
     pos = readVarint(bytes, pos, end);
@@ -146,7 +154,7 @@ export function checkMessageBytes(bytes: Uint8Array, shape: MessageShape): WireP
     const fieldNumber = Math.floor(tag / 8);
     const wireType = tag % 8;
     if (fieldNumber === 0 || fieldNumber > MAX_FIELD_NUMBER) return malformed(shape, `field number ${fieldNumber} is out of range`);
-    const field = groups.length === 0 ? shape.fields[fieldNumber] : undefined; // a group's fields are not ours
+    const field = groups?.length ? undefined : shape.fields[fieldNumber]; // a group's fields are not ours
     if (field && wireType !== field.wireType && !(field.packable && wireType === LENGTH_DELIMITED)) {
       return malformed(shape, `${field.name} has wire type ${wireType}, not ${field.wireType}`);
     }
@@ -166,21 +174,21 @@ export function checkMessageBytes(bytes: Uint8Array, shape: MessageShape): WireP
         if (pos < 0) return lost(shape, pos);
         const start = pos;
         pos += varintValue;
-        if (pos <= end && field?.utf8 && !isUtf8(bytes.subarray(start, pos))) {
+        if (pos <= end && field?.utf8 && !isUtf8From(bytes, start, pos)) {
           return { kind: 'invalid_utf8', message: `${field.name} is not valid UTF-8` };
         }
         break;
       }
       case START_GROUP:
-        if (groups.push(fieldNumber) > MAX_GROUP_DEPTH) return malformed(shape, 'groups are nested too deep');
+        if ((groups ??= []).push(fieldNumber) > MAX_GROUP_DEPTH) return malformed(shape, 'groups are nested too deep');
         break;
       case END_GROUP:
-        if (groups.pop() !== fieldNumber) return malformed(shape, `an end-group tag for field ${fieldNumber} closes no group`);
+        if (groups?.pop() !== fieldNumber) return malformed(shape, `an end-group tag for field ${fieldNumber} closes no group`);
         break;
       default:
         return malformed(shape, `wire type ${wireType} does not exist`);
     }
   }
-  if (pos > end || groups.length > 0) return malformed(shape, 'it ends inside a field');
+  if (pos > end || groups?.length) return malformed(shape, 'it ends inside a field');
   return undefined;
 }
