@@ -15,7 +15,7 @@ import {
 import { serviceError } from './status';
 import { checkMessageBytes, type MessageShape, type WireProblem } from './wire';
 
-/** What a request that was refused before its handler: never its bytes (they may hold a token). */
+/** A call refused before its handler, as reported to onRejected: never its bytes (they may hold a token). */
 export interface Rejection {
   /** gRPC path: /holdfast.v1.LockService/Acquire. */
   method: string;
