@@ -44,6 +44,8 @@ interface Lease extends KeepRequest, LeaseEvents {
   renewAt: number;
   lostAt: number;
   maxHoldAt: number;
+  /** The confirmed lease already runs to the max hold time: no renewal can extend it. */
+  final: boolean;
   inflight: boolean;
   ended: boolean;
 }
@@ -88,9 +90,11 @@ export class Watchdog {
       renewAt: confirmedAt + request.ttlMs * RENEW_FRACTION,
       lostAt: confirmedAt + request.ttlMs - safetyMargin(request.ttlMs),
       maxHoldAt: request.maxHoldMs > 0 ? confirmedAt + request.maxHoldMs : Infinity,
+      final: false,
       inflight: false,
       ended: false,
     };
+    lease.final = runsToCap(lease, confirmedAt + request.ttlMs);
     this.leases.add(lease);
     this.byHold.set(lease.holdId, lease);
     this.tickMs = Math.min(this.tickMs, tickFor(lease.ttlMs));
@@ -159,13 +163,13 @@ export class Watchdog {
     const now = performance.now();
     const due: Lease[] = [];
     for (const lease of this.leases) {
-      if (now >= lease.maxHoldAt) {
+      if (now >= lease.maxHoldAt || (lease.final && now >= lease.lostAt)) {
         this.end(lease, 'max_hold', `the hold reached its max hold time of ${lease.maxHoldMs} ms`);
         this.giveBack(lease, !lease.releaseOnDisconnect).catch(this.onBackgroundError);
       } else if (now >= lease.lostAt) {
         this.end(lease, 'backend_unavailable', 'no renewal could be confirmed before the lease would end');
         this.giveBack(lease, !lease.releaseOnDisconnect).catch(() => {});
-      } else if (now >= lease.renewAt && !lease.inflight) {
+      } else if (now >= lease.renewAt && !lease.inflight && !lease.final) {
         due.push(lease);
       }
     }
@@ -218,6 +222,7 @@ export class Watchdog {
     const leftMs = Number(reply[1]);
     lease.renewAt = sentAt + lease.ttlMs * RENEW_FRACTION;
     lease.lostAt = sentAt + leftMs - safetyMargin(lease.ttlMs);
+    lease.final = runsToCap(lease, sentAt + leftMs);
     lease.onRenewed(leftMs, sentAt);
   }
 }
@@ -225,6 +230,11 @@ export class Watchdog {
 /** A renewal never carries a lease past the hold's max hold time, so both end together. */
 function renewalTtl(lease: Lease, now: number): number {
   return Math.max(1, Math.min(lease.ttlMs, Math.ceil(lease.maxHoldAt - now)));
+}
+
+/** Whether a lease confirmed to last until `endsAt` reaches the hold's max hold time. */
+function runsToCap(lease: Lease, endsAt: number): boolean {
+  return endsAt >= lease.maxHoldAt - 1;
 }
 
 /** The node serving a slot ('' for a single Redis). */

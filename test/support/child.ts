@@ -16,3 +16,43 @@ export async function startHoldingChild(addr: string, name: string, ttlMs: numbe
   });
   return { child, fencingToken, exited };
 }
+
+export interface SdkHoldingChild {
+  child: ChildProcess;
+  /** Every JSON line the child printed so far. */
+  lines: Record<string, unknown>[];
+  /** Resolves with the first line (already printed or yet to come) that matches. */
+  next(match: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
+  exited: Promise<void>;
+}
+
+/** Starts test/support/sdk-hold-child.js (a holder that uses the TS SDK) and resolves once it holds. */
+export async function startSdkHoldingChild(addr: string, name: string, ttlMs: number): Promise<SdkHoldingChild> {
+  const child = spawn(process.execPath, [join(__dirname, 'sdk-hold-child.js'), addr, name, String(ttlMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const lines: Record<string, unknown>[] = [];
+  const waiting = new Set<() => void>();
+  let buffer = '';
+  child.stdout!.on('data', (chunk) => {
+    buffer += chunk.toString();
+    const parts = buffer.split('\n');
+    buffer = parts.pop()!;
+    for (const part of parts) lines.push(JSON.parse(part));
+    for (const wake of [...waiting]) wake();
+  });
+  const next = (match: (line: Record<string, unknown>) => boolean) =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      const look = () => {
+        const found = lines.find(match);
+        if (found) {
+          waiting.delete(look);
+          resolve(found);
+        }
+      };
+      waiting.add(look);
+      look();
+      void exited.then(() => waiting.has(look) && reject(new Error(`SDK holding child exited: ${JSON.stringify(lines)}`)));
+    });
+  await next((line) => line.event === 'acquired');
+  return { child, lines, next, exited };
+}
