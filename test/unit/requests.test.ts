@@ -12,7 +12,7 @@ const request = (fields: Partial<AcquireRequest>): AcquireRequest => ({
 describe('toAcquireParams', () => {
   it('fills in defaults: server ttl, exclusive, limit 1', () => {
     expect(toAcquireParams(request({}), 30000)).toEqual({
-      name: 'n', owner: '', ttlMs: 30000, waitMs: 0, mode: Mode.EXCLUSIVE, limit: 1, requestId: '',
+      name: 'n', owner: '', ttlMs: 30000, waitMs: 0, mode: Mode.EXCLUSIVE, limit: 1, requestId: '', holdId: '',
     });
     expect(toAcquireParams(request({ mode: LockMode.LOCK_MODE_SHARED, limit: 1 }), 30000)).toMatchObject({ mode: Mode.SHARED, limit: 1 });
     expect(toAcquireParams(request({ limit: 5, ttlMs: '10', waitTimeoutMs: '86400000' }), 30000)).toMatchObject({ limit: 5, ttlMs: 10, waitMs: 86_400_000 });
@@ -28,6 +28,7 @@ describe('toAcquireParams', () => {
     [{ waitTimeoutMs: '-9223372036854775808' }, 'wait_timeout_ms'],
     [{ mode: 3 as LockMode }, 'mode'],
     [{ mode: LockMode.LOCK_MODE_SHARED, limit: 2 }, 'limit'],
+    [{ requestId: 'req-1' }, 'request_id'],
     [{ owner: 'é'.repeat(257) }, 'owner'],
     [{ requestId: 'a\u0000' }, 'request_id'],
   ])('refuses %o naming %s', (fields, field) => {
