@@ -147,10 +147,17 @@ func (l *Lease) FencingToken() uint64 { return l.fencingToken }
 func (l *Lease) Done() <-chan struct{} { return l.done }
 
 // Err is nil while the lease is held, then a *LostError, ErrReleased, or the context's error.
+// It checks the deadline first: a process that was paused past it sees the loss at its first
+// look, before the timer has had a chance to run.
 func (l *Lease) Err() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
+	err, passed := l.err, l.err == nil && !time.Now().Before(l.deadline)
+	l.mu.Unlock()
+	if passed {
+		l.end(&LostError{Name: l.name, Reason: localDeadlineReason})
+		return l.Err()
+	}
+	return err
 }
 
 // Deadline is the conservative end of the lease (LeaseDeadline of the latest confirmation): it
@@ -256,10 +263,10 @@ func (l *Lease) end(err error) {
 // the stream. It returns the loss error when the lease had been lost before (the work done under
 // it may not have been exclusive).
 func (l *Lease) Release() error {
+	lostErr := l.Err() // a deadline that has passed counts as a loss here too
 	l.mu.Lock()
-	already, held := l.releasing, l.err == nil
+	already, held := l.releasing, lostErr == nil
 	l.releasing = true
-	lostErr := l.err
 	l.mu.Unlock()
 	if already {
 		return nil

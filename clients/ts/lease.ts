@@ -24,9 +24,6 @@ export class Lease {
   readonly ttlMs: number;
   /** How many times this grant is held. */
   readonly holdCount: number;
-  /** Aborts, with a LeaseLostError as its reason, when the lease is or may be lost. Not on release(). */
-  readonly signal: AbortSignal;
-
   private readonly controller = new AbortController();
   private state: State = 'held';
   private deadline = -Infinity; // performance.now() time: the lease ends no earlier than this
@@ -48,8 +45,17 @@ export class Lease {
     this.fencingToken = BigInt(acquired.fencingToken);
     this.ttlMs = Number(acquired.ttlMs);
     this.holdCount = acquired.holdCount;
-    this.signal = this.controller.signal;
     this.confirmed(Number(acquired.leaseStartedAfterMs), this.ttlMs, 'the grant');
+  }
+
+  /**
+   * Aborts, with a LeaseLostError as its reason, when the lease is or may be lost. Not on release().
+   * Reading it checks the deadline first: a process that was paused past the deadline sees the
+   * signal aborted at its first look, before the timer has had a chance to run.
+   */
+  get signal(): AbortSignal {
+    if (this.state === 'held' && performance.now() >= this.deadline) this.lose(this.deadlinePassed());
+    return this.controller.signal;
   }
 
   /**
@@ -108,12 +114,16 @@ export class Lease {
     clearTimeout(this.timer);
     const left = this.deadline - performance.now();
     if (left <= 0) {
-      this.lose(new LeaseLostError(this.name, 'no renewal was confirmed before the lease could end', 'deadline'));
+      this.lose(this.deadlinePassed());
       return;
     }
     // Timers count whole milliseconds and may fire a fraction early: check again when it fires.
     this.timer = setTimeout(() => this.armTimer(), left);
     this.timer.unref();
+  }
+
+  private deadlinePassed(): LeaseLostError {
+    return new LeaseLostError(this.name, 'no renewal was confirmed before the lease could end', 'deadline');
   }
 
   private lose(reason: LeaseLostError): void {
