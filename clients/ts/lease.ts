@@ -24,6 +24,7 @@ export class Lease {
   readonly ttlMs: number;
   /** How many times this grant is held. */
   readonly holdCount: number;
+
   private readonly controller = new AbortController();
   private state: State = 'held';
   private deadline = -Infinity; // performance.now() time: the lease ends no earlier than this
