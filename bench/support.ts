@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
-import { LockServiceClient, type AcquireRequest, type AcquireResponse, type InspectResponse, type ReleaseResponse } from '../clients/ts/gen/holdfast/v1/lock';
+import { LockServiceClient, type AcquireRequest, type AcquireResponse, type InspectResponse, type ReleaseRequest, type ReleaseResponse } from '../clients/ts/gen/holdfast/v1/lock';
 import { freePort, startEmbeddedRedis, type EmbeddedRedis } from '../src/redis/embedded';
 
 /** The repository root, from bench/dist/bench/ when compiled. */
@@ -196,11 +196,13 @@ export function lockClient(addr: string) {
         method.call(client, req, new Metadata(), { deadline: Date.now() + deadlineMs }, (err, res) => (err ? reject(err) : resolve(res))),
       );
   const acquire = unary<AcquireRequest, AcquireResponse>(client.acquire as never);
+  const release = unary<ReleaseRequest, ReleaseResponse>(client.release as never);
   return {
     client,
     acquire: (req: Partial<AcquireRequest>, deadlineMs?: number) =>
       acquire({ name: '', owner: '', ttlMs: '0', waitTimeoutMs: '0', mode: 0, limit: 0, requestId: '', ...req }, deadlineMs),
-    release: unary<{ name: string; token: string }, ReleaseResponse>(client.release as never),
+    // Every field filled in: ts-proto would send a missing hold_id as the string "undefined".
+    release: (req: { name: string; token: string }, deadlineMs?: number) => release({ holdId: '', ...req }, deadlineMs),
     inspect: unary<{ name: string }, InspectResponse>(client.inspect as never),
     close: () => client.close(),
   };
