@@ -123,6 +123,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   health.addToServer(server);
   const descriptors = protoLoader.loadSync([join(protoDir, 'holdfast/v1/lock.proto'), healthProtoPath], {
     includeDirs: [protoDir],
+    keepCase: true, // reflection serves the proto's field names (ttl_ms), as grpcurl's JSON expects
   });
   new ReflectionService(descriptors).addToServer(server);
 

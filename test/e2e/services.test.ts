@@ -37,6 +37,14 @@ describe('server reflection', () => {
     expect(services).toEqual(expect.arrayContaining(['holdfast.v1.LockService', 'grpc.health.v1.Health']));
   });
 
+  it('serves the proto’s own field names (ttl_ms), which grpcurl’s JSON input accepts', async () => {
+    const reflection = new GrpcReflection(server.addr, credentials.createInsecure());
+    const root = (await reflection.getDescriptorBySymbol('holdfast.v1.LockService')).getProtobufJsRoot();
+    const fields = Object.keys(root.lookupType('holdfast.v1.AcquireRequest').fields);
+    expect(fields).toEqual(expect.arrayContaining(['ttl_ms', 'wait_timeout_ms', 'request_id']));
+    expect(fields).not.toContain('ttlMs');
+  });
+
   it('describes LockService well enough to make the README’s grpcurl calls with no .proto file', async () => {
     const reflection = new GrpcReflection(server.addr, credentials.createInsecure());
     const descriptor = await reflection.getDescriptorBySymbol('holdfast.v1.LockService');
@@ -45,12 +53,12 @@ describe('server reflection', () => {
     const lockService: Client = new LockService(server.addr, credentials.createInsecure());
     try {
       const name = uniqueName('orders');
-      // The same requests as the README's grpcurl examples (grpcurl accepts ttl_ms and ttlMs alike).
-      const grant = await call(lockService, 'Acquire', { name, owner: 'worker-1', ttlMs: '30000' });
-      expect(grant).toMatchObject({ acquired: true, holdCount: 1, ttlMs: '30000' });
+      // The same requests as the README's grpcurl examples, with the proto's field names.
+      const grant = await call(lockService, 'Acquire', { name, owner: 'worker-1', ttl_ms: '30000' });
+      expect(grant).toMatchObject({ acquired: true, hold_count: 1, ttl_ms: '30000' });
       const info = await call(lockService, 'Inspect', { name });
-      expect(info).toMatchObject({ name, waiters: 0, holders: [{ owner: 'worker-1', mode: 'LOCK_MODE_EXCLUSIVE', holdCount: 1 }] });
-      expect(await call(lockService, 'Release', { name, token: grant.token })).toEqual({ released: true, holdCount: 0 });
+      expect(info).toMatchObject({ name, waiters: 0, holders: [{ owner: 'worker-1', mode: 'LOCK_MODE_EXCLUSIVE', hold_count: 1 }] });
+      expect(await call(lockService, 'Release', { name, token: grant.token })).toEqual({ released: true, hold_count: 0 });
     } finally {
       lockService.close();
     }
