@@ -6,11 +6,13 @@ import * as protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import type { Logger } from 'pino';
+import { AdminServiceService } from '../clients/ts/gen/holdfast/v1/admin';
 import { LockServiceService } from '../clients/ts/gen/holdfast/v1/lock';
 import { LockEngine } from './engine/engine';
 import { connectRedis } from './redis/connect';
 import { startEmbeddedRedis, type EmbeddedRedis } from './redis/embedded';
-import { guardRequests } from './transport/decode';
+import { adminService, CallCounter } from './transport/admin';
+import { guardRequests, type Rejection } from './transport/decode';
 import { lockService } from './transport/lock-service';
 import { readRequestShapes } from './transport/wire';
 import { packageRoot } from './package-root';
@@ -98,11 +100,15 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     log.warn({ redis: redisUrl }, 'Redis is not reachable yet; listening anyway and answering UNAVAILABLE until it is');
   }
 
+  const calls = new CallCounter();
   const server = new Server({
+    interceptors: [calls.interceptor], // counts calls in flight for GetServerStats
     'grpc.keepalive_time_ms': config.keepaliveTimeMs,
     'grpc.keepalive_timeout_ms': config.keepaliveTimeoutMs,
   });
   const protoDir = join(packageRoot(), 'proto');
+  // One line per call refused before its handler (undecodable, or a string that is not UTF-8); a metrics counter goes here too.
+  const onRejected = (rejection: Rejection) => log.debug(rejection, 'refused a request that is not a valid message');
   const guarded = guardRequests(
     LockServiceService,
     lockService(engine, {
@@ -115,13 +121,17 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     }),
     {
       shapes: readRequestShapes('holdfast/v1/lock.proto', [protoDir]),
-      // One line per call refused before its handler (undecodable, or a string that is not UTF-8); a metrics counter goes here too.
-      onRejected: (rejection) => log.debug(rejection, 'refused a request that is not a valid message'),
+      onRejected,
     },
   );
   server.addService(guarded.service, guarded.implementation);
+  const admin = guardRequests(AdminServiceService, adminService(engine, calls), {
+    shapes: readRequestShapes('holdfast/v1/admin.proto', [protoDir]),
+    onRejected,
+  });
+  server.addService(admin.service, admin.implementation);
   health.addToServer(server);
-  const descriptors = protoLoader.loadSync([join(protoDir, 'holdfast/v1/lock.proto'), healthProtoPath], {
+  const descriptors = protoLoader.loadSync([join(protoDir, 'holdfast/v1/lock.proto'), join(protoDir, 'holdfast/v1/admin.proto'), healthProtoPath], {
     includeDirs: [protoDir],
     keepCase: true, // reflection serves the proto's field names (ttl_ms), as grpcurl's JSON expects
   });

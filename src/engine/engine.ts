@@ -6,8 +6,8 @@ import { LockError, ScriptCode, fromRedisError } from './errors';
 import { lockKeys, requestIdKey, scriptKeys } from './keys';
 import { commandName, defineScripts, scriptKeyCount, type ScriptName } from './scripts';
 import type { AcquireParams, FenceCheck, Grant, HolderInfo, LockInfo, Mode, ReleaseOptions, ReleaseResult } from './types';
-import { WaitRoom } from './wait-room';
-import { Watchdog, type KeepRequest, type KeptLease, type LeaseEvents } from './watchdog';
+import { WaitRoom, type WaitRoomStats } from './wait-room';
+import { Watchdog, type KeepRequest, type KeptLease, type LeaseEvents, type WatchdogStats } from './watchdog';
 
 export interface EngineOptions {
   /** First part of every key. */
@@ -21,6 +21,9 @@ export interface EngineOptions {
 }
 
 type Reply = (string | number | Reply)[];
+
+/** What this engine keeps in memory right now: all zero (and no timer) when it serves nobody. */
+export type EngineStats = WaitRoomStats & WatchdogStats;
 
 /** 128 random bits: the secret that releases and renews a grant. */
 export function newToken(): string {
@@ -145,6 +148,11 @@ export class LockEngine {
   /** How many leases this engine is keeping alive. */
   get keptLeases(): number {
     return this.watchdog.size;
+  }
+
+  /** Counts of what this engine keeps, read when asked: waiting and renewing do no extra work for it. */
+  stats(): EngineStats {
+    return { ...this.room.stats(), ...this.watchdog.stats() };
   }
 
   /** Renews a live grant to now + ttlMs (0: its own lease length). */

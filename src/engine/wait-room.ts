@@ -39,9 +39,24 @@ interface Line {
 
 type Reply = (string | number | Reply)[];
 
+export interface WaitRoomStats {
+  /** Queued waiters this server answers (each with its own deadline timer). */
+  waiters: number;
+  /** Locks this server has waiters on. */
+  lines: number;
+  /** Lock channels this server's subscriber has confirmed and not yet left. */
+  subscriptions: number;
+  /** Lines with a look-again timer set. */
+  lineTimers: number;
+  /** Lines with a claim-4 run in flight. */
+  claimsInFlight: number;
+}
+
 export class WaitRoom {
   private readonly lines = new Map<string, Line>();
   private readonly byChannel = new Map<string, Line>();
+  /** Channels whose SSUBSCRIBE was confirmed and whose SSUNSUBSCRIBE was not yet: the subscriber's, not the lines' view. */
+  private readonly subscribed = new Set<string>();
 
   constructor(
     private readonly engine: LockEngine,
@@ -86,7 +101,10 @@ export class WaitRoom {
     this.byChannel.set(line.channel, line);
     // The queue may have served us before the subscription was ready: look once it is.
     this.subscriber.ssubscribe(line.channel).then(
-      () => void this.check(line),
+      () => {
+        this.subscribed.add(line.channel);
+        void this.check(line);
+      },
       (err) => {
         this.options.onBackgroundError(err);
         this.schedule(line, -1);
@@ -218,9 +236,25 @@ export class WaitRoom {
       clearTimeout(line.timer);
       this.lines.delete(line.name);
       this.byChannel.delete(line.channel);
-      this.subscriber.sunsubscribe(line.channel).catch(() => {});
+      this.subscriber.sunsubscribe(line.channel).then(
+        () => this.subscribed.delete(line.channel),
+        () => {},
+      );
     }
     return line;
+  }
+
+  /** Counted when asked (GetServerStats), so waiting itself does no extra work. */
+  stats(): WaitRoomStats {
+    let waiters = 0;
+    let lineTimers = 0;
+    let claimsInFlight = 0;
+    for (const line of this.lines.values()) {
+      waiters += line.waiters.size;
+      if (line.timer) lineTimers++;
+      if (line.inflight) claimsInFlight++;
+    }
+    return { waiters, lines: this.lines.size, subscriptions: this.subscribed.size, lineTimers, claimsInFlight };
   }
 
   async closeAll(error: LockError): Promise<void> {

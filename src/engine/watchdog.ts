@@ -57,6 +57,15 @@ export interface KeptLease {
   abandon(): Promise<void>;
 }
 
+export interface WatchdogStats {
+  /** Leases being renewed (one per open, granted Hold stream). */
+  keptLeases: number;
+  /** Holds findable by hold_id; equal to keptLeases unless one was forgotten in one place only. */
+  namedHolds: number;
+  /** The one renewal timer is set (it is whenever a lease is kept). */
+  timerArmed: boolean;
+}
+
 type Release = (name: string, token: string, options: ReleaseOptions) => Promise<unknown>;
 
 /** How much of the lease the watchdog lets pass before it renews. */
@@ -77,6 +86,11 @@ export class Watchdog {
 
   get size(): number {
     return this.leases.size;
+  }
+
+  /** What this watchdog keeps, for GetServerStats: counted when asked, nothing on the renewal path. */
+  stats(): WatchdogStats {
+    return { keptLeases: this.leases.size, namedHolds: this.byHold.size, timerArmed: this.timer !== undefined };
   }
 
   /** Starts keeping a lease whose grant was confirmed at `confirmedAt` (performance.now()). */
