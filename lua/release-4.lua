@@ -34,8 +34,8 @@ end
 if holdId == '' and unnamedHolds(grant, EXCLUSIVE) + unnamedHolds(grant, SHARED) == 0 then
   holdId = string.sub(grant.h[#grant.h], 2)
 end
-if vanished then grant.k = math.max(grant.k or 0, leaseExpiry(token) + lockDelay) end
-local left = dropHold(token, grant, holdId, 0)
+local vanishedUntil = vanished and leaseExpiry(token) + lockDelay or nil
+local left = dropHold(token, grant, holdId, 0, vanishedUntil)
 settle()
 keepKeys()
 if left == 0 then return { 1, 0, holdId } end

@@ -12,7 +12,8 @@
                    g:<token>    grant   {o owner, f fence, x exclusive holds, s shared holds,
                                          t lease ms, r request ids, a abandoned (closed until its expiry),
                                          h Hold streams' holds (mode digit .. hold id, oldest first),
-                                         k keep-closed-until ms (leases of vanished Hold streams)}
+                                         k keep-closed-until ms (leases of vanished Hold streams),
+                                         km the strongest mode a vanished hold had}
                    o:<owner>    token of the owner's grant (reentrancy)
                    r:<request>  request {k token, o owner, m mode, l limit, t lease ms} (idempotency)
                    w:<waiter>   waiter  {k token, o owner, m mode, l limit, t lease ms, r request id,
@@ -44,8 +45,10 @@ local function holdCount(grant)
   return grant.x + grant.s
 end
 
+-- A vanished exclusive hold keeps the grant exclusive while its lease may run: its client
+-- still believes it holds the lock alone, even with no holds (or only shared ones) left.
 local function modeOf(grant)
-  if grant.x > 0 then return EXCLUSIVE end
+  if grant.x > 0 or (grant.km == EXCLUSIVE and (grant.k or 0) > now) then return EXCLUSIVE end
   return SHARED
 end
 
@@ -144,9 +147,11 @@ end
 
 -- Gives back one hold: the Hold stream's hold `holdId`, or (holdId '') one taken by Acquire, of
 -- `mode` if it has one, else exclusive first, so "write, read, release" leaves a read hold (downgrade).
--- The caller makes sure that hold exists. The last hold frees the grant, unless a vanished
--- Hold stream's lease may still run (k): then it stays closed until then. Returns the holds left.
-local function dropHold(token, grant, holdId, mode)
+-- The caller makes sure that hold exists. `vanishedUntil` (nil for a holder's own release) is
+-- when the lease of a holder that vanished may end. The last hold frees the grant, unless such a
+-- lease may still run (k): then it stays closed, in that holder's mode, until then.
+-- Returns the holds left.
+local function dropHold(token, grant, holdId, mode, vanishedUntil)
   local dropMode = mode
   if holdId ~= '' then
     local index
@@ -156,6 +161,10 @@ local function dropHold(token, grant, holdId, mode)
     dropMode = unnamedHolds(grant, EXCLUSIVE) > 0 and EXCLUSIVE or SHARED
   end
   if dropMode == SHARED then grant.s = grant.s - 1 else grant.x = grant.x - 1 end
+  if vanishedUntil then
+    grant.k = math.max(grant.k or 0, vanishedUntil)
+    if dropMode == EXCLUSIVE or grant.km ~= EXCLUSIVE then grant.km = dropMode end
+  end
   local left = holdCount(grant)
   if left > 0 then
     saveRecord('g:' .. token, grant)
@@ -181,7 +190,7 @@ local function fits(mode, limit)
   if not first then return true end
   if mode == EXCLUSIVE then return false end
   local grant = loadRecord('g:' .. first)
-  return grant ~= nil and grant.x == 0
+  return grant ~= nil and modeOf(grant) == SHARED
 end
 
 local function waiterAlive(waiter)

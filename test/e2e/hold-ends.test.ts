@@ -290,6 +290,34 @@ describe('reentrant holds are given back once each', () => {
     }
   });
 
+  it('a stream whose connection is lost gives back its hold once, and its lease still keeps the lock closed', async () => {
+    const name = uniqueName();
+    const proxy = await startTcpProxy(server.addr);
+    const viaProxy = connect(proxy.addr);
+    try {
+      const lost = viaProxy.hold({ name, owner: 'same', ttlMs: '1500' });
+      const { token } = (await lost.next((e) => !!e.acquired)).acquired!;
+      const kept = peer.hold({ name, owner: 'same', ttlMs: '1500' });
+      const { holdId } = (await kept.next((e) => !!e.acquired)).acquired!;
+      await peer.acquire({ name, owner: 'same', ttlMs: '1500' });
+      const waiter = await queueWaiter(name);
+      proxy.cut();
+      await waitFor('the lost stream’s hold to be given back', async () => (await peer.inspect({ name })).holders[0]?.holdCount === 2);
+      expect(await peer.release({ name, token })).toMatchObject({ holdCount: 1 }); // the Acquire's
+      expect(await peer.release({ name, token, holdId })).toMatchObject({ released: true, holdCount: 0 });
+      // Every hold is given back, but the lost stream's client may still count on its lease.
+      const holders = await waitFor('the lease left', async () => {
+        const { holders } = await peer.inspect({ name });
+        return holders[0]?.holdCount === 0 ? holders : undefined;
+      });
+      const leaseEndsAt = Date.now() + Number(holders![0].ttlMs);
+      expect(await waiter.granted).toBeGreaterThanOrEqual(leaseEndsAt - 5);
+    } finally {
+      viaProxy.close();
+      await proxy.close();
+    }
+  });
+
   it('a Release by token with only stream holds left ends the newest stream with OK; the older keeps its hold', async () => {
     const name = uniqueName();
     const older = peer.hold({ name, owner: 'same', ttlMs: '30000' });

@@ -160,6 +160,19 @@ describe('acquire and release', () => {
     expect(holder[2]).toBeGreaterThan(4000);
   });
 
+  it('a vanished holder keeps its mode: exclusive shuts out readers, shared admits readers but not writers', async () => {
+    const exclusive = uniqueName();
+    await acquire(exclusive, 'w', { ttl: 5000, hold: 'hw' });
+    await release(exclusive, 'w', { hold: 'hw', vanished: true });
+    expect((await acquire(exclusive, 'r', { mode: 2 }))[0]).toBe(0);
+    expect((await call('inspect', exclusive, 3))[3][4]).toBe(1);
+    const shared = uniqueName();
+    await acquire(shared, 'r1', { ttl: 5000, mode: 2, hold: 'hr' });
+    await release(shared, 'r1', { hold: 'hr', vanished: true });
+    expect((await acquire(shared, 'r2', { mode: 2 }))[0]).toBe(1);
+    expect((await acquire(shared, 'w2'))[0]).toBe(0);
+  });
+
   it('renewal never shortens a lease', async () => {
     const name = uniqueName();
     await acquire(name, 't1', { ttl: 10000 });
