@@ -46,17 +46,42 @@ export class Lease {
     this.fencingToken = BigInt(acquired.fencingToken);
     this.ttlMs = Number(acquired.ttlMs);
     this.holdCount = acquired.holdCount;
+    this.checkOnEveryLook(this.controller.signal);
     this.confirmed(Number(acquired.leaseStartedAfterMs), this.ttlMs, 'the grant');
   }
 
   /**
    * Aborts, with a LeaseLostError as its reason, when the lease is or may be lost. Not on release().
-   * Reading it checks the deadline first: a process that was paused past the deadline sees the
-   * signal aborted at its first look, before the timer has had a chance to run.
+   * Looking at it (`lease.signal`, and `aborted` or `throwIfAborted()` on a signal kept from it)
+   * checks the deadline first: a process that was paused past the deadline sees the signal
+   * aborted at its first look, before the timer has had a chance to run.
    */
   get signal(): AbortSignal {
-    if (this.state === 'held' && performance.now() >= this.deadline) this.lose(this.deadlinePassed());
+    this.checkDeadline();
     return this.controller.signal;
+  }
+
+  private checkDeadline(): void {
+    if (this.state === 'held' && performance.now() >= this.deadline) this.lose(this.deadlinePassed());
+  }
+
+  /** The timer alone would let code that runs first after a pause see a stale "held". */
+  private checkOnEveryLook(signal: AbortSignal): void {
+    const lease = this;
+    Object.defineProperties(signal, {
+      aborted: {
+        get() {
+          lease.checkDeadline();
+          return Reflect.get(AbortSignal.prototype, 'aborted', signal) as boolean;
+        },
+      },
+      throwIfAborted: {
+        value() {
+          lease.checkDeadline();
+          AbortSignal.prototype.throwIfAborted.call(signal);
+        },
+      },
+    });
   }
 
   /**

@@ -1,6 +1,6 @@
 // A holder in its own process that uses the TypeScript SDK: holds lock argv[3] on server argv[2]
 // (ttl argv[4]) and prints JSON lines: the lease's expiresAt whenever it changes, and, every 5 ms,
-// what `lease.signal` says, but only for the first check after the process was frozen (a gap in
+// what its signal says, but only for the first check after the process was frozen (a gap in
 // its own timer ticks). Tests freeze it with SIGSTOP and thaw it with SIGCONT.
 const { HoldfastClient } = require('../../dist/clients/ts/index.js');
 
@@ -12,6 +12,8 @@ const print = (line) => process.stdout.write(JSON.stringify(line) + '\n');
   const client = new HoldfastClient(addr);
   const lease = await client.hold(name, { ttlMs: Number(ttlMs), waitMs: 10_000, owner: `sdk-child-${process.pid}` });
   print({ event: 'acquired', fencingToken: lease.fencingToken.toString(), expiresAt: lease.expiresAt });
+  // Kept once, as protected code usually does: looking at it must still check the deadline.
+  const { signal } = lease;
   let expiresAt = lease.expiresAt;
   let lastTick = performance.now();
   setInterval(() => {
@@ -19,7 +21,7 @@ const print = (line) => process.stdout.write(JSON.stringify(line) + '\n');
     const frozen = now - lastTick > FROZEN_GAP_MS;
     lastTick = now;
     // The protected work would check the signal right here.
-    const aborted = lease.signal.aborted;
+    const aborted = signal.aborted;
     if (frozen) print({ event: 'first-check-after-freeze', aborted, at: Date.now(), expiresAt: lease.expiresAt });
     if (!aborted && lease.expiresAt !== expiresAt) {
       expiresAt = lease.expiresAt;
