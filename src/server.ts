@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { AdminServiceService } from '../clients/ts/gen/holdfast/v1/admin';
 import { LockServiceService } from '../clients/ts/gen/holdfast/v1/lock';
 import { LockEngine } from './engine/engine';
-import { connectRedis } from './redis/connect';
+import { connectRedis, type RedisTarget } from './redis/connect';
 import { startEmbeddedRedis, type EmbeddedRedis } from './redis/embedded';
 import { adminService, CallCounter } from './transport/admin';
 import { guardRequests, type Rejection } from './transport/decode';
@@ -23,6 +23,9 @@ export interface ServerConfig {
   redisUrl?: string;
   /** Seed nodes (host:port) of a Redis Cluster, instead of redisUrl. */
   redisClusterNodes?: string[];
+  /** Sentinels (host:port) that name the master `redisMaster`, instead of redisUrl. */
+  redisSentinels?: string[];
+  redisMaster?: string;
   dataDir: string;
   defaultTtlMs: number;
   maxHoldMs: number;
@@ -59,16 +62,23 @@ function readyWithin(redis: { once(event: 'ready', cb: () => void): unknown }, m
   });
 }
 
+function redisTarget(config: ServerConfig): RedisTarget | undefined {
+  if (config.redisClusterNodes?.length) return { clusterNodes: config.redisClusterNodes };
+  if (config.redisSentinels?.length) return { sentinels: config.redisSentinels, masterName: config.redisMaster ?? 'mymaster' };
+  return config.redisUrl ? { url: config.redisUrl } : undefined;
+}
+
 export async function startServer(config: ServerConfig): Promise<RunningServer> {
   const log = config.logger;
   let embedded: EmbeddedRedis | undefined;
-  let redisUrl = config.redisUrl ?? config.redisClusterNodes?.join(',');
+  const target = redisTarget(config);
+  let redisUrl = config.redisUrl ?? config.redisClusterNodes?.join(',') ?? config.redisSentinels?.join(',');
   if (!redisUrl) {
     embedded = await startEmbeddedRedis({ dataDir: join(config.dataDir, 'redis') });
     redisUrl = embedded.url;
     log.info({ redisPid: embedded.pid, port: embedded.port, dataDir: embedded.dataDir }, 'started embedded redis-server (pass --redis URL to use your own)');
   }
-  const redis = connectRedis(config.redisClusterNodes?.length ? { clusterNodes: config.redisClusterNodes } : { url: redisUrl });
+  const redis = connectRedis(target ?? { url: redisUrl });
   const logError = (err: unknown) => log.error({ err }, 'unexpected error');
   let lastBackgroundError = '';
   const engine = new LockEngine(redis.commands, redis.subscriber, {

@@ -19,6 +19,13 @@ export function serveCommand(): Command {
         .conflicts('redis')
         .argParser((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
     )
+    .addOption(
+      new Option('--redis-sentinels <host:port,...>', 'Redis Sentinels to ask for the master (with --redis-master), instead of --redis')
+        .env('HOLDFAST_REDIS_SENTINELS')
+        .conflicts(['redis', 'redisCluster'])
+        .argParser((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
+    )
+    .addOption(new Option('--redis-master <name>', 'the master name the Sentinels monitor').env('HOLDFAST_REDIS_MASTER').default('mymaster'))
     .addOption(new Option('--data-dir <dir>', 'where the embedded redis-server keeps its data').env('HOLDFAST_DATA_DIR').default('.holdfast'))
     .addOption(new Option('--default-ttl-ms <ms>', 'lease when a request gives ttl_ms 0').argParser(millis).default(30_000))
     .addOption(new Option('--max-hold-ms <ms>', 'longest any Hold stream keeps its lock (0: no cap)').argParser(millis).default(0))
@@ -44,6 +51,8 @@ export function serveCommand(): Command {
           listen: opts.listen,
           redisUrl: opts.redis,
           redisClusterNodes: opts.redisCluster,
+          redisSentinels: opts.redisSentinels,
+          redisMaster: opts.redisMaster,
           dataDir: opts.dataDir,
           defaultTtlMs: opts.defaultTtlMs,
           maxHoldMs: opts.maxHoldMs,

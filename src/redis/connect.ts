@@ -4,7 +4,7 @@
 // One commands connection (or cluster client) and one subscriber, whatever the number of locks.
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 
-export type RedisTarget = { url: string } | { clusterNodes: string[] };
+export type RedisTarget = { url: string } | { clusterNodes: string[] } | { sentinels: string[]; masterName: string };
 
 export interface RedisConnections {
   commands: Redis | Cluster;
@@ -26,12 +26,33 @@ const AUTO_PIPELINE: RedisOptions = { enableAutoPipelining: true };
 // Subscriptions may wait for a reconnect: ioredis subscribes again when it is back.
 const SUBSCRIBER: RedisOptions = { enableOfflineQueue: true, commandTimeout: undefined };
 
+function hostPort(node: string): { host: string; port: number } {
+  const at = node.lastIndexOf(':');
+  return { host: node.slice(0, at), port: Number(node.slice(at + 1)) };
+}
+
+/**
+ * Follows the master that the Sentinels name: asks them on every (re)connect, and listens for
+ * +switch-master so a failover drops the connection to the old master at once, even one that
+ * hangs (SIGSTOP, partition) instead of closing. A write refused with READONLY (a demoted
+ * master) reconnects too.
+ */
+function sentinelClient(sentinels: string[], masterName: string, options: RedisOptions, name: string): Redis {
+  return new Redis({
+    ...options,
+    sentinels: sentinels.map(hostPort),
+    name: masterName,
+    role: 'master',
+    connectionName: name,
+    failoverDetector: true,
+    sentinelRetryStrategy: (attempt) => Math.min(100 * attempt, 1000),
+    reconnectOnError: (err) => /^READONLY\b/.test(err.message),
+  });
+}
+
 function clusterClient(nodes: string[], options: RedisOptions, name: string, sharded: boolean): Cluster {
   return new Cluster(
-    nodes.map((node) => {
-      const [host, port] = node.split(':');
-      return { host, port: Number(port) };
-    }),
+    nodes.map(hostPort),
     {
       enableOfflineQueue: options.enableOfflineQueue,
       enableAutoPipelining: options.enableAutoPipelining,
@@ -43,14 +64,13 @@ function clusterClient(nodes: string[], options: RedisOptions, name: string, sha
 }
 
 export function connectRedis(target: RedisTarget): RedisConnections {
-  const commands =
-    'url' in target
-      ? new Redis(target.url, { ...FAIL_FAST, ...AUTO_PIPELINE, connectionName: 'holdfast' })
-      : clusterClient(target.clusterNodes, { ...FAIL_FAST, ...AUTO_PIPELINE }, 'holdfast', false);
-  const subscriber =
-    'url' in target
-      ? new Redis(target.url, { ...FAIL_FAST, ...SUBSCRIBER, connectionName: 'holdfast-sub' })
-      : clusterClient(target.clusterNodes, { ...FAIL_FAST, ...SUBSCRIBER }, 'holdfast-sub', true);
+  const client = (options: RedisOptions, name: string, sharded: boolean): Redis | Cluster => {
+    if ('url' in target) return new Redis(target.url, { ...options, connectionName: name });
+    if ('sentinels' in target) return sentinelClient(target.sentinels, target.masterName, options, name);
+    return clusterClient(target.clusterNodes, options, name, sharded);
+  };
+  const commands = client({ ...FAIL_FAST, ...AUTO_PIPELINE }, 'holdfast', false);
+  const subscriber = client({ ...FAIL_FAST, ...SUBSCRIBER }, 'holdfast-sub', true);
   // Errors surface through the commands that fail; without a listener ioredis logs them loudly.
   commands.on('error', () => {});
   subscriber.on('error', () => {});

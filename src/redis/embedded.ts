@@ -21,6 +21,8 @@ export interface EmbeddedRedisOptions {
   binary?: string;
   /** Extra redis-server arguments, e.g. ['--appendonly', 'yes']. */
   args?: string[];
+  /** Run as a Sentinel with this config file (it must be writable: Sentinel rewrites it). */
+  sentinelConfig?: string;
 }
 
 export class RedisBinaryMissing extends Error {}
@@ -83,6 +85,7 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise
     const child = spawn(
       binary,
       [
+        ...(options.sentinelConfig ? [options.sentinelConfig, '--sentinel'] : []),
         '--port', String(port),
         '--bind', '127.0.0.1',
         '--dir', options.dataDir,
@@ -105,7 +108,7 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise
       child.stdout!.on('data', (d) => {
         if (!collecting) return; // keep draining the pipe
         output = (output + d.toString()).slice(-8192);
-        if (/Ready to accept connections/.test(output)) {
+        if (/Ready to accept connections|\+monitor master/.test(output)) {
           collecting = false;
           clearTimeout(timer);
           resolve(true);

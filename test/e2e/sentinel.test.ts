@@ -1,0 +1,70 @@
+// holdfast behind Redis Sentinel (one master, two replicas, three Sentinels, all real processes):
+// the server follows the master the Sentinels promote, for commands and for wake-ups alike.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, type TestClient } from '../support/client';
+import { uniqueName } from '../support/redis';
+import { MASTER_NAME, startTestSentinels, type TestSentinels } from '../support/sentinel';
+import { startServerProcess, type ServerProcess } from '../support/server';
+import { waitFor } from '../support/wait';
+
+let group: TestSentinels;
+let server: ServerProcess;
+let client: TestClient;
+
+beforeAll(async () => {
+  group = await startTestSentinels();
+  server = await startServerProcess(undefined, ['--redis-sentinels', group.sentinelAddrs.join(','), '--redis-master', MASTER_NAME]);
+  client = connect(server.addr);
+}, 60_000);
+afterAll(async () => {
+  client?.close();
+  await server?.stop();
+  await group?.cleanup();
+});
+
+/** Acquires `name` once Redis answers again; returns how long that took. */
+async function grantedAgain(name: string, since: number): Promise<number> {
+  await waitFor(
+    `a grant of ${name} after the failover`,
+    async () => (await client.acquire({ name, ttlMs: '5000' }).catch(() => ({ acquired: false }))).acquired,
+    30_000,
+    50,
+  );
+  return Date.now() - since;
+}
+
+describe('behind Redis Sentinel', () => {
+  it('follows the master that the Sentinels promote after the master is killed, wake-ups included', async () => {
+    const held = uniqueName('sen');
+    const grant = await client.acquire({ name: held, ttlMs: '60000' });
+    expect(grant.acquired).toBe(true);
+    const old = await group.master();
+    const killedAt = Date.now();
+    process.kill(old.pid, 'SIGKILL');
+    const promoted = await group.failedOverFrom(old);
+    expect(promoted.port).not.toBe(old.port);
+    const window = await grantedAgain(uniqueName('sen'), killedAt);
+    console.log(`Sentinel failover (master SIGKILLed): first grant ${window} ms after the kill`);
+
+    // The replicated grant survived, and a waiter is woken through the new master's channel.
+    expect((await client.acquire({ name: held })).acquired).toBe(false);
+    const waiting = client.acquire({ name: held, waitTimeoutMs: '10000' });
+    await waitFor('the waiter to queue', async () => (await client.inspect({ name: held })).waiters === 1);
+    await client.release({ name: held, token: grant.token });
+    expect((await waiting).acquired).toBe(true);
+  });
+
+  it('follows a SENTINEL FAILOVER, where the old master lives on as a replica', async () => {
+    const old = await group.master();
+    const sentinel = group.client(group.sentinels[1]);
+    const startedAt = Date.now();
+    await waitFor('Sentinel to accept the failover', async () => (await sentinel.call('SENTINEL', 'FAILOVER', MASTER_NAME).catch(() => null)) === 'OK', 20_000, 200);
+    await group.failedOverFrom(old);
+    const window = await grantedAgain(uniqueName('sen'), startedAt);
+    console.log(`SENTINEL FAILOVER: first grant ${window} ms after it was asked for`);
+    const name = uniqueName('sen');
+    const grant = await client.acquire({ name, ttlMs: '5000' });
+    expect(grant.acquired).toBe(true);
+    expect((await client.release({ name, token: grant.token })).released).toBe(true);
+  });
+});
