@@ -1,0 +1,75 @@
+// What the fuzzer asserts about each answer and about the server afterwards.
+import { status } from '@grpc/grpc-js';
+import type { GetServerStatsResponse } from '../../clients/ts/gen/holdfast/v1/admin';
+import type { TestClient } from '../support/client';
+import type { Outcome } from './calls';
+import type { Method } from './plans';
+
+const { OK, INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION, DEADLINE_EXCEEDED, ABORTED, CANCELLED, RESOURCE_EXHAUSTED, UNAVAILABLE } = status;
+
+/**
+ * The statuses each method may answer a fuzzed request with (README, "Errors"), Redis being up.
+ * Never INTERNAL or UNKNOWN; UNAVAILABLE only if Redis or the connection failed, and neither should.
+ */
+export const ALLOWED: Record<Method, readonly status[]> = {
+  acquire: [OK, INVALID_ARGUMENT, FAILED_PRECONDITION],
+  release: [OK, INVALID_ARGUMENT, NOT_FOUND],
+  renew: [OK, INVALID_ARGUMENT, NOT_FOUND],
+  hold: [OK, INVALID_ARGUMENT, FAILED_PRECONDITION, DEADLINE_EXCEEDED, ABORTED],
+  inspect: [OK, INVALID_ARGUMENT],
+  checkFencingToken: [OK, INVALID_ARGUMENT],
+  getServerStats: [OK, INVALID_ARGUMENT],
+};
+
+/** gRPC's default limit on a received message; a larger request is RESOURCE_EXHAUSTED before any handler. */
+const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+
+/** What is wrong with how a call ended, or undefined. `connectionCut`: the fuzzer cut its connection (UNAVAILABLE). */
+export function checkOutcome(method: Method, outcome: Outcome, bodyBytes: number, connectionCut = false): string | undefined {
+  const allowed = new Set<number>(ALLOWED[method]);
+  if (connectionCut) allowed.add(UNAVAILABLE);
+  if (outcome.cancelled) allowed.add(CANCELLED);
+  if (outcome.deadline) allowed.add(DEADLINE_EXCEEDED);
+  if (bodyBytes > MAX_MESSAGE_BYTES) allowed.add(RESOURCE_EXHAUSTED);
+  if (!allowed.has(outcome.code)) return `status ${status[outcome.code] ?? outcome.code} (${outcome.details}) is not one ${method} may answer`;
+  if (method === 'hold') return checkHoldEvents(outcome);
+  return undefined;
+}
+
+/** A Hold's events agree with how it ended (README, "Hold: the stream is the lease"). */
+function checkHoldEvents(outcome: Outcome): string | undefined {
+  const kinds = outcome.events.map((e) => (e.acquired ? 'acquired' : e.renewed ? 'renewed' : e.lost ? 'lost' : 'empty'));
+  const acquired = kinds[0] === 'acquired';
+  if (kinds.lastIndexOf('acquired') > 0) return `events ${kinds.join(',')}: acquired is not first and once`;
+  if (kinds.includes('empty')) return `events ${kinds.join(',')}: an event with nothing set`;
+  const lost = kinds.indexOf('lost');
+  if (lost >= 0 && lost !== kinds.length - 1) return `events ${kinds.join(',')}: lost is not last`;
+  if (outcome.cancelled || outcome.code === UNAVAILABLE) return undefined; // a cancel or a cut may end it at any point
+  switch (outcome.code) {
+    case OK:
+      return acquired && lost < 0 ? undefined : `ended OK after ${kinds.join(',') || 'no events'}`;
+    case ABORTED:
+      return acquired && lost > 0 ? undefined : `ended ABORTED after ${kinds.join(',') || 'no events'}`;
+    case DEADLINE_EXCEEDED:
+      return outcome.deadline || !acquired ? undefined : `ended DEADLINE_EXCEEDED after acquired with no deadline`;
+    default:
+      return kinds.length === 0 ? undefined : `ended ${status[outcome.code]} after ${kinds.join(',')}`;
+  }
+}
+
+/** The fields of GetServerStats that differ between two readings, as "field: before -> now". */
+export function statsDiff(baseline: GetServerStatsResponse, now: GetServerStatsResponse): string[] {
+  return (Object.keys(baseline) as (keyof GetServerStatsResponse)[]).filter((k) => baseline[k] !== now[k]).map((k) => `${k}: ${baseline[k]} -> ${now[k]}`);
+}
+
+/** Names among `names` that still have holders or waiters, with what Inspect says of them. */
+export async function leftoverLocks(client: TestClient, names: string[], concurrency = 32): Promise<string[]> {
+  const left: string[] = [];
+  for (let i = 0; i < names.length; i += concurrency) {
+    const infos = await Promise.all(names.slice(i, i + concurrency).map((name) => client.inspect({ name })));
+    for (const info of infos) {
+      if (info.holders.length > 0 || info.waiters > 0) left.push(`${info.name}: ${JSON.stringify({ holders: info.holders, waiters: info.waiters })}`);
+    }
+  }
+  return left;
+}

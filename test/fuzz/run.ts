@@ -1,0 +1,271 @@
+// One fuzz run against a live server: steady random traffic on a few connections, plus waves of
+// thousands of Hold and waiting Acquire calls cancelled at random moments, then a drain in which
+// every grant a client still holds is given back. Returns what happened; the test asserts on it.
+import fc from 'fast-check';
+import { status } from '@grpc/grpc-js';
+import { AcquireRequest, AcquireResponse, HoldRequest, type HoldResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { startTcpProxy } from '../support/tcp-proxy';
+import { bytesField, message, varintField } from '../support/wire-bytes';
+import { describeBytes, encodeBody, readShapes, type BodyContext, type LiveGrant } from './bodies';
+import { call, openConnection, type Connection, type Outcome } from './calls';
+import { checkOutcome } from './checks';
+import { planBatch, type End, type Method, type Plan } from './plans';
+
+export interface FuzzOptions {
+  addr: string;
+  seed: number;
+  seconds: number;
+  /** Calls kept in flight by the steady traffic. */
+  concurrency: number;
+  steadyConnections: number;
+  /** Calls per wave, spread over waveConnections (each stays under the RST_STREAM limit). */
+  waveSize: number;
+  waveConnections: number;
+  /** Granted Holds per wave on one more connection, through a TCP proxy that cuts it at a random moment. */
+  cutHolds: number;
+  log(line: string): void;
+}
+
+export interface Failure {
+  what: string;
+  method: Method;
+  family: string;
+  end: string;
+  body: string;
+  /** The whole body in hex when it is short enough to paste into a reproduction. */
+  hex?: string;
+}
+
+export interface FuzzReport {
+  calls: number;
+  /** Per method, how many calls ended with each status. */
+  codes: Record<string, Record<string, number>>;
+  failures: Failure[];
+  /** Calls still open when the drain gave up. */
+  hung: Failure[];
+  /** Lock names of every Acquire and Hold the server accepted (or might have). */
+  names: Set<string>;
+  lostReasons: Record<string, number>;
+  /** Cancels and deadlines dropped because the connection's RST_STREAM budget was spent. */
+  budgetSkips: number;
+  waves: number;
+  waveCalls: number;
+}
+
+const DRAIN_MS = 40_000;
+
+/** Recent grants: what `live` values in plans refer to. */
+class LiveGrants {
+  private readonly ring: LiveGrant[] = [];
+  private next = 0;
+
+  add(grant: LiveGrant): void {
+    if (this.ring.length < 512) this.ring.push(grant);
+    else this.ring[this.next++ % 512] = grant;
+  }
+
+  pick(i: number): LiveGrant | undefined {
+    return this.ring.length ? this.ring[i % this.ring.length] : undefined;
+  }
+}
+
+const hasName = (code: number) => code !== status.INVALID_ARGUMENT && code !== status.RESOURCE_EXHAUSTED;
+
+export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
+  const { shapes, numbers } = readShapes();
+  const prefix = `fz${options.seed}`;
+  let freshCount = 0;
+  const report: FuzzReport = { calls: 0, codes: {}, failures: [], hung: [], names: new Set(), lostReasons: {}, budgetSkips: 0, waves: 0, waveCalls: 0 };
+  const live = new LiveGrants();
+  /** Acquire grants not yet given back (a client holds them), by token; one entry per hold. */
+  const held: LiveGrant[] = [];
+  const pending = new Map<Promise<unknown>, Failure>();
+  /** Work started outside the plan loop (follow-up Releases, waves): the drain waits for it too. */
+  const tasks = new Set<Promise<unknown>>();
+  const track = (work: () => Promise<unknown>, afterMs = 0) => {
+    const task: Promise<unknown> = new Promise((r) => setTimeout(r, afterMs))
+      .then(work)
+      .catch((err: Error) => report.failures.push({ ...describe('getServerStats', 'fuzzer', { t: 'none' }, Buffer.alloc(0)), what: `the fuzzer itself failed: ${err.stack}` }))
+      .finally(() => tasks.delete(task));
+    tasks.add(task);
+  };
+  const steady = Array.from({ length: options.steadyConnections }, (_, i) => openConnection(options.addr, `fuzz-steady-${i}`));
+  const context = (grant?: LiveGrant): BodyContext => ({
+    numbers,
+    poolName: (i) => `${prefix}-pool-${i}`,
+    freshName: () => `${prefix}-f${freshCount++}-`,
+    live: grant,
+  });
+
+  const describe = (method: Method, family: string, end: End, body: Buffer): Failure => ({
+    what: '',
+    method,
+    family,
+    end: JSON.stringify(end),
+    body: describeBytes(body),
+    hex: body.length <= 256 ? body.toString('hex') : undefined,
+  });
+
+  /** Sends one call, records its status, checks it; resolves with the outcome. */
+  const send = (
+    conn: Connection,
+    method: Method,
+    family: string,
+    body: Buffer,
+    end: End,
+    onAcquired?: (e: HoldResponse) => void,
+    connectionCut = false,
+  ): Promise<Outcome> => {
+    if ((end.t === 'cancel' || end.t === 'deadline') && !conn.budget.take()) {
+      report.budgetSkips++;
+      end = { t: 'none' };
+    }
+    const info = describe(method, family, end, body);
+    const done = call(conn, method, body, end, { onAcquired }).then((outcome) => {
+      report.calls++;
+      const codes = (report.codes[method] ??= {});
+      const name = status[outcome.code] ?? String(outcome.code);
+      codes[name] = (codes[name] ?? 0) + 1;
+      const problem = checkOutcome(method, outcome, body.length, connectionCut);
+      if (problem) report.failures.push({ ...info, what: problem });
+      const lost = outcome.events.find((e) => e.lost)?.lost;
+      if (lost) report.lostReasons[lost.code] = (report.lostReasons[lost.code] ?? 0) + 1;
+      if ((method === 'acquire' || method === 'hold') && hasName(outcome.code)) rememberName(method, body);
+      return outcome;
+    });
+    pending.set(done, info);
+    void done.finally(() => pending.delete(done));
+    return done;
+  };
+
+  const rememberName = (method: 'acquire' | 'hold', body: Buffer) => {
+    try {
+      const name = (method === 'acquire' ? AcquireRequest : HoldRequest).decode(body).name;
+      if (name.length > 0 && Buffer.byteLength(name) <= 512 && !/[\u0000-\u001f\u007f-\u009f]/.test(name)) report.names.add(name);
+    } catch {
+      // Not a message: the server refused it before it reached a lock.
+    }
+  };
+
+  /** Gives back one hold of an Acquire grant, now or after `afterMs`. */
+  const giveBack = async (grant: LiveGrant, afterMs: number) => {
+    if (afterMs > 0) await new Promise((r) => setTimeout(r, afterMs));
+    const body = message(bytesField(1, grant.name), bytesField(2, grant.token));
+    const outcome = await send(steady[0], 'release', 'followup', body, { t: 'none' });
+    const index = held.indexOf(grant);
+    if (index >= 0 && outcome.code !== -1) held.splice(index, 1);
+  };
+
+  const runPlan = async (plan: Plan) => {
+    const conn = steady[plan.conn % steady.length];
+    const body = encodeBody(plan, context(live.pick(plan.live)));
+    const end = plan.end;
+    const onAcquired = (event: HoldResponse) => {
+      const a = event.acquired!;
+      const grant: LiveGrant = { name: HoldRequest.decode(body).name, token: a.token, holdId: a.holdId, fence: a.fencingToken, from: 'hold' };
+      live.add(grant);
+      if (end.t !== 'release') return;
+      const fields = [bytesField(1, grant.name), bytesField(2, grant.token)];
+      if (end.withHoldId) fields.push(bytesField(3, grant.holdId));
+      track(() => send(conn, 'release', 'followup', message(...fields), { t: 'none' }), end.afterMs);
+    };
+    const outcome = await send(conn, plan.method, plan.family, body, end, onAcquired);
+    if (plan.method !== 'acquire' || outcome.code !== status.OK || !outcome.response) return;
+    const reply = AcquireResponse.decode(outcome.response);
+    if (!reply.acquired) return;
+    const grant: LiveGrant = { name: AcquireRequest.decode(body).name, token: reply.token, holdId: '', fence: reply.fencingToken, from: 'acquire' };
+    live.add(grant);
+    held.push(grant);
+    // null: this client forgets the grant (its lease is short) and lets it run out.
+    if (plan.releaseAfterMs === null) held.splice(held.indexOf(grant), 1);
+    else await giveBack(grant, plan.releaseAfterMs);
+  };
+
+  const wave = async (index: number) => {
+    report.waves++;
+    const conns = Array.from({ length: options.waveConnections }, (_, i) => openConnection(options.addr, `fuzz-wave-${index}-${i}`));
+    const names = Array.from({ length: 5 }, (_, i) => `${prefix}-wave${index}-${i}`);
+    // Four of the five names are taken for the whole wave, so its calls queue.
+    const blockers = await Promise.all(
+      names.slice(1).map((name) => send(steady[0], 'acquire', 'wave', message(bytesField(1, name), varintField(3, 20_000)), { t: 'none' })),
+    );
+    const calls = fc.sample(
+      fc.record({ hold: fc.boolean(), name: fc.nat(names.length - 1), cancelAfterMs: fc.integer({ min: 0, max: 2500 }) }),
+      { seed: options.seed ^ (0x5eed + index), numRuns: options.waveSize },
+    );
+    const started = calls.map((c, i) => {
+      const body = message(bytesField(1, names[c.name]), varintField(3, 2000), varintField(4, 4000));
+      report.waveCalls++;
+      return send(conns[i % conns.length], c.hold ? 'hold' : 'acquire', 'wave', body, { t: 'cancel', afterMs: c.cancelAfterMs }, (e) => {
+        live.add({ name: names[c.name], token: e.acquired!.token, holdId: e.acquired!.holdId, fence: e.acquired!.fencingToken, from: 'hold' });
+      }).then(async (outcome) => {
+        // An Acquire granted before its cancel came: this client holds it, and gives it back.
+        if (c.hold || outcome.code !== status.OK || !outcome.response) return;
+        const reply = AcquireResponse.decode(outcome.response);
+        if (reply.acquired) await giveBack({ name: names[c.name], token: reply.token, holdId: '', fence: reply.fencingToken, from: 'acquire' }, 0);
+      });
+    });
+    await Promise.all([...started, cutWave(index)]);
+    await Promise.all(
+      blockers.map((outcome, i) => {
+        const reply = outcome.response ? AcquireResponse.decode(outcome.response) : undefined;
+        return reply?.acquired ? giveBack({ name: names[i + 1], token: reply.token, holdId: '', fence: '', from: 'acquire' }, 0) : undefined;
+      }),
+    );
+    for (const name of names) report.names.add(name);
+    for (const conn of conns) conn.client.close();
+  };
+
+  /** Holds granted on a connection that is then cut: each keeps its lock until its lease has run out. */
+  const cutWave = async (index: number) => {
+    const proxy = await startTcpProxy(options.addr);
+    const conn = openConnection(proxy.addr, `fuzz-wave-${index}-cut`);
+    const [cutAfterMs] = fc.sample(fc.integer({ min: 300, max: 2500 }), { seed: options.seed ^ (0xc07 + index), numRuns: 1 });
+    const holds = Array.from({ length: options.cutHolds }, (_, i) => {
+      const body = message(bytesField(1, `${prefix}-wave${index}-cut${i}`), varintField(3, 2000), varintField(8, i % 4 === 0 ? 1 : 0));
+      return send(conn, 'hold', 'cut', body, { t: 'none' }, undefined, true);
+    });
+    setTimeout(() => proxy.cut(), cutAfterMs);
+    await Promise.all(holds);
+    conn.client.close();
+    await proxy.close();
+  };
+
+  const started = Date.now();
+  const until = started + options.seconds * 1000;
+  const waveTimer = setInterval(() => track(() => wave(report.waves)), Math.min(30_000, options.seconds * 400));
+  const inflight = new Set<Promise<void>>();
+  let batch = 0;
+  let queue: Plan[] = [];
+  try {
+    while (Date.now() < until) {
+      if (inflight.size >= options.concurrency) {
+        await Promise.race(inflight);
+        continue;
+      }
+      if (queue.length === 0) queue = planBatch(shapes, options.seed, batch++, 256);
+      const plan = queue.shift()!;
+      const run: Promise<void> = runPlan(plan)
+        .catch((err: Error) => report.failures.push({ ...describe(plan.method, 'fuzzer', plan.end, Buffer.alloc(0)), what: `the fuzzer itself failed: ${err.stack}` }))
+        .then(() => {
+          inflight.delete(run);
+        });
+      inflight.add(run);
+      if (inflight.size % 16 === 0) await new Promise((r) => setImmediate(r));
+    }
+  } finally {
+    clearInterval(waveTimer);
+  }
+  options.log(`fuzz: ${batch} batches of plans sent in ${options.seconds} s; draining`);
+
+  // Drain: every call ends by itself; grants a client still holds are given back meanwhile,
+  // since a waiter may be queued behind them.
+  const drainUntil = Date.now() + DRAIN_MS;
+  while ((inflight.size > 0 || pending.size > 0 || tasks.size > 0 || held.length > 0) && Date.now() < drainUntil) {
+    for (const grant of held.splice(0)) track(() => giveBack(grant, 0));
+    await Promise.race([Promise.all([...inflight, ...tasks]), new Promise((r) => setTimeout(r, 250))]);
+  }
+  report.hung = [...pending.values()].map((info) => ({ ...info, what: 'still open after the drain' }));
+  for (const conn of steady) conn.client.close();
+  return report;
+}
