@@ -1,0 +1,258 @@
+// The processes a chaos run strikes at: one redis-server with appendonly (fsync always), a TCP
+// proxy per replica between it and Redis, the holdfast replicas, the storage service, and the
+// client workers, each behind its own proxy to every replica. Every process is stopped by PID.
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
+import { freePort, startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
+import { monoNow, type ClockSample } from './clock';
+import type { FromWorker, WorkerConfig } from './events';
+import { CHAOS_DIST, CLI } from './paths';
+
+/** Every write is on disk before Redis answers it: a SIGKILL loses nothing that was acknowledged. */
+const PERSISTENT = ['--appendonly', 'yes', '--appendfsync', 'always', '--save', ''];
+
+function exitOf(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+/** Sends `signal` to a child that may already be gone. */
+function signal(child: ChildProcess | undefined, sig: NodeJS.Signals): void {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill(sig);
+}
+
+export class RedisNode {
+  private server!: EmbeddedRedis;
+
+  constructor(readonly dataDir: string) {}
+
+  async start(port?: number): Promise<void> {
+    this.server = await startEmbeddedRedis({ dataDir: this.dataDir, port, args: PERSISTENT });
+  }
+
+  get url(): string {
+    return this.server.url;
+  }
+
+  signal(sig: NodeJS.Signals): void {
+    signal(this.server.process, sig);
+  }
+
+  /** SIGKILL, then start again on the same port: from its appendonly file, or empty when `wipe`. */
+  async crashAndRestart(wipe: boolean, downMs: number): Promise<void> {
+    this.signal('SIGKILL');
+    await exitOf(this.server.process);
+    if (wipe) rmSync(join(this.dataDir, 'appendonlydir'), { recursive: true, force: true });
+    await new Promise((resolve) => setTimeout(resolve, downMs));
+    await this.start(this.server.port);
+  }
+
+  async stop(): Promise<void> {
+    this.signal('SIGCONT');
+    await this.server.stop();
+  }
+}
+
+/** The node flags the `holdfast` bin runs with (its shebang), so the servers run as shipped. */
+function shippedNodeFlags(): string[] {
+  const shebang = readFileSync(CLI, 'utf8').split('\n')[0];
+  return /node (.*)$/.exec(shebang)?.[1].split(' ').filter(Boolean) ?? [];
+}
+
+export class Replica {
+  child?: ChildProcess;
+  /** Log lines at level error or above, over all of this replica's lives. */
+  readonly errors: string[] = [];
+
+  private constructor(
+    readonly index: number,
+    readonly port: number,
+    /** The proxy between this replica and Redis. */
+    readonly redisLink: TcpProxy,
+    private readonly args: string[],
+  ) {}
+
+  static async create(index: number, redisUrl: string, args: string[]): Promise<Replica> {
+    const link = await startTcpProxy(redisUrl.replace('redis://', ''));
+    const replica = new Replica(index, await freePort(), link, args);
+    await replica.start();
+    return replica;
+  }
+
+  get addr(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  /** Starts (again) on the same port; resolves once it listens. */
+  async start(): Promise<void> {
+    const args = [...shippedNodeFlags(), CLI, 'serve', '--listen', this.addr, '--redis', `redis://${this.redisLink.addr}`, '--log-level', 'info', ...this.args];
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    let output = '';
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`replica ${this.index} did not listen within 20 s:\n${output}`)), 20_000);
+      child.stdout!.on('data', (chunk: Buffer) => {
+        for (const line of chunk.toString().split('\n')) {
+          if (output.length < 16_384) output += `${line}\n`;
+          if (line.includes('holdfast listening')) {
+            clearTimeout(timer);
+            resolve();
+          }
+          if (/"level":(50|60)/.test(line) && this.errors.length < 50) this.errors.push(line.slice(0, 500));
+        }
+      });
+      child.stderr!.on('data', (chunk: Buffer) => this.errors.length < 50 && this.errors.push(chunk.toString().slice(0, 500)));
+      void exitOf(child).then(() => {
+        clearTimeout(timer);
+        reject(new Error(`replica ${this.index} exited before listening:\n${output}`));
+      });
+    });
+  }
+
+  signal(sig: NodeJS.Signals): void {
+    signal(this.child, sig);
+  }
+
+  /** Sends `sig` and waits for the process to end (a SIGTERM is a graceful shutdown, up to 10 s). */
+  async end(sig: NodeJS.Signals): Promise<void> {
+    if (!this.child) return;
+    this.signal('SIGCONT');
+    this.signal(sig);
+    const force = setTimeout(() => this.signal('SIGKILL'), 12_000);
+    await exitOf(this.child);
+    clearTimeout(force);
+  }
+
+  async close(): Promise<void> {
+    await this.end('SIGTERM');
+    await this.redisLink.close();
+  }
+}
+
+export interface StorageProcess {
+  port: number;
+  child: ChildProcess;
+  clock(): Promise<ClockSample>;
+}
+
+/** Asks a child for a clock reading over IPC and brackets it with our own. */
+function clockRoundTrip(child: ChildProcess, name: string): Promise<ClockSample> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not answer a clock request`)), 10_000);
+    const before = monoNow();
+    const onMessage = (message: FromWorker) => {
+      if (message.type !== 'clock') return;
+      const after = monoNow();
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      resolve({ process: name, before, reading: message.t, after });
+    };
+    child.on('message', onMessage);
+    child.send({ type: 'clock' });
+  });
+}
+
+export async function startStorage(): Promise<StorageProcess> {
+  const child = fork(join(CHAOS_DIST, 'storage.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (message: { type: string; port: number }) => resolve(message.port));
+    child.once('exit', (code) => reject(new Error(`storage exited with ${code}`)));
+  });
+  return { port, child, clock: () => clockRoundTrip(child, 'storage') };
+}
+
+export type LoopState = Extract<FromWorker, { type: 'state' }>;
+
+/** One client worker's place: its proxies to every replica, and the process in it now. */
+export class WorkerSlot {
+  child?: ChildProcess;
+  id = '';
+  generation = -1;
+  frozen = false;
+  readonly loops = new Map<number, LoopState>();
+  /** Ids of the processes that ran here and were killed (their unfinished operations are no hangs). */
+  readonly killed: string[] = [];
+  /** Ids of processes that exited without being told to. */
+  readonly crashed: string[] = [];
+  readonly stderr: string[] = [];
+  private exited: Promise<void> = Promise.resolve();
+  private exitExpected = false;
+
+  private constructor(
+    readonly index: number,
+    readonly proxies: TcpProxy[],
+  ) {}
+
+  static async create(index: number, replicas: Replica[]): Promise<WorkerSlot> {
+    return new WorkerSlot(index, await Promise.all(replicas.map((r) => startTcpProxy(r.addr))));
+  }
+
+  get alive(): boolean {
+    return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Starts a new worker process here; resolves with its clock check. */
+  async spawn(config: Omit<WorkerConfig, 'id' | 'addrs' | 'logFile'>, logDir: string): Promise<ClockSample> {
+    this.generation++;
+    this.id = `w${this.index}g${this.generation}`;
+    this.loops.clear();
+    this.frozen = false;
+    this.exitExpected = false;
+    const full: WorkerConfig = { ...config, id: this.id, addrs: this.proxies.map((p) => p.addr), logFile: join(logDir, `${this.id}.jsonl`) };
+    const child = fork(join(CHAOS_DIST, 'worker.js'), [JSON.stringify(full)], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+    this.child = child;
+    this.exited = exitOf(child);
+    child.stderr!.on('data', (chunk: Buffer) => this.stderr.length < 20 && this.stderr.push(`${this.id}: ${chunk.toString().slice(0, 1000)}`));
+    child.on('message', (message: FromWorker) => {
+      if (message.type === 'state') this.loops.set(message.loop, message);
+    });
+    child.on('error', () => {}); // IPC to a killed process
+    child.once('exit', (code, sig) => {
+      if (!this.exitExpected) this.crashed.push(`${full.id} (exit ${code ?? sig})`);
+    });
+    return clockRoundTrip(child, this.id);
+  }
+
+  signal(sig: NodeJS.Signals): void {
+    signal(this.child, sig);
+    if (sig === 'SIGSTOP') this.frozen = true;
+    if (sig === 'SIGCONT') this.frozen = false;
+  }
+
+  async kill(): Promise<void> {
+    this.exitExpected = true;
+    this.killed.push(this.id);
+    this.signal('SIGKILL');
+    await this.exited;
+  }
+
+  /** What its loops are doing: true when one holds (or waits for, with 'waiting') a lock. */
+  has(status: 'holding' | 'waiting', api?: 'hold' | 'acquire'): boolean {
+    return [...this.loops.values()].some((l) => l.status === status && (!api || l.api === api));
+  }
+
+  /** Asks the worker to finish its operations and exit; kills it after `graceMs`. Resolves true if it stopped by itself. */
+  async finish(graceMs: number): Promise<boolean> {
+    if (!this.alive) return true;
+    this.exitExpected = true;
+    this.signal('SIGCONT');
+    try {
+      this.child!.send({ type: 'stop' });
+    } catch {
+      // already gone
+    }
+    const stopped = await Promise.race([this.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), graceMs))]);
+    if (!stopped) {
+      this.signal('SIGKILL');
+      await this.exited;
+    }
+    return stopped;
+  }
+
+  async close(): Promise<void> {
+    if (this.alive) await this.kill();
+    await Promise.all(this.proxies.map((p) => p.close()));
+  }
+}

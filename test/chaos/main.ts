@@ -1,0 +1,61 @@
+// `npm run chaos`: the default configuration under every fault class (about 5 minutes), then the
+// negative control; prints the report and writes bench/results/chaos.md and chaos.svg.
+//   --duration <s>   workload time of the main run (default 300)
+//   --seed <n>       fault schedule and workload choices (default 1)
+//   --negative <s>   workload time of the negative control (default 30; 0 skips it)
+//   --keep-logs      keep the worker logs (their directory is printed)
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FAULT_CLASSES } from './faults';
+import { RESULTS } from './paths';
+import { defaultRun, negativeControl } from './profiles';
+import { machineNote, section } from './report';
+import { runChaos } from './run';
+import { grantsSvg } from './svg';
+import { claimedSafe, violations } from './tally';
+
+function option(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  const raw = i >= 0 ? process.argv[i + 1] : undefined;
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`--${name}: expected a non-negative number, got "${raw}"`);
+  return n;
+}
+
+async function main(): Promise<void> {
+  const durationS = option('duration', 300);
+  const seed = option('seed', 1);
+  const negativeS = option('negative', 30);
+  const keepLogs = process.argv.includes('--keep-logs');
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  const machine = machineNote();
+  const main = await runChaos({ ...defaultRun(durationS, seed), keepLogs, log });
+  const negative = negativeS > 0 ? await runChaos({ ...negativeControl(negativeS, seed), keepLogs, log }) : undefined;
+  const safe = violations(claimedSafe(main));
+  const notRun = Object.entries(FAULT_CLASSES).filter(([, info]) => info.notRun).map(([cls, info]) => `- ${cls}: ${info.notRun}`);
+  const text = [
+    `# Chaos run (npm run chaos -- --duration ${durationS} --seed ${seed})`,
+    '',
+    `${machine}. Violations under the fault classes holdfast claims safety for (and without a fault): **${safe}**.${negative ? ` Negative control: **${violations(claimedSafe(negative, true))}** (it must be above 0).` : ''}`,
+    '',
+    section(main, 'Default configuration'),
+    ...(negative ? ['', section(negative, 'Negative control: --release-on-disconnect, careless clients')] : []),
+    '',
+    '## Not run',
+    '',
+    ...notRun,
+    '',
+  ].join('\n');
+  process.stdout.write(text);
+  mkdirSync(RESULTS, { recursive: true });
+  writeFileSync(join(RESULTS, 'chaos.md'), text);
+  writeFileSync(join(RESULTS, 'chaos.svg'), grantsSvg(main, `npm run chaos -- --duration ${durationS} --seed ${seed}`));
+  log(`written to ${join(RESULTS, 'chaos.md')} and chaos.svg${keepLogs ? `; logs in ${main.logDir}${negative ? ` and ${negative.logDir}` : ''}` : ''}`);
+  if (safe > 0 || (negative && violations(claimedSafe(negative, true)) === 0)) process.exitCode = 1;
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err?.stack ?? err}\n`);
+  process.exit(1);
+});

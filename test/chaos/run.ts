@@ -1,0 +1,187 @@
+// One chaos run: start Redis, the replicas, the storage service and the workers; inject faults on
+// a seeded schedule, one at a time; stop the workers; let every lease run out; ask Inspect what is
+// left; check the history.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { get } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { HoldfastClient } from '../../clients/ts';
+import type { Anomaly } from './anomaly';
+import { check } from './checker';
+import { monoNow, type ClockSample } from './clock';
+import { RedisNode, Replica, startStorage, WorkerSlot } from './cluster';
+import type { LockSpec, StorageDump } from './events';
+import { faultOrder, strike, type Fault, type FaultClass, type FaultTargets } from './faults';
+import { readHistory, type Op } from './history';
+import { Random } from './random';
+
+export interface ChaosOptions {
+  label: string;
+  durationS: number;
+  seed: number;
+  ttlMs: number;
+  /** Client processes. */
+  workers: number;
+  /** Concurrent operations per client process. */
+  loops: number;
+  replicas: number;
+  faults: FaultClass[];
+  /** The servers' --release-on-disconnect: the negative control's broken configuration. */
+  releaseOnDisconnect: boolean;
+  /** How many workers are broken clients that ignore their lease and skip the fence. */
+  careless: number;
+  /** The servers' --keepalive-time-ms and --keepalive-timeout-ms. */
+  keepaliveMs: number;
+  keepLogs?: boolean;
+  log?: (line: string) => void;
+}
+
+export interface ChaosResult {
+  options: ChaosOptions;
+  locks: LockSpec[];
+  ops: Op[];
+  anomalies: Anomaly[];
+  faults: Fault[];
+  storage: StorageDump;
+  /** Start of the workload, end of the fault schedule, end of the run (monotonic ms). */
+  t0: number;
+  stoppedAt: number;
+  endAt: number;
+  clock: ClockSample[];
+  serverErrors: string[];
+  workerErrors: string[];
+  crashed: string[];
+  logDir: string;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+function lockSpecs(run: string): LockSpec[] {
+  return [
+    { name: `${run}/ex-0`, type: 'exclusive', limit: 1 },
+    { name: `${run}/ex-1`, type: 'exclusive', limit: 1 },
+    { name: `${run}/ex-2`, type: 'exclusive', limit: 1 },
+    { name: `${run}/rw-0`, type: 'rw', limit: 1 },
+    { name: `${run}/sem-2`, type: 'semaphore', limit: 2 },
+    { name: `${run}/sem-3`, type: 'semaphore', limit: 3 },
+  ];
+}
+
+function fetchDump(port: number): Promise<StorageDump> {
+  return new Promise((resolve, reject) => {
+    get({ host: '127.0.0.1', port, path: '/dump' }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve(JSON.parse(text) as StorageDump));
+    }).on('error', reject);
+  });
+}
+
+/** Inspect every lock through a replica, retrying while a replica is still coming back. */
+async function inspectAll(addr: string, locks: LockSpec[]) {
+  const client = new HoldfastClient(addr, { callTimeoutMs: 3_000 });
+  try {
+    return await Promise.all(
+      locks.map(async (lock) => {
+        for (let attempt = 0; ; attempt++) {
+          try {
+            const info = await client.inspect(lock.name);
+            return { lock: lock.name, holders: info.holders.map((h) => h.owner), waiters: info.waiters };
+          } catch (err) {
+            if (attempt >= 10) throw err;
+            await sleep(500);
+          }
+        }
+      }),
+    );
+  } finally {
+    client.close();
+  }
+}
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
+  const log = options.log ?? (() => {});
+  const random = new Random(options.seed);
+  const runDir = mkdtempSync(join(tmpdir(), 'holdfast-chaos-'));
+  const logDir = join(runDir, 'logs');
+  mkdirSync(logDir);
+  const locks = lockSpecs(`chaos-${options.seed}-${process.pid}-${Date.now().toString(36)}`);
+  const redis = new RedisNode(join(runDir, 'redis'));
+  await redis.start();
+  const serverArgs = ['--keepalive-time-ms', String(options.keepaliveMs), '--keepalive-timeout-ms', String(options.keepaliveMs)];
+  if (options.releaseOnDisconnect) serverArgs.push('--release-on-disconnect');
+  const replicas = await Promise.all(Array.from({ length: options.replicas }, (_, i) => Replica.create(i, redis.url, serverArgs)));
+  const storage = await startStorage();
+  const slots = await Promise.all(Array.from({ length: options.workers }, (_, i) => WorkerSlot.create(i, replicas)));
+  const clock: ClockSample[] = [];
+  for (let i = 0; i < 3; i++) clock.push(await storage.clock());
+
+  const respawn = async (slot: WorkerSlot) => {
+    const config = {
+      seed: (options.seed * 7919 + slot.index * 131 + slot.generation + 1) >>> 0,
+      storagePort: storage.port,
+      locks,
+      ttlMs: options.ttlMs,
+      loops: options.loops,
+      careless: slot.index < options.careless,
+    };
+    clock.push(await slot.spawn(config, logDir));
+  };
+  const env: FaultTargets = { redis, replicas, slots, respawn, ttlMs: options.ttlMs };
+  const faults: Fault[] = [];
+  let t0 = monoNow();
+  try {
+    await Promise.all(slots.map(respawn));
+    t0 = monoNow();
+    await injectFaults(options, env, random, t0, faults, log);
+    const stoppedAt = monoNow();
+    // Every wait (up to 3 leases), critical section (up to 1.5 leases) and release call (3 s) ends by itself in this time.
+    const graceMs = 4.5 * options.ttlMs + 5_000;
+    const stopped = await Promise.all(slots.map((s) => s.finish(graceMs)));
+    const stuck = new Set(slots.filter((_, i) => !stopped[i]).map((s) => s.id));
+    // Leases run out, then queue entries (3 s) of any waiter a killed process left.
+    await sleep(Math.max(options.ttlMs, 3_000) + 1_000);
+    const leftovers = await inspectAll(replicas[0].addr, locks);
+    const endAt = monoNow();
+    const storageDump = await fetchDump(storage.port);
+    const ops = readHistory(logDir);
+    const killed = new Set(slots.flatMap((s) => s.killed));
+    const anomalies = check({ ops, locks, storage: storageDump, faults, killed, stuck, leftovers, endAt });
+    log(`${options.label}: ${ops.length} operations, ${faults.length} faults, ${anomalies.length} anomalies`);
+    return {
+      options, locks, ops, anomalies, faults, storage: storageDump, t0, stoppedAt, endAt, clock,
+      serverErrors: replicas.flatMap((r) => r.errors),
+      workerErrors: slots.flatMap((s) => s.stderr),
+      crashed: slots.flatMap((s) => s.crashed),
+      logDir,
+    };
+  } finally {
+    await Promise.all(slots.map((s) => s.close()));
+    await Promise.all(replicas.map((r) => r.close()));
+    storage.child.kill('SIGKILL');
+    await redis.stop();
+    if (!options.keepLogs) rmSync(runDir, { recursive: true, force: true });
+  }
+}
+
+/** The fault schedule: after a lease of warm-up, one fault at a time until the duration is up. */
+async function injectFaults(options: ChaosOptions, env: FaultTargets, random: Random, t0: number, faults: Fault[], log: (line: string) => void): Promise<void> {
+  const endAt = t0 + options.durationS * 1000;
+  // The longest a fault takes (a restart, or 3 leases) and then counts (a lease and 2.5 s more).
+  const slotMs = Math.max(3 * options.ttlMs, 4_000) + options.ttlMs + 2_500;
+  const order = faultOrder(options.faults, random);
+  await sleep(options.ttlMs + 1_000);
+  while (monoNow() + slotMs < endAt) {
+    const next = order.next();
+    if (next.done) break;
+    const fault = await strike(next.value, env, random, monoNow);
+    faults.push(fault);
+    log(`${((fault.start - t0) / 1000).toFixed(1)} s: ${fault.cls} on ${fault.targets.join(', ')} (${(fault.healed - fault.start).toFixed(0)} ms)`);
+    await Promise.all(env.slots.filter((s) => !s.alive).map(env.respawn)); // a worker that crashed by itself
+    await sleep(fault.until - monoNow() + random.int(300, 1_500));
+  }
+  await sleep(endAt - monoNow());
+  env.slots.forEach((s) => s.signal('SIGCONT'));
+}
+
