@@ -10,6 +10,8 @@ import { AdminServiceService } from '../clients/ts/gen/holdfast/v1/admin';
 import { LockServiceService } from '../clients/ts/gen/holdfast/v1/lock';
 import { LockEngine } from './engine/engine';
 import { connectRedis, type RedisTarget } from './redis/connect';
+import { createWriteGuard } from './redis/guard';
+import type { SyncReplicas } from './redis/replica-acks';
 import { startEmbeddedRedis, type EmbeddedRedis } from './redis/embedded';
 import { adminService, CallCounter } from './transport/admin';
 import { guardRequests, type Rejection } from './transport/decode';
@@ -26,6 +28,9 @@ export interface ServerConfig {
   /** Sentinels (host:port) that name the master `redisMaster`, instead of redisUrl. */
   redisSentinels?: string[];
   redisMaster?: string;
+  /** Replicas that must acknowledge every grant and renewal (WAIT); 0 or absent: none. */
+  syncReplicas?: SyncReplicas;
+  syncTimeoutMs?: number;
   dataDir: string;
   defaultTtlMs: number;
   maxHoldMs: number;
@@ -81,8 +86,10 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const redis = connectRedis(target ?? { url: redisUrl });
   const logError = (err: unknown) => log.error({ err }, 'unexpected error');
   let lastBackgroundError = '';
+  const guard = createWriteGuard(redis.commands, { syncReplicas: config.syncReplicas, syncTimeoutMs: config.syncTimeoutMs });
   const engine = new LockEngine(redis.commands, redis.subscriber, {
     keyPrefix: config.keyPrefix,
+    guard,
     onBackgroundError: (err) => {
       const message = String((err as Error)?.message ?? err);
       if (message !== lastBackgroundError) log.warn({ err: message }, 'background Redis call failed');
@@ -177,6 +184,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
           resolve();
         });
       });
+      guard?.close();
       await redis.close();
       if (embedded) {
         await embedded.stop();

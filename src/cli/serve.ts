@@ -1,12 +1,20 @@
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
 import { RedisBinaryMissing } from '../redis/embedded';
+import type { SyncReplicas } from '../redis/replica-acks';
 import { startServer } from '../server';
 import { MAX_TTL_MS, MIN_TTL_MS } from '../transport/requests';
 import { millis } from './options';
 
 /** Ends the process this long after SIGTERM/SIGINT even if something hangs. */
 const EXIT_DEADLINE_MS = 10_000;
+
+function syncReplicas(value: string): SyncReplicas {
+  if (value === 'auto') return 'auto';
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('a number of replicas (0 or more) or auto');
+  return n;
+}
 
 export function serveCommand(): Command {
   return new Command('serve')
@@ -26,6 +34,13 @@ export function serveCommand(): Command {
         .argParser((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
     )
     .addOption(new Option('--redis-master <name>', 'the master name the Sentinels monitor').env('HOLDFAST_REDIS_MASTER').default('mymaster'))
+    .addOption(
+      new Option('--sync-replicas <n|auto>', 'replicas that must acknowledge every grant and renewal (WAIT) before it is reported; auto: every replica the master lists')
+        .env('HOLDFAST_SYNC_REPLICAS')
+        .argParser(syncReplicas)
+        .default(0),
+    )
+    .addOption(new Option('--sync-timeout-ms <ms>', 'how long a grant or renewal waits for those acknowledgements (at most 900)').argParser(millis).default(500))
     .addOption(new Option('--data-dir <dir>', 'where the embedded redis-server keeps its data').env('HOLDFAST_DATA_DIR').default('.holdfast'))
     .addOption(new Option('--default-ttl-ms <ms>', 'lease when a request gives ttl_ms 0').argParser(millis).default(30_000))
     .addOption(new Option('--max-hold-ms <ms>', 'longest any Hold stream keeps its lock (0: no cap)').argParser(millis).default(0))
@@ -42,6 +57,7 @@ export function serveCommand(): Command {
     .addOption(new Option('--log-level <level>', 'pino log level').env('HOLDFAST_LOG_LEVEL').default('info'))
     .action(async (opts) => {
       const logger = pino({ level: opts.logLevel });
+      if (opts.syncTimeoutMs < 1 || opts.syncTimeoutMs > 900) throw new Error('--sync-timeout-ms must be between 1 and 900 (under the 1 s command timeout)');
       if (opts.defaultTtlMs < MIN_TTL_MS || opts.defaultTtlMs > MAX_TTL_MS) {
         throw new Error(`--default-ttl-ms must be between ${MIN_TTL_MS} and ${MAX_TTL_MS}`);
       }
@@ -53,6 +69,8 @@ export function serveCommand(): Command {
           redisClusterNodes: opts.redisCluster,
           redisSentinels: opts.redisSentinels,
           redisMaster: opts.redisMaster,
+          syncReplicas: opts.syncReplicas,
+          syncTimeoutMs: opts.syncTimeoutMs,
           dataDir: opts.dataDir,
           defaultTtlMs: opts.defaultTtlMs,
           maxHoldMs: opts.maxHoldMs,

@@ -2,6 +2,7 @@
 // Lua script on one slot; waiting lives in WaitRoom. Knows nothing about gRPC.
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
+import type { WriteGuard } from '../redis/guard';
 import { LockError, ScriptCode, fromRedisError } from './errors';
 import { lockKeys, requestIdKey, scriptKeys } from './keys';
 import { commandName, defineScripts, scriptKeyCount, type ScriptName } from './scripts';
@@ -18,6 +19,8 @@ export interface EngineOptions {
   entryRefreshMs?: number;
   /** Called with failures nobody is waiting for (background refreshes), to be logged. */
   onBackgroundError?: (err: unknown) => void;
+  /** Replica acknowledgement and failover quarantine, from the Redis topology; none by default. */
+  guard?: WriteGuard;
 }
 
 type Reply = (string | number | Reply)[];
@@ -43,6 +46,7 @@ export class LockEngine {
   readonly entryLeaseMs: number;
   private readonly room: WaitRoom;
   private readonly watchdog: Watchdog;
+  private readonly guard?: WriteGuard;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -52,9 +56,11 @@ export class LockEngine {
     this.prefix = options.keyPrefix ?? 'hf';
     this.entryLeaseMs = options.entryLeaseMs ?? 3000;
     defineScripts(redis);
+    this.guard = options.guard;
+    if (this.guard?.connection) defineScripts(this.guard.connection);
     const onBackgroundError = options.onBackgroundError ?? (() => {});
     this.room = new WaitRoom(this, subscriber, { refreshMs: options.entryRefreshMs ?? 1000, onBackgroundError });
-    this.watchdog = new Watchdog(redis, this.prefix, (name, token, how) => this.release(name, token, how), onBackgroundError);
+    this.watchdog = new Watchdog(redis, this.prefix, (name, token, how) => this.release(name, token, how), onBackgroundError, options.guard);
   }
 
   /** Runs one lock script; Redis trouble becomes LockError('unavailable'). */
@@ -71,6 +77,45 @@ export class LockEngine {
     }
   }
 
+  /**
+   * Runs a script that grants or extends a lease. When the topology asks for replica
+   * acknowledgement, its check follows the script in one pipeline on the same connection;
+   * `confirmed` says whether it passed (always true when none is asked).
+   */
+  async runConfirmed(script: ScriptName, name: string, args: (string | number)[]): Promise<{ reply: Reply; confirmed: boolean }> {
+    if (!this.guard?.confirmAfter) return { reply: await this.run(script, name, args), confirmed: true };
+    const pipeline = (this.guard.connection ?? this.redis).pipeline();
+    const keys = scriptKeys(lockKeys(this.prefix, name), scriptKeyCount(script));
+    (pipeline as unknown as Record<string, (...a: unknown[]) => void>)[commandName(script)].call(pipeline, ...keys, ...args);
+    const check = this.guard.confirmAfter(pipeline);
+    let results: [Error | null, unknown][];
+    try {
+      results = (await pipeline.exec()) ?? [];
+    } catch (err) {
+      throw fromRedisError(err);
+    }
+    const [err, reply] = results[0] ?? [new Error('no reply'), null];
+    if (err) throw fromRedisError(err);
+    const [waitErr, acks] = results[1] ?? [new Error('no reply'), null];
+    return { reply: reply as Reply, confirmed: !waitErr && check(acks) };
+  }
+
+  /** Why grants cannot be made now (a quarantine after a failover), or null. */
+  grantsBlocked(): string | null {
+    return this.guard?.grantsBlocked() ?? null;
+  }
+
+  /** How long until grants resume (0: they may be made now). */
+  grantsResumeInMs(): number {
+    return this.guard?.grantsBlocked() ? this.guard.grantsResumeInMs() : 0;
+  }
+
+  /** A grant the replicas did not confirm: give it back (if it is still ours) and say so. */
+  async undoUnconfirmed(name: string, token: string, holdId: string): Promise<LockError> {
+    await this.release(name, token, { holdId }).catch(() => {});
+    return new LockError('unavailable', `lock "${name}": the grant was not confirmed by enough Redis replicas in time, so it was given back`);
+  }
+
   channelOf(name: string): string {
     return lockKeys(this.prefix, name).channel;
   }
@@ -82,6 +127,8 @@ export class LockEngine {
   async acquire(params: AcquireParams, signal?: AbortSignal): Promise<Grant | null> {
     if (params.requestId) await this.tieRequestId(params);
     const deadline = performance.now() + params.waitMs;
+    // Waiters wait out a quarantine here; a try-once caller is told UNAVAILABLE by attempt().
+    if (params.waitMs > 0 && !(await this.untilGrantsResume(deadline, signal))) return null;
     const waiterId = params.waitMs > 0 ? randomBytes(9).toString('base64url') : '';
     const token = newToken();
     const reply = await this.attempt(params, token, waiterId);
@@ -101,11 +148,17 @@ export class LockEngine {
     waiterId: string,
   ): Promise<{ grant?: Grant; queued?: boolean; nextExpiryMs: number }> {
     const { name, owner, ttlMs, mode, limit, requestId, holdId } = params;
+    const blocked = this.grantsBlocked();
+    if (blocked) throw new LockError('unavailable', `lock "${name}": ${blocked}`);
     const sentAt = performance.now();
-    const reply = await this.run('acquire', name, [token, owner, ttlMs, mode, limit, requestId, waiterId, this.entryLeaseMs, holdId]);
+    const args = [token, owner, ttlMs, mode, limit, requestId, waiterId, this.entryLeaseMs, holdId];
+    const { reply, confirmed } = await this.runConfirmed('acquire', name, args);
     switch (reply[0]) {
-      case ScriptCode.GRANTED:
-        return { grant: grantOf(reply, sentAt), nextExpiryMs: -1 };
+      case ScriptCode.GRANTED: {
+        const grant = grantOf(reply, sentAt);
+        if (!confirmed) throw await this.undoUnconfirmed(name, grant.token, holdId);
+        return { grant, nextExpiryMs: -1 };
+      }
       case ScriptCode.NOT_GRANTED:
         return { nextExpiryMs: Number(reply[1]) };
       case ScriptCode.QUEUED:
@@ -157,9 +210,20 @@ export class LockEngine {
 
   /** Renews a live grant to now + ttlMs (0: its own lease length). */
   async renew(name: string, token: string, ttlMs: number): Promise<{ ttlMs: number }> {
-    const reply = await this.run('renew', name, [token, ttlMs]);
+    const { reply, confirmed } = await this.runConfirmed('renew', name, [token, ttlMs]);
     if (reply[0] === ScriptCode.NOT_FOUND) throw notHeld(name);
+    if (!confirmed) throw new LockError('unavailable', `lock "${name}": the renewal was not confirmed by enough Redis replicas in time; count on the lease you had`);
     return { ttlMs: Number(reply[1]) };
+  }
+
+  /** Resolves false if the deadline passes (or `signal` aborts) before grants may be made again. */
+  private async untilGrantsResume(deadline: number, signal?: AbortSignal): Promise<boolean> {
+    for (let wait = this.grantsResumeInMs(); wait > 0; wait = this.grantsResumeInMs()) {
+      const left = deadline - performance.now();
+      if (left <= 0 || signal?.aborted) return false;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(wait, left, 1000)));
+    }
+    return !signal?.aborted;
   }
 
   async inspect(name: string): Promise<LockInfo> {

@@ -155,17 +155,24 @@ export class WaitRoom {
             ? [...line.waiters.values()]
             : [...wanted].flatMap((id) => line.waiters.get(id) ?? []);
         if (waiters.length === 0) continue;
+        // No hand-off while grants are blocked (quarantine): look again when they resume.
+        const blockedMs = this.engine.grantsResumeInMs();
+        if (blockedMs > 0) {
+          this.schedule(line, blockedMs);
+          return;
+        }
         let reply: Reply;
+        let confirmed: boolean;
         const sentAt = performance.now();
         try {
-          reply = await this.engine.run('claim', line.name, [this.engine.entryLeaseMs, ...waiters.map((w) => w.waiterId)]);
+          ({ reply, confirmed } = await this.engine.runConfirmed('claim', line.name, [this.engine.entryLeaseMs, ...waiters.map((w) => w.waiterId)]));
         } catch (err) {
           this.options.onBackgroundError(err);
           this.schedule(line, -1);
           return;
         }
         const results = reply[1] as Reply[];
-        await Promise.all(waiters.map((w, i) => this.settle(w, results[i], sentAt)));
+        await Promise.all(waiters.map((w, i) => this.settle(w, results[i], sentAt, confirmed)));
         this.schedule(line, Number(reply[0]));
       }
     })().finally(() => {
@@ -174,12 +181,15 @@ export class WaitRoom {
     return line.inflight;
   }
 
-  private async settle(waiter: Waiter, result: Reply, sentAt: number): Promise<void> {
+  private async settle(waiter: Waiter, result: Reply, sentAt: number, confirmed: boolean): Promise<void> {
     const code = result[0];
     if (code === ScriptCode.QUEUED) return;
     if (code === ScriptCode.GRANTED) {
       const grant = grantOf(result, sentAt);
-      if (waiter.done) {
+      if (!confirmed) {
+        const error = await this.engine.undoUnconfirmed(waiter.params.name, grant.token, waiter.params.holdId);
+        this.finish(waiter, () => waiter.reject(error));
+      } else if (waiter.done) {
         // The call ended while the grant was on its way: give it back.
         await this.engine.release(waiter.params.name, grant.token, { holdId: waiter.params.holdId }).catch(this.options.onBackgroundError);
       } else {

@@ -9,12 +9,13 @@
 // may still count on the lease, so the lock stays closed until that lease has run out.
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
+import type { WriteGuard } from '../redis/guard';
 import { fromRedisError, NotRenewed, ScriptCode } from './errors';
 import { lockKeys, scriptKeys } from './keys';
 import { commandName, scriptKeyCount } from './scripts';
 import type { ReleaseOptions } from './types';
 
-export type LostReason = 'expired' | 'taken' | 'backend_unavailable' | 'server_shutdown' | 'max_hold' | 'released';
+export type LostReason = 'expired' | 'taken' | 'backend_unavailable' | 'server_shutdown' | 'max_hold' | 'released' | 'failover';
 
 export interface LeaseEvents {
   /** A renewal was confirmed: the lease now ends no earlier than leaseStart + ttlMs (performance.now()). */
@@ -41,6 +42,7 @@ interface Lease extends KeepRequest, LeaseEvents {
   keys: string[];
   slot: number;
   /** performance.now() values. */
+  keptSince: number;
   renewAt: number;
   lostAt: number;
   maxHoldAt: number;
@@ -82,6 +84,7 @@ export class Watchdog {
     private readonly prefix: string,
     private readonly release: Release,
     private readonly onBackgroundError: (err: unknown) => void,
+    private readonly guard?: WriteGuard,
   ) {}
 
   get size(): number {
@@ -101,6 +104,7 @@ export class Watchdog {
       ...events,
       keys,
       slot: calculateSlot(keys[0]),
+      keptSince: confirmedAt,
       renewAt: confirmedAt + request.ttlMs * RENEW_FRACTION,
       lostAt: confirmedAt + request.ttlMs - safetyMargin(request.ttlMs),
       maxHoldAt: request.maxHoldMs > 0 ? confirmedAt + request.maxHoldMs : Infinity,
@@ -204,14 +208,23 @@ export class Watchdog {
   }
 
   private async renewOnOneNode(due: Lease[], sentAt: number): Promise<void> {
-    const pipeline = this.redis.pipeline();
+    const pipeline = (this.guard?.confirmAfter ? (this.guard.connection ?? this.redis) : this.redis).pipeline();
     const renew = (pipeline as unknown as Record<string, (...a: unknown[]) => void>)[commandName('renew')];
     for (const lease of due) renew.call(pipeline, ...lease.keys, lease.token, renewalTtl(lease, sentAt), lease.holdId);
+    // One replica acknowledgement for the whole batch; without it no renewal of it counts.
+    const confirmed = this.guard?.confirmAfter?.(pipeline);
     let results: [Error | null, unknown][];
     try {
       results = (await pipeline.exec()) ?? [];
     } catch (err) {
       results = due.map(() => [err as Error, null]);
+    }
+    if (confirmed) {
+      const [err, acks] = results[due.length] ?? [new Error('no reply'), null];
+      if (err || !confirmed(acks)) {
+        const unconfirmed = err ?? new Error('NOREPLICAS the renewals were not confirmed by enough replicas in time');
+        results = due.map((_, i) => [results[i]?.[0] ?? unconfirmed, null]);
+      }
     }
     let failure: Error | null = null;
     due.forEach((lease, i) => {
@@ -229,7 +242,9 @@ export class Watchdog {
     if (lease.ended) return;
     if (reply[0] === ScriptCode.NOT_FOUND) {
       if (reply[1] === NotRenewed.HOLD_RELEASED) this.end(lease, 'released', 'the hold was released with its token');
-      else if (reply[1] === NotRenewed.TAKEN) this.end(lease, 'taken', 'the grant is gone and someone else holds the lock now');
+      else if ((this.guard?.lastFailoverAt ?? -Infinity) > lease.keptSince) {
+        this.end(lease, 'failover', 'the grant was lost when Redis failed over to a replica that did not have it');
+      } else if (reply[1] === NotRenewed.TAKEN) this.end(lease, 'taken', 'the grant is gone and someone else holds the lock now');
       else this.end(lease, 'expired', 'the grant is gone (it expired or was released)');
       return;
     }

@@ -30,6 +30,7 @@ const LOST_CODE: Record<EngineLostReason, LostReason> = {
   server_shutdown: LostReason.LOST_REASON_SERVER_SHUTDOWN,
   max_hold: LostReason.LOST_REASON_MAX_HOLD,
   released: LostReason.LOST_REASON_RELEASED,
+  failover: LostReason.LOST_REASON_FAILOVER,
 };
 
 type HoldCall = ServerWritableStream<HoldRequest, HoldResponse>;

@@ -19,6 +19,12 @@ export interface TestSentinels {
   master(): Promise<EmbeddedRedis>;
   /** A plain client of one node (closed by cleanup). */
   client(node: EmbeddedRedis): Redis;
+  /**
+   * Makes the master's next writes reach no replica: stops the replicas (SIGSTOP) and cuts their
+   * links (CLIENT KILL TYPE replica), so they cannot resync. Returns the replicas, to resume
+   * with SIGCONT before Sentinel would count them down (down-after 1000 ms).
+   */
+  cutReplicas(master: EmbeddedRedis): Promise<EmbeddedRedis[]>;
   /** Resolves with the new master once every Sentinel names another node than `old`. */
   failedOverFrom(old: EmbeddedRedis, timeoutMs?: number): Promise<EmbeddedRedis>;
   cleanup(): Promise<void>;
@@ -95,6 +101,12 @@ export async function startTestSentinels(options: SentinelOptions = {}): Promise
     client,
     async master() {
       return byPort(await masterPort(sentinelClients[0]));
+    },
+    async cutReplicas(master) {
+      const replicas = nodes.filter((n) => n !== master && n.process.exitCode === null && n.process.signalCode === null);
+      replicas.forEach((r) => process.kill(r.pid, 'SIGSTOP'));
+      await client(master).call('CLIENT', 'KILL', 'TYPE', 'replica');
+      return replicas;
     },
     async failedOverFrom(old, timeoutMs = 30_000) {
       const port = await waitFor(

@@ -84,6 +84,8 @@ export enum LostReason {
   LOST_REASON_MAX_HOLD = 5,
   /** LOST_REASON_RELEASED - The grant was released (for example with Release and its token) while the stream was open. */
   LOST_REASON_RELEASED = 6,
+  /** LOST_REASON_FAILOVER - The grant was lost when Redis failed over to a replica that did not have it. */
+  LOST_REASON_FAILOVER = 7,
   UNRECOGNIZED = -1,
 }
 
@@ -110,6 +112,9 @@ export function lostReasonFromJSON(object: any): LostReason {
     case 6:
     case "LOST_REASON_RELEASED":
       return LostReason.LOST_REASON_RELEASED;
+    case 7:
+    case "LOST_REASON_FAILOVER":
+      return LostReason.LOST_REASON_FAILOVER;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -133,6 +138,8 @@ export function lostReasonToJSON(object: LostReason): string {
       return "LOST_REASON_MAX_HOLD";
     case LostReason.LOST_REASON_RELEASED:
       return "LOST_REASON_RELEASED";
+    case LostReason.LOST_REASON_FAILOVER:
+      return "LOST_REASON_FAILOVER";
     case LostReason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";

@@ -1,0 +1,117 @@
+// The lost write, made deterministic on real processes: the Sentinel-watched master acknowledges
+// a grant that no replica has (replicas stopped, their links cut), is killed, and a replica that
+// never saw the grant is promoted. With --sync-replicas the grant is never reported (WAIT finds
+// no replica, the grant is given back, the caller gets UNAVAILABLE), so nobody holds the lock
+// twice; without it (the negative control) a second client is granted the same lock while the
+// first client's lease still runs.
+import { status } from '@grpc/grpc-js';
+import { describe, expect, it } from 'vitest';
+import type { AcquireResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { connect, type TestClient } from '../support/client';
+import { uniqueName } from '../support/redis';
+import { MASTER_NAME, startTestSentinels } from '../support/sentinel';
+import { startServerProcess } from '../support/server';
+import { waitFor } from '../support/wait';
+
+const TTL_MS = 20_000;
+
+/** A client's conservative view of a grant: from when its reply arrived to when the lease may end. */
+interface Window {
+  fencingToken: bigint;
+  from: number;
+  to: number;
+}
+
+/** Calls `call` until it answers with anything but UNAVAILABLE (what it answers while a failover runs). */
+async function onceAvailable<T>(what: string, call: () => Promise<T>): Promise<T> {
+  const answered = await waitFor(
+    what,
+    () =>
+      call().then(
+        (value) => ({ value }),
+        (err: { code?: number }) => {
+          if (err.code !== status.UNAVAILABLE) throw err;
+          return null;
+        },
+      ),
+    30_000,
+    50,
+  );
+  return answered!.value;
+}
+
+async function acquireAfterFailover(client: TestClient, name: string): Promise<{ reply: AcquireResponse; window: Window }> {
+  let sentAt = 0;
+  const reply = await onceAvailable(`a reply for ${name} after the failover`, () => {
+    sentAt = Date.now();
+    return client.acquire({ name, ttlMs: String(TTL_MS) });
+  });
+  return { reply, window: { fencingToken: BigInt(reply.fencingToken || 0), from: Date.now(), to: sentAt + TTL_MS } };
+}
+
+async function lostWriteScenario(syncArgs: string[]) {
+  const group = await startTestSentinels();
+  const args = ['--redis-sentinels', group.sentinelAddrs.join(','), '--redis-master', MASTER_NAME, ...syncArgs];
+  const servers = await Promise.all([startServerProcess(undefined, args), startServerProcess(undefined, args)]);
+  const [a, b] = servers.map((s) => connect(s.addr));
+  try {
+    // A grant every replica has: it must survive the failover.
+    const kept = uniqueName('kept');
+    const keptGrant = await a.acquire({ name: kept, ttlMs: String(TTL_MS) });
+    expect(keptGrant.acquired).toBe(true);
+
+    const name = uniqueName('lost');
+    const master = await group.master();
+    const replicas = await group.cutReplicas(master);
+    const sentAt = Date.now();
+    const first = await a.acquire({ name, ttlMs: String(TTL_MS) }).then(
+      (reply) => ({ reply, code: status.OK }),
+      (err: { code: number }) => ({ reply: undefined, code: err.code }),
+    );
+    const firstWindow = first.reply?.acquired ? { fencingToken: BigInt(first.reply.fencingToken), from: Date.now(), to: sentAt + TTL_MS } : undefined;
+    process.kill(master.pid, 'SIGKILL');
+    replicas.forEach((r) => process.kill(r.pid, 'SIGCONT'));
+    const failedAt = Date.now();
+    await group.failedOverFrom(master);
+
+    const second = await acquireAfterFailover(b, name);
+    const keptAgain = await b.acquire({ name: kept });
+    // After the failover: release the surviving grant and take it again, for its next fencing token.
+    await onceAvailable('the release through the first server', () => a.release({ name: kept, token: keptGrant.token }));
+    const keptNext = await b.acquire({ name: kept, ttlMs: '5000' });
+    return { first, firstWindow, second, keptGrant, keptAgain, keptNext, failedAt };
+  } finally {
+    a.close();
+    b.close();
+    await Promise.all(servers.map((s) => s.stop()));
+    await group.cleanup();
+  }
+}
+
+function overlap(x: Window | undefined, y: Window): boolean {
+  return !!x && x.from < y.to && y.from < x.to;
+}
+
+describe('a grant the master acknowledged and no replica has, then a failover', () => {
+  it('with --sync-replicas 1: is never reported, so no two clients hold the lock, and fencing tokens keep rising', async () => {
+    const r = await lostWriteScenario(['--sync-replicas', '1', '--sync-timeout-ms', '300']);
+    expect(r.first.code).toBe(status.UNAVAILABLE);
+    expect(r.firstWindow).toBeUndefined();
+    expect(r.second.reply.acquired).toBe(true);
+    expect(overlap(r.firstWindow, r.second.window)).toBe(false);
+    expect(r.keptAgain.acquired).toBe(false); // the acknowledged grant survived
+    expect(r.keptNext.acquired).toBe(true);
+    expect(BigInt(r.keptNext.fencingToken)).toBeGreaterThan(BigInt(r.keptGrant.fencingToken));
+  }, 90_000);
+
+  it('without it (negative control): the same scenario grants the lock twice', async () => {
+    const r = await lostWriteScenario([]);
+    expect(r.first.code).toBe(status.OK);
+    expect(r.first.reply?.acquired).toBe(true);
+    expect(r.second.reply.acquired).toBe(true);
+    expect(overlap(r.firstWindow, r.second.window)).toBe(true);
+    console.log(
+      `negative control: a second client was granted the lock ${r.second.window.from - r.firstWindow!.from} ms after the first, whose lease runs ${TTL_MS} ms`,
+    );
+  }, 90_000);
+});
