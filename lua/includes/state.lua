@@ -207,6 +207,7 @@ end
 -- Each served waiter gets its grant with a short claim lease (its entry lease); the waiter's
 -- server confirms the full lease when it answers, so a grant made for a dead server frees itself.
 -- One publish tells every server which of its waiters to answer.
+-- lua/model/queue.pml models this with claim, dequeue, expiry and server death (spin: lua/model/check.sh).
 local function serveQueue()
   local ready = {}
   while true do

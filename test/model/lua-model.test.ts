@@ -438,7 +438,7 @@ function checkKeyTtls(seen: Observed, state: LockState, gaps: LuaGaps, trail: st
 
 const CI_SEED = 20_110_311;
 const seed = process.env.HOLDFAST_MODEL_SEED ? Number(process.env.HOLDFAST_MODEL_SEED) : process.env.CI ? CI_SEED : Date.now() % 2 ** 31;
-const numRuns = Number(process.env.HOLDFAST_MODEL_RUNS ?? 120);
+const numRuns = Number(process.env.HOLDFAST_MODEL_RUNS ?? 300);
 const TODAY: ModelOptions = { gaps: process.env.HOLDFAST_MODEL_RULES === 'readme' ? README_RULES : LUA_TODAY, mutant: 'none' };
 
 function summary(stats: RunStats): string {
