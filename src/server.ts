@@ -11,6 +11,8 @@ import { LockServiceService } from '../clients/ts/gen/holdfast/v1/lock';
 import { LockEngine } from './engine/engine';
 import { connectRedis, type RedisTarget } from './redis/connect';
 import { createWriteGuard } from './redis/guard';
+import { epochKey } from './engine/keys';
+import { MAX_TTL_MS } from './transport/requests';
 import type { SyncReplicas } from './redis/replica-acks';
 import { startEmbeddedRedis, type EmbeddedRedis } from './redis/embedded';
 import { adminService, CallCounter } from './transport/admin';
@@ -31,6 +33,11 @@ export interface ServerConfig {
   /** Replicas that must acknowledge every grant and renewal (WAIT); 0 or absent: none. */
   syncReplicas?: SyncReplicas;
   syncTimeoutMs?: number;
+  /** Quarantine a master this server has not seen grants made under (after a failover) for maxTtlMs + quarantineMarginMs. */
+  failoverQuarantine?: boolean;
+  /** The longest lease this server grants or renews; default: the protocol's longest. */
+  maxTtlMs?: number;
+  quarantineMarginMs?: number;
   dataDir: string;
   defaultTtlMs: number;
   maxHoldMs: number;
@@ -86,10 +93,24 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const redis = connectRedis(target ?? { url: redisUrl });
   const logError = (err: unknown) => log.error({ err }, 'unexpected error');
   let lastBackgroundError = '';
-  const guard = createWriteGuard(redis.commands, { syncReplicas: config.syncReplicas, syncTimeoutMs: config.syncTimeoutMs });
+  let onGuardChange = () => {};
+  const guard = createWriteGuard(redis.commands, {
+    syncReplicas: config.syncReplicas,
+    syncTimeoutMs: config.syncTimeoutMs,
+    quarantine: config.failoverQuarantine
+      ? {
+          ms: (config.maxTtlMs ?? MAX_TTL_MS) + (config.quarantineMarginMs ?? 1000),
+          epochKey: epochKey(config.keyPrefix),
+          onQuarantine: (why, ms) => log.warn({ why, ms }, 'quarantine: no new grants until every lease the old master may have granted has run out'),
+          onError: (err) => log.debug({ err: String((err as Error)?.message ?? err) }, 'could not check which Redis master this is'),
+        }
+      : undefined,
+    onChange: () => onGuardChange(),
+  });
   const engine = new LockEngine(redis.commands, redis.subscriber, {
     keyPrefix: config.keyPrefix,
     guard,
+    maxTtlMs: config.maxTtlMs,
     onBackgroundError: (err) => {
       const message = String((err as Error)?.message ?? err);
       if (message !== lastBackgroundError) log.warn({ err: message }, 'background Redis call failed');
@@ -103,16 +124,22 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     health.setStatus('', state);
     health.setStatus(SERVICE, state);
   };
+  // SERVING while Redis answers and new grants may be made (not while a new master is quarantined).
+  let redisReady = redis.commands.status === 'ready';
+  const refreshHealth = () => setHealth(redisReady && !guard?.grantsBlocked());
+  onGuardChange = refreshHealth;
   redis.commands.on('ready', () => {
     lastBackgroundError = '';
-    setHealth(true);
+    redisReady = true;
+    refreshHealth();
     log.info('redis ready');
   });
   redis.commands.on('close', () => {
-    setHealth(false);
+    redisReady = false;
+    refreshHealth();
     log.warn('redis connection lost; answering UNAVAILABLE until it is back');
   });
-  if (redis.commands.status === 'ready') setHealth(true);
+  if (redisReady) refreshHealth();
   else if (!(await readyWithin(redis.commands, REDIS_STARTUP_WAIT_MS))) {
     log.warn({ redis: redisUrl }, 'Redis is not reachable yet; listening anyway and answering UNAVAILABLE until it is');
   }

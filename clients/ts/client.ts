@@ -37,6 +37,8 @@ export interface LockInfo {
   fencingToken: bigint;
   /** The semaphore size of the current holders and waiters; 1 for a plain lock, 0 when idle. */
   limit: number;
+  /** How long until the server grants again (a quarantine after a Redis failover), in ms; 0 while it grants. */
+  grantsResumeInMs: number;
 }
 
 export interface FencingTokenCheck {
@@ -114,6 +116,7 @@ export class HoldfastClient {
       waiters: info.waiters,
       fencingToken: BigInt(info.fencingToken),
       limit: info.limit,
+      grantsResumeInMs: Number(info.grantsResumeInMs),
     };
   }
 

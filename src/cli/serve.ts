@@ -41,6 +41,13 @@ export function serveCommand(): Command {
         .default(0),
     )
     .addOption(new Option('--sync-timeout-ms <ms>', 'how long a grant or renewal waits for those acknowledgements (at most 900)').argParser(millis).default(500))
+    .addOption(
+      new Option('--failover-quarantine', 'after Redis fails over (or restarts), make no new grant until every lease the old master may have granted has run out (--max-ttl-ms + --quarantine-margin-ms)')
+        .env('HOLDFAST_FAILOVER_QUARANTINE')
+        .default(false),
+    )
+    .addOption(new Option('--max-ttl-ms <ms>', 'the longest lease this server grants or renews (all servers on one Redis should agree)').argParser(millis).default(MAX_TTL_MS))
+    .addOption(new Option('--quarantine-margin-ms <ms>', 'added to --max-ttl-ms for the quarantine').argParser(millis).default(1000))
     .addOption(new Option('--data-dir <dir>', 'where the embedded redis-server keeps its data').env('HOLDFAST_DATA_DIR').default('.holdfast'))
     .addOption(new Option('--default-ttl-ms <ms>', 'lease when a request gives ttl_ms 0').argParser(millis).default(30_000))
     .addOption(new Option('--max-hold-ms <ms>', 'longest any Hold stream keeps its lock (0: no cap)').argParser(millis).default(0))
@@ -61,6 +68,12 @@ export function serveCommand(): Command {
       if (opts.defaultTtlMs < MIN_TTL_MS || opts.defaultTtlMs > MAX_TTL_MS) {
         throw new Error(`--default-ttl-ms must be between ${MIN_TTL_MS} and ${MAX_TTL_MS}`);
       }
+      if (opts.maxTtlMs < opts.defaultTtlMs || opts.maxTtlMs > MAX_TTL_MS) {
+        throw new Error(`--max-ttl-ms must be between --default-ttl-ms and ${MAX_TTL_MS}`);
+      }
+      if (opts.failoverQuarantine && opts.redisCluster) {
+        throw new Error('--failover-quarantine is not supported on a Redis Cluster yet (each shard fails over on its own)');
+      }
       let server;
       try {
         server = await startServer({
@@ -71,6 +84,9 @@ export function serveCommand(): Command {
           redisMaster: opts.redisMaster,
           syncReplicas: opts.syncReplicas,
           syncTimeoutMs: opts.syncTimeoutMs,
+          failoverQuarantine: opts.failoverQuarantine,
+          maxTtlMs: opts.maxTtlMs,
+          quarantineMarginMs: opts.quarantineMarginMs,
           dataDir: opts.dataDir,
           defaultTtlMs: opts.defaultTtlMs,
           maxHoldMs: opts.maxHoldMs,

@@ -33,6 +33,11 @@ export function statusCommand(): Command {
       exitWith(() =>
         withClient(flags.addr, async (client) => {
           const infos = await Promise.all(names.map((name) => client.inspect(name)));
+          const pausedMs = Math.max(0, ...infos.map((info) => info.grantsResumeInMs));
+          if (pausedMs > 0) {
+            const until = new Date(Date.now() + pausedMs).toISOString();
+            process.stdout.write(`quarantine after a Redis failover: no new grants for ${seconds(pausedMs)} (until ${until})\n`);
+          }
           process.stdout.write(formatTable([HEADER, ...infos.flatMap(rowsOf)]));
           return 0;
         }),

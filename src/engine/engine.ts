@@ -21,6 +21,8 @@ export interface EngineOptions {
   onBackgroundError?: (err: unknown) => void;
   /** Replica acknowledgement and failover quarantine, from the Redis topology; none by default. */
   guard?: WriteGuard;
+  /** The longest lease granted or renewed (a failover quarantine waits this long); default: no cap here. */
+  maxTtlMs?: number;
 }
 
 type Reply = (string | number | Reply)[];
@@ -47,6 +49,7 @@ export class LockEngine {
   private readonly room: WaitRoom;
   private readonly watchdog: Watchdog;
   private readonly guard?: WriteGuard;
+  private readonly maxTtlMs: number;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -57,6 +60,7 @@ export class LockEngine {
     this.entryLeaseMs = options.entryLeaseMs ?? 3000;
     defineScripts(redis);
     this.guard = options.guard;
+    this.maxTtlMs = options.maxTtlMs ?? Infinity;
     if (this.guard?.connection) defineScripts(this.guard.connection);
     const onBackgroundError = options.onBackgroundError ?? (() => {});
     this.room = new WaitRoom(this, subscriber, { refreshMs: options.entryRefreshMs ?? 1000, onBackgroundError });
@@ -125,6 +129,7 @@ export class LockEngine {
    * time, or when `signal` aborted (a grant that raced the abort is released first).
    */
   async acquire(params: AcquireParams, signal?: AbortSignal): Promise<Grant | null> {
+    this.checkTtl(params.ttlMs);
     if (params.requestId) await this.tieRequestId(params);
     const deadline = performance.now() + params.waitMs;
     // Waiters wait out a quarantine here; a try-once caller is told UNAVAILABLE by attempt().
@@ -210,10 +215,18 @@ export class LockEngine {
 
   /** Renews a live grant to now + ttlMs (0: its own lease length). */
   async renew(name: string, token: string, ttlMs: number): Promise<{ ttlMs: number }> {
+    this.checkTtl(ttlMs);
     const { reply, confirmed } = await this.runConfirmed('renew', name, [token, ttlMs]);
     if (reply[0] === ScriptCode.NOT_FOUND) throw notHeld(name);
     if (!confirmed) throw new LockError('unavailable', `lock "${name}": the renewal was not confirmed by enough Redis replicas in time; count on the lease you had`);
     return { ttlMs: Number(reply[1]) };
+  }
+
+  /** A lease longer than the server's longest would outlast a failover quarantine. */
+  private checkTtl(ttlMs: number): void {
+    if (ttlMs > this.maxTtlMs) {
+      throw new LockError('invalid', `ttl_ms ${ttlMs} is longer than this server's longest lease (${this.maxTtlMs} ms)`);
+    }
   }
 
   /** Resolves false if the deadline passes (or `signal` aborts) before grants may be made again. */
@@ -236,7 +249,7 @@ export class LockEngine {
       mode: Number(h[4]) as Mode,
     }));
     holders.sort((a, b) => (BigInt(a.fencingToken) < BigInt(b.fencingToken) ? -1 : 1));
-    return { name, holders, waiters: Number(reply[2]), fencingToken: String(reply[0]), limit: Number(reply[1]) };
+    return { name, holders, waiters: Number(reply[2]), fencingToken: String(reply[0]), limit: Number(reply[1]), grantsResumeInMs: this.grantsResumeInMs() };
   }
 
   async checkFencingToken(name: string, fencingToken: string): Promise<FenceCheck> {

@@ -23,6 +23,11 @@ export function requestIdKey(prefix: string, requestId: string): string {
   return `${prefix}:rid:{${tagOf(requestId)}}`;
 }
 
+/** The failover epoch record: the master grants were last made under (see src/redis/failover-watch.ts). */
+export function epochKey(prefix: string): string {
+  return `${prefix}:epoch`;
+}
+
 /** The keys a script takes, in the order its header lists them. */
 export function scriptKeys(keys: LockKeys, count: number): string[] {
   return [keys.holders, keys.queue, keys.data, keys.channel].slice(0, count);

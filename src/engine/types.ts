@@ -64,6 +64,8 @@ export interface LockInfo {
   waiters: number;
   fencingToken: string;
   limit: number;
+  /** How long until this server makes new grants again (a quarantine after a Redis failover); 0: it grants now. */
+  grantsResumeInMs: number;
 }
 
 export interface FenceCheck {

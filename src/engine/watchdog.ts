@@ -241,6 +241,8 @@ export class Watchdog {
     // Ended while this renewal was on its way: the hold was given back after it (same connection).
     if (lease.ended) return;
     if (reply[0] === ScriptCode.NOT_FOUND) {
+      // Just reconnected: whether a failover took the grant is known in a moment; ask again then.
+      if (this.guard?.verifying && reply[1] !== NotRenewed.HOLD_RELEASED) return;
       if (reply[1] === NotRenewed.HOLD_RELEASED) this.end(lease, 'released', 'the hold was released with its token');
       else if ((this.guard?.lastFailoverAt ?? -Infinity) > lease.keptSince) {
         this.end(lease, 'failover', 'the grant was lost when Redis failed over to a replica that did not have it');

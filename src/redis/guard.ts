@@ -3,6 +3,7 @@
 // (WAIT on the same connection), and whether new grants may be made now (not while a newly
 // promoted master is quarantined).
 import type { ChainableCommander, Cluster, Redis } from 'ioredis';
+import { FailoverWatch } from './failover-watch';
 import { ReplicaAcks, type SyncReplicas } from './replica-acks';
 
 export interface WriteGuard {
@@ -24,6 +25,8 @@ export interface WriteGuard {
   grantsResumeInMs(): number;
   /** performance.now() of the latest master change this server saw (-Infinity: none). */
   readonly lastFailoverAt: number;
+  /** The server reconnected and does not know yet whether the master changed (lastFailoverAt may still move). */
+  readonly verifying: boolean;
   close(): void;
 }
 
@@ -32,23 +35,52 @@ export interface GuardOptions {
   syncReplicas?: SyncReplicas;
   /** How long WAIT waits for them (under the 1 s command timeout). */
   syncTimeoutMs?: number;
+  /** Quarantine a master this server has not seen grants made under; absent: no quarantine. */
+  quarantine?: {
+    /** The longest lease any server could have granted plus a margin. */
+    ms: number;
+    /** Where the epoch record lives. */
+    epochKey: string;
+    onQuarantine?: (why: string, ms: number) => void;
+    onError?: (err: unknown) => void;
+  };
+  /** Called when grantsBlocked() may have changed (for health). */
+  onChange?: () => void;
 }
 
 /** The guard for a topology, or undefined when nothing is asked beyond the master's word. */
 export function createWriteGuard(redis: Redis | Cluster, options: GuardOptions): WriteGuard | undefined {
   const acks = options.syncReplicas ? new ReplicaAcks(redis, options.syncReplicas, options.syncTimeoutMs ?? 500) : undefined;
-  if (!acks) return undefined;
-  const connection = redis.duplicate();
-  connection.on('error', () => {}); // failures surface through the calls made on it
+  if (!acks && !options.quarantine) return undefined;
+  const connection = acks ? redis.duplicate() : undefined;
+  connection?.on('error', () => {}); // failures surface through the calls made on it
+  const grantConnection = connection ?? redis;
+  const watch = options.quarantine
+    ? new FailoverWatch({
+        redis: grantConnection,
+        watched: connection ? [connection, redis] : [redis],
+        epochKey: options.quarantine.epochKey,
+        quarantineMs: options.quarantine.ms,
+        onChange: options.onChange,
+        onError: options.quarantine.onError,
+        onQuarantine: options.quarantine.onQuarantine,
+      })
+    : undefined;
   return {
     connection,
-    confirmAfter: (pipeline) => acks.confirmAfter(pipeline),
-    grantsBlocked: () => null,
-    grantsResumeInMs: () => 0,
-    lastFailoverAt: -Infinity,
+    confirmAfter: acks && ((pipeline) => acks.confirmAfter(pipeline)),
+    grantsBlocked: () => watch?.blocked() ?? null,
+    grantsResumeInMs: () => watch?.resumeInMs() ?? 0,
+    get lastFailoverAt() {
+      return watch?.lastFailoverAt ?? -Infinity;
+    },
+    get verifying() {
+      return watch ? !watch.isVerified : false;
+    },
     close: () => {
-      acks.close();
-      connection.disconnect();
+      acks?.close();
+      watch?.close();
+      connection?.disconnect();
     },
   };
 }

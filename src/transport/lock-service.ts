@@ -66,6 +66,7 @@ export function lockService(engine: LockEngine, options: ServiceOptions): LockSe
         waiters: info.waiters,
         fencingToken: info.fencingToken,
         limit: info.limit,
+        grantsResumeInMs: String(info.grantsResumeInMs),
       };
     }),
 

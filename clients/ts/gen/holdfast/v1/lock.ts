@@ -320,6 +320,11 @@ export interface InspectResponse {
   fencingToken: string;
   /** The semaphore size fixed by the current holders and waiters; 1 for a plain or read-write lock, 0 when idle. */
   limit: number;
+  /**
+   * How long until this server makes new grants again, in milliseconds: a quarantine after a Redis
+   * failover (see the README's "Failover and guarantees"); 0 while it grants.
+   */
+  grantsResumeInMs: string;
 }
 
 /** Holder describes one live grant. */
@@ -1776,7 +1781,7 @@ export const InspectRequest: MessageFns<InspectRequest> = {
 };
 
 function createBaseInspectResponse(): InspectResponse {
-  return { name: "", holders: [], waiters: 0, fencingToken: "0", limit: 0 };
+  return { name: "", holders: [], waiters: 0, fencingToken: "0", limit: 0, grantsResumeInMs: "0" };
 }
 
 export const InspectResponse: MessageFns<InspectResponse> = {
@@ -1795,6 +1800,9 @@ export const InspectResponse: MessageFns<InspectResponse> = {
     }
     if (message.limit !== 0) {
       writer.uint32(40).uint32(message.limit);
+    }
+    if (message.grantsResumeInMs !== "0") {
+      writer.uint32(48).uint64(message.grantsResumeInMs);
     }
     return writer;
   },
@@ -1852,6 +1860,14 @@ export const InspectResponse: MessageFns<InspectResponse> = {
             message.limit = reader.uint32();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.grantsResumeInMs = reader.uint64().toString();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1875,6 +1891,11 @@ export const InspectResponse: MessageFns<InspectResponse> = {
         ? globalThis.String(object.fencing_token)
         : "0",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      grantsResumeInMs: isSet(object.grantsResumeInMs)
+        ? globalThis.String(object.grantsResumeInMs)
+        : isSet(object.grants_resume_in_ms)
+        ? globalThis.String(object.grants_resume_in_ms)
+        : "0",
     };
   },
 
@@ -1895,6 +1916,9 @@ export const InspectResponse: MessageFns<InspectResponse> = {
     if (message.limit !== 0) {
       obj.limit = Math.round(message.limit);
     }
+    if (message.grantsResumeInMs !== "0") {
+      obj.grantsResumeInMs = message.grantsResumeInMs;
+    }
     return obj;
   },
 
@@ -1908,6 +1932,7 @@ export const InspectResponse: MessageFns<InspectResponse> = {
     message.waiters = object.waiters ?? 0;
     message.fencingToken = object.fencingToken ?? "0";
     message.limit = object.limit ?? 0;
+    message.grantsResumeInMs = object.grantsResumeInMs ?? "0";
     return message;
   },
 };

@@ -1,0 +1,108 @@
+// The failover quarantine on real processes (a master, two replicas, three Sentinels), with
+// --failover-quarantine and --max-ttl-ms 4000, and no replica acknowledgement: the quarantine
+// alone must keep the lost grant of a failover from being granted again while its client may
+// still hold it. Also: a server that starts against a master it cannot vouch for quarantines,
+// one that starts after the quarantine is over does not, and health, Inspect and Hold say so.
+import { status } from '@grpc/grpc-js';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
+import { connect, type TestClient } from '../support/client';
+import { healthStatus } from '../support/health';
+import { uniqueName } from '../support/redis';
+import { MASTER_NAME, startTestSentinels, type TestSentinels } from '../support/sentinel';
+import { startServerProcess, type ServerProcess } from '../support/server';
+import { waitFor } from '../support/wait';
+
+const MAX_TTL_MS = 4000;
+const QUARANTINE_MS = MAX_TTL_MS + 500;
+
+let group: TestSentinels;
+let args: string[];
+const servers: ServerProcess[] = [];
+const clients: TestClient[] = [];
+
+async function startServer(): Promise<{ server: ServerProcess; client: TestClient }> {
+  const server = await startServerProcess(undefined, args);
+  const client = connect(server.addr);
+  servers.push(server);
+  clients.push(client);
+  return { server, client };
+}
+
+beforeAll(async () => {
+  group = await startTestSentinels();
+  args = ['--redis-sentinels', group.sentinelAddrs.join(','), '--redis-master', MASTER_NAME, '--failover-quarantine', '--max-ttl-ms', String(MAX_TTL_MS), '--quarantine-margin-ms', '500', '--default-ttl-ms', '2000'];
+}, 60_000);
+afterAll(async () => {
+  clients.forEach((c) => c.close());
+  await Promise.all(servers.map((s) => s.stop()));
+  await group?.cleanup();
+});
+
+const code = (p: Promise<unknown>) => p.then(() => status.OK, (err: { code: number }) => err.code);
+
+it('quarantines a master it has no epoch record for at start-up; a server started after the quarantine grants at once', async () => {
+  const startedAt = Date.now();
+  const { server, client } = await startServer();
+  const name = uniqueName('q');
+  expect(await healthStatus(server.addr)).toBe('NOT_SERVING');
+  expect(await code(client.acquire({ name }))).toBe(status.UNAVAILABLE);
+  expect(Number((await client.inspect({ name })).grantsResumeInMs)).toBeGreaterThan(0);
+  const waited = await client.acquire({ name, ttlMs: '1000', waitTimeoutMs: '15000' }); // waiters wait it out
+  expect(waited.acquired).toBe(true);
+  expect(Date.now() - startedAt).toBeGreaterThanOrEqual(QUARANTINE_MS - 200);
+  await waitFor('health SERVING', async () => (await healthStatus(server.addr)) === 'SERVING');
+  expect((await client.inspect({ name })).grantsResumeInMs).toBe('0');
+  expect(await code(client.acquire({ name: uniqueName('q'), ttlMs: String(MAX_TTL_MS + 1) }))).toBe(status.INVALID_ARGUMENT);
+
+  const late = await startServer(); // the epoch record names this master and its quarantine is over
+  expect((await late.client.acquire({ name: uniqueName('q') })).acquired).toBe(true);
+  expect(await healthStatus(late.server.addr)).toBe('SERVING');
+}, 60_000);
+
+it('after a failover, grants nothing until every lease of the old master has run out; a lost Hold ends with LOST_REASON_FAILOVER', async () => {
+  const [a, b] = clients;
+  const kept = a.hold({ name: uniqueName('kept'), ttlMs: String(MAX_TTL_MS) });
+  await kept.next((e) => !!e.acquired);
+
+  const master = await group.master();
+  const replicas = await group.cutReplicas(master);
+  const name = uniqueName('lost');
+  const sentAt = Date.now();
+  const lost = await a.acquire({ name, ttlMs: String(MAX_TTL_MS) }); // the master acknowledges; no replica has it
+  expect(lost.acquired).toBe(true);
+  const lostHold = a.hold({ name: uniqueName('lost-hold'), ttlMs: String(MAX_TTL_MS) });
+  await lostHold.next((e) => !!e.acquired);
+  process.kill(master.pid, 'SIGKILL');
+  replicas.forEach((r) => process.kill(r.pid, 'SIGCONT'));
+  const killedAt = Date.now();
+  await group.failedOverFrom(master);
+
+  // Quarantined: try-once callers get UNAVAILABLE, Inspect says until when, health is NOT_SERVING.
+  await waitFor('the quarantine', async () => Number((await b.inspect({ name }).catch(() => ({ grantsResumeInMs: '0' }))).grantsResumeInMs) > 0, 10_000, 50);
+  expect(await code(b.acquire({ name }))).toBe(status.UNAVAILABLE);
+  expect(await healthStatus(servers[1].addr)).toBe('NOT_SERVING');
+
+  // A waiter is granted only once the lost grant's lease (counted from its send time) is over.
+  const next = await b.acquire({ name, ttlMs: '1000', waitTimeoutMs: '20000' });
+  const grantedAt = Date.now();
+  expect(next.acquired).toBe(true);
+  expect(grantedAt).toBeGreaterThanOrEqual(sentAt + MAX_TTL_MS);
+  // Tokens are Redis TIME in µs at least: the first one after the quarantine leads the lost one by
+  // the quarantine at least, so a new master whose clock is behind by less still hands out more.
+  expect(BigInt(next.fencingToken) - BigInt(lost.fencingToken)).toBeGreaterThanOrEqual(BigInt(QUARANTINE_MS * 1000));
+  console.log(`quarantine: first grant ${grantedAt - killedAt} ms after the master was killed (lease ${MAX_TTL_MS} ms, quarantine ${QUARANTINE_MS} ms)`);
+  await waitFor('health SERVING', async () => (await healthStatus(servers[1].addr)) === 'SERVING');
+
+  // The Hold whose grant the new master never had is told so; the surviving one is renewed, or
+  // (if the failover outlasted its lease) reported lost: never silently either way.
+  const lostEvent = await lostHold.next((e) => !!e.lost);
+  expect(lostEvent.lost!.code).toBe(LostReason.LOST_REASON_FAILOVER);
+  const keptLost = kept.events.find((e) => e.lost);
+  if (keptLost) expect([LostReason.LOST_REASON_BACKEND_UNAVAILABLE, LostReason.LOST_REASON_FAILOVER]).toContain(keptLost.lost!.code);
+  else {
+    const renewed = kept.events.filter((e) => e.renewed).length;
+    await kept.next(() => kept.events.filter((e) => e.renewed).length > renewed);
+  }
+  kept.call.cancel();
+}, 90_000);
