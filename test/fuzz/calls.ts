@@ -36,6 +36,7 @@ export class ResetBudget {
 }
 
 export interface Connection {
+  label: string;
   client: Client;
   budget: ResetBudget;
 }
@@ -43,7 +44,7 @@ export interface Connection {
 /** A client on a connection of its own: grpc-js otherwise shares one connection per address. */
 export function openConnection(addr: string, label: string): Connection {
   const client = new Client(addr, credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1, 'grpc.primary_user_agent': label });
-  return { client, budget: new ResetBudget() };
+  return { label, client, budget: new ResetBudget() };
 }
 
 export interface Outcome {

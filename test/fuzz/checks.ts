@@ -3,6 +3,7 @@ import { status } from '@grpc/grpc-js';
 import type { GetServerStatsResponse } from '../../clients/ts/gen/holdfast/v1/admin';
 import type { TestClient } from '../support/client';
 import type { Outcome } from './calls';
+import type { Failure } from './run';
 import type { Method } from './plans';
 
 const { OK, INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION, DEADLINE_EXCEEDED, ABORTED, CANCELLED, RESOURCE_EXHAUSTED, UNAVAILABLE } = status;
@@ -72,4 +73,19 @@ export async function leftoverLocks(client: TestClient, names: string[], concurr
     }
   }
   return left;
+}
+
+/** Failures grouped by what went wrong (numbers left out), with how many, body sizes, times and connections. */
+export function summarize(failures: Failure[]): Record<string, { count: number; bytes: string; at: string; conns: string[] }> {
+  const groups: Record<string, { count: number; bytes: number[]; at: number[]; conns: Set<string> }> = {};
+  for (const f of failures) {
+    const key = `${f.method}/${f.family}: ${f.what.replace(/\d+(\.\d+)?/g, 'N')}`;
+    const group = (groups[key] ??= { count: 0, bytes: [], at: [], conns: new Set() });
+    group.count++;
+    group.bytes.push(Number(f.body.split(' ')[0]));
+    group.at.push(f.at);
+    group.conns.add(f.conn);
+  }
+  const range = (xs: number[]) => `${Math.min(...xs)} .. ${Math.max(...xs)}`;
+  return Object.fromEntries(Object.entries(groups).map(([k, g]) => [k, { count: g.count, bytes: range(g.bytes), at: `${range(g.at)} s`, conns: [...g.conns] }]));
 }

@@ -14,7 +14,7 @@ import { connect, type TestClient } from '../support/client';
 import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
 import { startServerProcess, type ServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
-import { leftoverLocks, statsDiff } from './checks';
+import { leftoverLocks, statsDiff, summarize } from './checks';
 import { runFuzz, type FuzzReport } from './run';
 
 const SECONDS = Number(process.env.HOLDFAST_FUZZ_SECONDS ?? 25);
@@ -98,6 +98,7 @@ describe(`fuzzing every method for ${SECONDS} s (seed ${SEED})`, () => {
         `codes: ${JSON.stringify(report.codes)}\nlost reasons: ${JSON.stringify(report.lostReasons)}`,
     );
     for (const failure of [...report.failures, ...report.hung].slice(0, 10)) console.log('grpc-fuzz failure:', failure);
+    if (report.failures.length > 0) console.log('grpc-fuzz failures by kind:', summarize(report.failures));
     const codes = Object.values(report.codes).flatMap((byCode) => Object.keys(byCode));
     expect(codes).not.toContain('INTERNAL');
     expect(codes).not.toContain('UNKNOWN');

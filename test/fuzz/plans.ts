@@ -183,12 +183,15 @@ function protocolPlan(method: Method): fc.Arbitrary<Omit<Plan, 'conn' | 'live'>>
   const hold = { name: lockName, owner, wait_timeout_ms: wait, mode, limit, ttl_ms: shortTtl };
   switch (method) {
     case 'acquire':
-      // A long lease only where the answer surely arrives (no cancel, no deadline), and given back by the plan.
+      // A long lease only where the answer surely arrives (no cancel, no deadline), given back by the plan,
+      // and with no owner: a reentrant Acquire's long lease would keep a vanished Hold's lock closed that
+      // long (known-issues.test.ts), far past the lease that Hold's client counts on.
       return protocolEnd.chain((end) => {
-        const longOk = end.t === 'none';
-        const ttl = longOk ? fc.oneof({ weight: 9, arbitrary: shortTtl }, { weight: 1, arbitrary: varintOf(fc.constantFrom(60_000n, LONG_TTL)) }) : shortTtl;
+        const acquire = { ...hold, request_id: requestId };
         const after = fc.option(fc.integer({ min: 0, max: 2000 }), { freq: 4 });
-        return plan({ ...hold, ttl_ms: ttl, request_id: requestId }, fc.constant(end), longOk ? fc.integer({ min: 0, max: 2000 }) : after);
+        if (end.t !== 'none') return plan(acquire, fc.constant(end), after);
+        const long = plan({ ...acquire, owner: text(''), ttl_ms: varintOf(fc.constantFrom(60_000n, LONG_TTL)) }, fc.constant(end), fc.integer({ min: 0, max: 2000 }));
+        return fc.oneof({ weight: 9, arbitrary: plan(acquire, fc.constant(end), after) }, { weight: 1, arbitrary: long });
       });
     case 'hold':
       return plan(

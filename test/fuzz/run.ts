@@ -30,6 +30,10 @@ export interface Failure {
   what: string;
   method: Method;
   family: string;
+  /** Seconds into the run when the call was sent, its connection, how long it took. */
+  at: number;
+  conn: string;
+  ms?: number;
   end: string;
   body: string;
   /** The whole body in hex when it is short enough to paste into a reproduction. */
@@ -53,6 +57,14 @@ export interface FuzzReport {
 }
 
 const DRAIN_MS = 40_000;
+/**
+ * Requests this large go out on a connection of their own, a few at a time. The server's HTTP/2
+ * receive window is 64 KiB per connection (grpc-js sets no other), so a connection carrying
+ * dozens of 1 MiB requests at once takes 10-25 s to deliver each of them: slow, not stuck, and it
+ * would hold up every large request sent after them. Seen with HOLDFAST_FUZZ_SEED=1.
+ */
+const LARGE_BYTES = 256 * 1024;
+const LARGE_IN_FLIGHT = 3;
 
 /** Recent grants: what `live` values in plans refer to. */
 class LiveGrants {
@@ -74,6 +86,7 @@ const hasName = (code: number) => code !== status.INVALID_ARGUMENT && code !== s
 export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const { shapes, numbers } = readShapes();
   const prefix = `fz${options.seed}`;
+  const started = Date.now();
   let freshCount = 0;
   const report: FuzzReport = { calls: 0, codes: {}, failures: [], hung: [], names: new Set(), lostReasons: {}, budgetSkips: 0, waves: 0, waveCalls: 0 };
   const live = new LiveGrants();
@@ -90,6 +103,18 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     tasks.add(task);
   };
   const steady = Array.from({ length: options.steadyConnections }, (_, i) => openConnection(options.addr, `fuzz-steady-${i}`));
+  const large = openConnection(options.addr, 'fuzz-large');
+  const largeSlots: (() => void)[] = [];
+  let largeInFlight = 0;
+  /** Waits for one of the large connection's slots; resolves with the function that frees it. */
+  const largeSlot = async (): Promise<() => void> => {
+    if (largeInFlight >= LARGE_IN_FLIGHT) await new Promise<void>((resolve) => largeSlots.push(resolve));
+    largeInFlight++;
+    return () => {
+      largeInFlight--;
+      largeSlots.shift()?.();
+    };
+  };
   const context = (grant?: LiveGrant): BodyContext => ({
     numbers,
     poolName: (i) => `${prefix}-pool-${i}`,
@@ -97,10 +122,12 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     live: grant,
   });
 
-  const describe = (method: Method, family: string, end: End, body: Buffer): Failure => ({
+  const describe = (method: Method, family: string, end: End, body: Buffer, conn = ''): Failure => ({
     what: '',
     method,
     family,
+    at: Math.round((Date.now() - started) / 100) / 10,
+    conn,
     end: JSON.stringify(end),
     body: describeBytes(body),
     hex: body.length <= 256 ? body.toString('hex') : undefined,
@@ -120,14 +147,14 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       report.budgetSkips++;
       end = { t: 'none' };
     }
-    const info = describe(method, family, end, body);
+    const info = describe(method, family, end, body, conn.label);
     const done = call(conn, method, body, end, { onAcquired }).then((outcome) => {
       report.calls++;
       const codes = (report.codes[method] ??= {});
       const name = status[outcome.code] ?? String(outcome.code);
       codes[name] = (codes[name] ?? 0) + 1;
       const problem = checkOutcome(method, outcome, body.length, connectionCut);
-      if (problem) report.failures.push({ ...info, what: problem });
+      if (problem) report.failures.push({ ...info, what: problem, ms: outcome.ms });
       const lost = outcome.events.find((e) => e.lost)?.lost;
       if (lost) report.lostReasons[lost.code] = (report.lostReasons[lost.code] ?? 0) + 1;
       if ((method === 'acquire' || method === 'hold') && hasName(outcome.code)) rememberName(method, body);
@@ -157,8 +184,17 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   };
 
   const runPlan = async (plan: Plan) => {
-    const conn = steady[plan.conn % steady.length];
     const body = encodeBody(plan, context(live.pick(plan.live)));
+    const isLarge = body.length > LARGE_BYTES;
+    const freeSlot = isLarge ? await largeSlot() : undefined;
+    try {
+      await runBody(plan, body, isLarge ? large : steady[plan.conn % steady.length]);
+    } finally {
+      freeSlot?.();
+    }
+  };
+
+  const runBody = async (plan: Plan, body: Buffer, conn: Connection) => {
     const end = plan.end;
     const onAcquired = (event: HoldResponse) => {
       const a = event.acquired!;
@@ -231,7 +267,6 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     await proxy.close();
   };
 
-  const started = Date.now();
   const until = started + options.seconds * 1000;
   const waveTimer = setInterval(() => track(() => wave(report.waves)), Math.min(30_000, options.seconds * 400));
   const inflight = new Set<Promise<void>>();
@@ -266,6 +301,6 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     await Promise.race([Promise.all([...inflight, ...tasks]), new Promise((r) => setTimeout(r, 250))]);
   }
   report.hung = [...pending.values()].map((info) => ({ ...info, what: 'still open after the drain' }));
-  for (const conn of steady) conn.client.close();
+  for (const conn of [...steady, large]) conn.client.close();
   return report;
 }
