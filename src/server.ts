@@ -11,6 +11,7 @@ import { LockServiceService } from '../clients/ts/gen/holdfast/v1/lock';
 import { LockEngine } from './engine/engine';
 import { connectRedis, type RedisTarget } from './redis/connect';
 import { createWriteGuard } from './redis/guard';
+import { minReplicasToWrite } from './redis/min-replicas';
 import { epochKey } from './engine/keys';
 import { MAX_TTL_MS } from './transport/requests';
 import type { SyncReplicas } from './redis/replica-acks';
@@ -33,6 +34,8 @@ export interface ServerConfig {
   /** Replicas that must acknowledge every grant and renewal (WAIT); 0 or absent: none. */
   syncReplicas?: SyncReplicas;
   syncTimeoutMs?: number;
+  /** Start with --sync-replicas even when the master's min-replicas-to-write is 0 (otherwise refused). */
+  allowMinReplicasZero?: boolean;
   /** Quarantine a master this server has not seen grants made under (after a failover) for maxTtlMs + quarantineMarginMs. */
   failoverQuarantine?: boolean;
   /** The longest lease this server grants or renews; default: the protocol's longest. */
@@ -142,6 +145,23 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   if (redisReady) refreshHealth();
   else if (!(await readyWithin(redis.commands, REDIS_STARTUP_WAIT_MS))) {
     log.warn({ redis: redisUrl }, 'Redis is not reachable yet; listening anyway and answering UNAVAILABLE until it is');
+  }
+
+  if (config.syncReplicas) {
+    const minReplicas = await minReplicasToWrite(redis.commands);
+    if (minReplicas === undefined) {
+      log.warn('--sync-replicas: could not read the master\'s min-replicas-to-write; make sure it is at least 1');
+    } else if (minReplicas === 0) {
+      const problem =
+        "--sync-replicas: the master's min-replicas-to-write is 0, so a master cut off from its replicas goes on accepting writes that are thrown away when a replica is promoted; set it to at least 1 on every node";
+      if (!config.allowMinReplicasZero) {
+        guard?.close();
+        await redis.close();
+        await embedded?.stop();
+        throw new Error(`${problem}, or pass --allow-min-replicas-zero`);
+      }
+      log.warn(problem);
+    }
   }
 
   const calls = new CallCounter();

@@ -41,6 +41,7 @@ export function serveCommand(): Command {
         .default(0),
     )
     .addOption(new Option('--sync-timeout-ms <ms>', 'how long a grant or renewal waits for those acknowledgements (at most 900)').argParser(millis).default(500))
+    .addOption(new Option('--allow-min-replicas-zero', "start with --sync-replicas even when the master's min-replicas-to-write is 0 (warns)").default(false))
     .addOption(
       new Option('--failover-quarantine', 'after Redis fails over (or restarts), make no new grant until every lease the old master may have granted has run out (--max-ttl-ms + --quarantine-margin-ms)')
         .env('HOLDFAST_FAILOVER_QUARANTINE')
@@ -84,6 +85,7 @@ export function serveCommand(): Command {
           redisMaster: opts.redisMaster,
           syncReplicas: opts.syncReplicas,
           syncTimeoutMs: opts.syncTimeoutMs,
+          allowMinReplicasZero: opts.allowMinReplicasZero,
           failoverQuarantine: opts.failoverQuarantine,
           maxTtlMs: opts.maxTtlMs,
           quarantineMarginMs: opts.quarantineMarginMs,

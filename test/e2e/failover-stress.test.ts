@@ -16,7 +16,7 @@ let servers: ServerProcess[];
 let clients: TestClient[];
 
 beforeAll(async () => {
-  group = await startTestSentinels();
+  group = await startTestSentinels({ nodeArgs: ['--min-replicas-to-write', '1'] });
   const args = ['--redis-sentinels', group.sentinelAddrs.join(','), '--redis-master', MASTER_NAME, '--sync-replicas', 'auto'];
   // A third server without --sync-replicas, to measure what WAIT adds to a grant.
   servers = await Promise.all([startServerProcess(undefined, args), startServerProcess(undefined, args), startServerProcess(undefined, args.slice(0, -2))]);

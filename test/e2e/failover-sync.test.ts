@@ -8,7 +8,7 @@ import { status } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import type { AcquireResponse } from '../../clients/ts/gen/holdfast/v1/lock';
 import { connect, type TestClient } from '../support/client';
-import { uniqueName } from '../support/redis';
+import { startTestRedis, uniqueName } from '../support/redis';
 import { MASTER_NAME, startTestSentinels } from '../support/sentinel';
 import { startServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
@@ -94,7 +94,8 @@ function overlap(x: Window | undefined, y: Window): boolean {
 
 describe('a grant the master acknowledged and no replica has, then a failover', () => {
   it('with --sync-replicas 1: is never reported, so no two clients hold the lock, and fencing tokens keep rising', async () => {
-    const r = await lostWriteScenario(['--sync-replicas', '1', '--sync-timeout-ms', '300']);
+    // min-replicas-to-write stays 0 (allowed explicitly): WAIT alone must prevent the double grant.
+    const r = await lostWriteScenario(['--sync-replicas', '1', '--sync-timeout-ms', '300', '--allow-min-replicas-zero']);
     expect(r.first.code).toBe(status.UNAVAILABLE);
     expect(r.firstWindow).toBeUndefined();
     expect(r.second.reply.acquired).toBe(true);
@@ -114,4 +115,21 @@ describe('a grant the master acknowledged and no replica has, then a failover', 
       `negative control: a second client was granted the lock ${r.second.window.from - r.firstWindow!.from} ms after the first, whose lease runs ${TTL_MS} ms`,
     );
   }, 90_000);
+});
+
+describe('the start-up check of --sync-replicas', () => {
+  it("refuses to start while the master's min-replicas-to-write is 0, unless told to allow it", async () => {
+    const redis = await startTestRedis();
+    try {
+      await expect(startServerProcess(redis.url, ['--sync-replicas', '1'])).rejects.toThrow(/min-replicas-to-write is 0.*--allow-min-replicas-zero/);
+      const allowed = await startServerProcess(redis.url, ['--sync-replicas', '1', '--allow-min-replicas-zero']);
+      expect(allowed.logs.some((line) => line.includes('min-replicas-to-write is 0'))).toBe(true);
+      await allowed.stop();
+      await redis.client.config('SET', 'min-replicas-to-write', '1');
+      const checked = await startServerProcess(redis.url, ['--sync-replicas', '1']);
+      await checked.stop();
+    } finally {
+      await redis.cleanup();
+    }
+  });
 });
