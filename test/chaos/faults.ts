@@ -45,7 +45,7 @@ export const FAULT_CLASSES: Record<FaultClass, FaultInfo> = {
   'redis-failover': {
     claimedSafe: false,
     what: 'Sentinel promotes a replica that missed the latest writes (issue 9)',
-    notRun: 'needs Redis Sentinel, which holdfast does not follow yet (issue 9): strikeFailover is the hook',
+    notRun: 'needs a Sentinel deployment (master, replicas, Sentinels; the servers on --redis-sentinels) instead of the one redis-server this run starts: strikeFailover is the hook',
   },
 };
 
@@ -159,8 +159,10 @@ async function apply(cls: FaultClass, env: FaultTargets, random: Random, pastLea
 }
 
 /**
- * The hook for issue 9: with Sentinel, stop the master (or cut it off), let Sentinel promote a
- * replica that may not have the latest grants, and point the replicas' --redis at Sentinel.
+ * The hook for issue 9. The run would start test/support/sentinel.ts's deployment instead of one
+ * redis-server and the replicas with --redis-sentinels; this fault would cut the master off from
+ * its replicas (cutReplicas), SIGKILL it so that Sentinel promotes a replica without the latest
+ * grants (failedOverFrom), and bring the old master back as a replica for the next one.
  */
 function strikeFailover(): never {
   throw new Error(`redis-failover: ${FAULT_CLASSES['redis-failover'].notRun}`);

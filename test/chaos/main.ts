@@ -3,13 +3,14 @@
 //   --duration <s>   workload time of the main run (default 300)
 //   --seed <n>       fault schedule and workload choices (default 1)
 //   --negative <s>   workload time of the negative control (default 30; 0 skips it)
-//   --keep-logs      keep the worker logs (their directory is printed)
+//   --faults <a,b>   only these fault classes (default: all; see faults.ts)
+//   --keep-logs      keep the worker logs and run.json (their directory is printed)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FAULT_CLASSES } from './faults';
+import { FAULT_CLASSES, type FaultClass } from './faults';
 import { RESULTS } from './paths';
 import { defaultRun, negativeControl } from './profiles';
-import { machineNote, section } from './report';
+import { machineNote, section, sourceNote } from './report';
 import { runChaos } from './run';
 import { grantsSvg } from './svg';
 import { claimedSafe, violations } from './tally';
@@ -28,9 +29,12 @@ async function main(): Promise<void> {
   const seed = option('seed', 1);
   const negativeS = option('negative', 30);
   const keepLogs = process.argv.includes('--keep-logs');
+  const only = process.argv.includes('--faults') ? process.argv[process.argv.indexOf('--faults') + 1].split(',') : undefined;
+  const unknown = only?.filter((c) => !(c in FAULT_CLASSES));
+  if (unknown?.length) throw new Error(`--faults: unknown fault classes ${unknown.join(', ')}; known: ${Object.keys(FAULT_CLASSES).join(', ')}`);
   const log = (line: string) => process.stderr.write(`${line}\n`);
-  const machine = machineNote();
-  const main = await runChaos({ ...defaultRun(durationS, seed), keepLogs, log });
+  const machine = `${machineNote()}; ${sourceNote()}`;
+  const main = await runChaos({ ...defaultRun(durationS, seed, only ? { faults: only as FaultClass[] } : {}), keepLogs, log });
   const negative = negativeS > 0 ? await runChaos({ ...negativeControl(negativeS, seed), keepLogs, log }) : undefined;
   const safe = violations(claimedSafe(main));
   const notRun = Object.entries(FAULT_CLASSES).filter(([, info]) => info.notRun).map(([cls, info]) => `- ${cls}: ${info.notRun}`);

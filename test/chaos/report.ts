@@ -1,9 +1,11 @@
 // The chaos report: markdown tables by fault class and by lock kind, history excerpts of the first
 // anomalies, and an SVG of grants per second with the faults shaded.
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Anomaly } from './anomaly';
 import { consistent } from './clock';
 import { FAULT_CLASSES, type FaultClass } from './faults';
+import { ROOT } from './paths';
 import type { ChaosResult } from './run';
 import { byFault, byKind, type Tally } from './tally';
 
@@ -49,8 +51,10 @@ export function excerpt(result: ChaosResult, anomaly: Anomaly, maxLines = 24): s
   for (const r of result.storage.records) {
     if (involved.has(r.client)) lines.push([r.t, `${rel(result, r.t)} s  storage ${r.ok ? 'accepted' : 'REFUSED'} ${r.op} from ${r.client} token ${r.token}${r.dropped ? ` dropping ${r.dropped}` : ''}`]);
   }
+  const from = Math.min(...lines.map((l) => l[0]));
+  const to = Math.max(...lines.map((l) => l[0]));
   for (const f of result.faults) {
-    if (f.start <= anomaly.t + 10_000 && f.until >= anomaly.t - 10_000) lines.push([f.start, `${rel(result, f.start)} s  FAULT ${f.cls} on ${f.targets.join(', ')}, healed at ${rel(result, f.healed)} s`]);
+    if (f.start <= to && f.until >= from) lines.push([f.start, `${rel(result, f.start)} s  FAULT ${f.cls} on ${f.targets.join(', ')}, healed at ${rel(result, f.healed)} s`]);
   }
   lines.sort((a, b) => a[0] - b[0]);
   const shown = lines.length > maxLines ? [...lines.slice(0, maxLines - 1).map((l) => l[1]), `… ${lines.length - maxLines + 1} more lines`] : lines.map((l) => l[1]);
@@ -60,6 +64,17 @@ export function excerpt(result: ChaosResult, anomaly: Anomaly, maxLines = 24): s
 export function clockNote(result: ChaosResult): string {
   const ok = result.clock.filter(consistent).length;
   return `${ok} of ${result.clock.length} cross-process clock readings fell between the orchestrator's readings before and after (CLOCK_MONOTONIC is one clock for every process)`;
+}
+
+/** The commit the run was built from, and whether the built sources had changes on top of it. */
+export function sourceNote(): string {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
+  try {
+    const changed = git('status', '--porcelain', '--', 'src', 'lua', 'clients/ts').split('\n').filter(Boolean).length;
+    return `built from ${git('rev-parse', '--short', 'HEAD')}${changed ? ` with ${changed} uncommitted changes in src/, lua/ or clients/ts/` : ''}`;
+  } catch {
+    return 'built outside a git checkout';
+  }
 }
 
 export function machineNote(): string {

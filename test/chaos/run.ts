@@ -1,7 +1,7 @@
 // One chaos run: start Redis, the replicas, the storage service and the workers; inject faults on
 // a seeded schedule, one at a time; stop the workers; let every lease run out; ask Inspect what is
 // left; check the history.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -149,6 +149,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const killed = new Set(slots.flatMap((s) => s.killed));
     const anomalies = check({ ops, locks, storage: storageDump, faults, killed, stuck, leftovers, endAt });
     log(`${options.label}: ${ops.length} operations, ${faults.length} faults, ${anomalies.length} anomalies`);
+    if (options.keepLogs) writeFileSync(join(runDir, 'run.json'), JSON.stringify({ options: { ...options, log: undefined }, t0, stoppedAt, endAt, faults, anomalies }, null, 1));
     return {
       options, locks, ops, anomalies, faults, storage: storageDump, t0, stoppedAt, endAt, clock,
       serverErrors: replicas.flatMap((r) => r.errors),

@@ -59,8 +59,10 @@ function plan(): Plan {
   const kind: Kind = lock.type === 'exclusive' ? 'exclusive' : lock.type === 'semaphore' ? 'semaphore' : random.chance(0.35) ? 'writer' : 'reader';
   const api = random.chance(0.7) ? 'hold' : 'acquire';
   const ttl = config.ttlMs;
-  // A Hold's critical section may outlast a few renewals; an Acquire's is short, nothing renews it.
-  const thinks = api === 'hold' ? Array.from({ length: random.int(1, 3) }, () => random.int(10, ttl / 4)) : [random.int(10, ttl / 5)];
+  // A Hold's critical section may outlast a few renewals, and one in ten runs for a few leases
+  // (a leader, a long job); an Acquire's is short, nothing renews it.
+  const long = api === 'hold' && random.chance(0.1);
+  const thinks = api === 'hold' ? Array.from({ length: random.int(1, 3) }, () => (long ? random.int(ttl / 2, ttl) : random.int(10, ttl / 4))) : [random.int(10, ttl / 5)];
   return { lock, kind, api, waitMs: random.int(ttl, 3 * ttl), server: random.int(0, clients.length - 1), thinks };
 }
 
@@ -127,8 +129,19 @@ async function acquireLock(op: string, p: Plan): Promise<Held | undefined> {
     record(refusal(op, err, false));
     return undefined;
   }
-  const deadline = sdkDeadline(lock);
+  let deadline = sdkDeadline(lock);
   record({ e: 'grant', op, token: lock.fencingToken.toString(), t: monoNow(), deadline });
+  // The lease is counted from when the Acquire was sent, so a long wait can leave little of it (or
+  // none): renew first, as a careful client does. Renew fails if the grant is gone.
+  if (deadline - monoNow() < config.ttlMs / 2) {
+    try {
+      await lock.renew();
+      deadline = Math.max(deadline, sdkDeadline(lock));
+      record({ e: 'deadline', op, t: monoNow(), deadline });
+    } catch (err) {
+      record({ e: 'lost', op, t: monoNow(), source: `renew: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200) });
+    }
+  }
   return {
     token: lock.fencingToken.toString(),
     valid: () => monoNow() < deadline,
