@@ -23,10 +23,16 @@ export interface LuaGaps {
    * a token that holds nothing) skip keepKeys: a holders key they re-created has no TTL.
    */
   keysLeftWithoutTtl: boolean;
+  /**
+   * dequeue-4 gives back a served waiter's unnamed hold without checking it is still there: after a
+   * Release without hold id took that hold, it takes another (a count goes below zero), and can
+   * free a grant that a Hold stream still holds.
+   */
+  holdCountBelowZero: boolean;
 }
 
-export const LUA_TODAY: LuaGaps = { requestIdForgottenByOldGrant: true, keysLeftWithoutTtl: true };
-export const README_RULES: LuaGaps = { requestIdForgottenByOldGrant: false, keysLeftWithoutTtl: false };
+export const LUA_TODAY: LuaGaps = { requestIdForgottenByOldGrant: true, keysLeftWithoutTtl: true, holdCountBelowZero: true };
+export const README_RULES: LuaGaps = { requestIdForgottenByOldGrant: false, keysLeftWithoutTtl: false, holdCountBelowZero: false };
 
 /** Deliberately wrong variants, for the negative control: the comparison must catch them. */
 export type Mutant = 'none' | 'releaseIgnoresHoldCount' | 'queueServesNewestFirst';
@@ -535,13 +541,25 @@ function modeOf(grant: Grant, now: number): Mode {
 /**
  * Safety on a state at time `now`: mutual exclusion over every hold a client may still believe
  * in, live grants and Hold streams that vanished holding exclusively (until their lease plus lock
- * delay), as the README's Hold guarantee promises; a semaphore's count.
+ * delay), as the README's Hold guarantee promises; a semaphore's count; hold counts that add up.
  */
-export function safetyViolations(state: LockState, now: number): string[] {
+export function safetyViolations(state: LockState, now: number, gaps: LuaGaps): string[] {
+  const problems: string[] = [];
+  if (!gaps.holdCountBelowZero) {
+    for (const [token, g] of state.grants) {
+      const named = (mode: Mode) => g.holds.filter((h) => h.mode === mode).length;
+      if (g.exclusive < named(EXCLUSIVE) || g.shared < named(SHARED)) {
+        problems.push(`grant ${token} counts ${g.exclusive} exclusive and ${g.shared} shared holds, fewer than its named ones`);
+      }
+    }
+  }
   const live = [...state.grants.entries()].filter(([, g]) => g.expiry > now);
   const limit = state.limit ?? 1;
-  if (limit > 1) return live.length > limit ? [`${live.length} grants on a semaphore of ${limit}`] : [];
+  if (limit > 1) {
+    if (live.length > limit) problems.push(`${live.length} grants on a semaphore of ${limit}`);
+    return problems;
+  }
   const exclusive = live.filter(([, g]) => modeOf(g, now) === EXCLUSIVE);
-  if (exclusive.length > 0 && live.length > 1) return [`exclusive grant ${exclusive[0][0]} beside ${live.length - 1} other grant(s)`];
-  return [];
+  if (exclusive.length > 0 && live.length > 1) problems.push(`exclusive grant ${exclusive[0][0]} beside ${live.length - 1} other grant(s)`);
+  return problems;
 }
