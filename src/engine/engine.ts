@@ -1,7 +1,7 @@
 // The lock engine: plain requests in, plain results out. Every change to lock state is one
 // Lua script on one slot; waiting lives in WaitRoom. Knows nothing about gRPC.
 import { randomBytes } from 'node:crypto';
-import type { Cluster, Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import type { WriteGuard } from '../redis/guard';
 import { LockError, ScriptCode, fromRedisError } from './errors';
 import { lockKeys, requestIdKey, scriptKeys } from './keys';
@@ -88,7 +88,8 @@ export class LockEngine {
    */
   async runConfirmed(script: ScriptName, name: string, args: (string | number)[]): Promise<{ reply: Reply; confirmed: boolean }> {
     if (!this.guard?.confirmAfter) return { reply: await this.run(script, name, args), confirmed: true };
-    const pipeline = (this.guard.connection ?? this.redis).pipeline();
+    const connection = this.guard.connection ?? this.redis;
+    const pipeline = connection.pipeline();
     const keys = scriptKeys(lockKeys(this.prefix, name), scriptKeyCount(script));
     (pipeline as unknown as Record<string, (...a: unknown[]) => void>)[commandName(script)].call(pipeline, ...keys, ...args);
     const check = this.guard.confirmAfter(pipeline);
@@ -99,7 +100,10 @@ export class LockEngine {
       throw fromRedisError(err);
     }
     const [err, reply] = results[0] ?? [new Error('no reply'), null];
-    if (err) throw fromRedisError(err);
+    if (err) {
+      if (/^(MOVED|ASK) /.test(err.message) && connection instanceof Cluster) connection.refreshSlotsCache();
+      throw fromRedisError(err);
+    }
     const [waitErr, acks] = results[1] ?? [new Error('no reply'), null];
     return { reply: reply as Reply, confirmed: !waitErr && check(acks) };
   }

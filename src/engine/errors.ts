@@ -37,7 +37,9 @@ export const NotRenewed = {
   HOLD_RELEASED: 2,
 } as const;
 
-const REDIS_BUSY = /^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|NOREPLICAS)\b/;
+// MOVED and ASK reach us only from a pipeline whose other replies succeeded (a Cluster whose slot
+// map is stale after a failover): ioredis follows them for single commands.
+const REDIS_BUSY = /^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK)\b/;
 
 /**
  * Turns anything a Redis call threw into a LockError: connection trouble and transient server

@@ -208,7 +208,8 @@ export class Watchdog {
   }
 
   private async renewOnOneNode(due: Lease[], sentAt: number): Promise<void> {
-    const pipeline = (this.guard?.confirmAfter ? (this.guard.connection ?? this.redis) : this.redis).pipeline();
+    const connection = this.guard?.confirmAfter ? (this.guard.connection ?? this.redis) : this.redis;
+    const pipeline = connection.pipeline();
     const renew = (pipeline as unknown as Record<string, (...a: unknown[]) => void>)[commandName('renew')];
     for (const lease of due) renew.call(pipeline, ...lease.keys, lease.token, renewalTtl(lease, sentAt), lease.holdId);
     // One replica acknowledgement for the whole batch; without it no renewal of it counts.
@@ -234,7 +235,11 @@ export class Watchdog {
       if (err || !reply) failure ??= err ?? new Error('no reply');
       else this.settle(lease, reply as number[], sentAt);
     });
-    if (failure) this.onBackgroundError(fromRedisError(failure));
+    if (failure) {
+      // A stale slot map after a Cluster failover: learn the new one before the next tick.
+      if (/^(MOVED|ASK) /.test((failure as Error).message) && connection instanceof Cluster) connection.refreshSlotsCache();
+      this.onBackgroundError(fromRedisError(failure));
+    }
   }
 
   private settle(lease: Lease, reply: number[], sentAt: number): void {

@@ -1,5 +1,6 @@
 // A real Redis Cluster of three masters (redis-server processes with --cluster-enabled), made
-// with `redis-cli --cluster create`, on free loopback ports, stopped by PID.
+// with `redis-cli --cluster create`, on free loopback ports, stopped by PID; optionally with
+// replicas, which the cluster promotes when their master fails.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,22 +16,26 @@ export interface TestCluster {
   cleanup(): Promise<void>;
 }
 
-export async function startTestCluster(size = 3): Promise<TestCluster> {
+export async function startTestCluster(size = 3, replicasPerMaster = 0, nodeArgs: string[] = []): Promise<TestCluster> {
   const root = mkdtempSync(join(tmpdir(), 'holdfast-cluster-'));
   const servers = await Promise.all(
-    Array.from({ length: size }, (_, i) =>
+    Array.from({ length: size * (1 + replicasPerMaster) }, (_, i) =>
       startEmbeddedRedis({
         dataDir: join(root, `node-${i}`),
-        args: ['--save', '', '--cluster-enabled', 'yes', '--cluster-config-file', join(root, `node-${i}`, 'nodes.conf'), '--cluster-node-timeout', '2000'],
+        args: ['--save', '', '--cluster-enabled', 'yes', '--cluster-config-file', join(root, `node-${i}`, 'nodes.conf'), '--cluster-node-timeout', '2000', ...nodeArgs],
       }),
     ),
   );
   const nodes = servers.map((s) => `127.0.0.1:${s.port}`);
-  await promisify(execFile)('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes']);
+  await promisify(execFile)('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', String(replicasPerMaster), '--cluster-yes']);
   // Every node must agree before slots can be served.
   for (const server of servers) {
     const client = new Redis(server.url);
     await waitFor(`cluster_state:ok on ${server.port}`, async () => /cluster_state:ok/.test(String(await client.call('CLUSTER', 'INFO'))), 20_000, 50);
+    if (replicasPerMaster > 0 && /role:master/.test(String(await client.info('replication')))) {
+      const online = async () => (String(await client.info('replication')).match(/state=online/g) ?? []).length;
+      await waitFor(`${replicasPerMaster} replicas online on ${server.port}`, async () => (await online()) === replicasPerMaster, 20_000, 50);
+    }
     client.disconnect();
   }
   return {
