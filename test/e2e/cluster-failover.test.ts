@@ -10,6 +10,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { lockKeys } from '../../src/engine/keys';
 import type { EmbeddedRedis } from '../../src/redis/embedded';
 import { connect, type TestClient } from '../support/client';
+import { contend, expectExclusive } from '../support/contention';
 import { startTestCluster, type TestCluster } from '../support/cluster';
 import { uniqueName } from '../support/redis';
 import { startServerProcess, type ServerProcess } from '../support/server';
@@ -56,27 +57,7 @@ it('resumes within seconds when a shard master is killed and its replica promote
   const survivor = cluster.servers.find((s) => s.port !== victimPort)!;
   let other = uniqueName('clf-other');
   while ((await masterOf(other, survivor)) === victimPort) other = uniqueName('clf-other');
-  const ttlMs = 2000;
-  const windows: { from: number; to: number; sentAt: number; fencingToken: bigint }[] = [];
-  let stopAt = Infinity;
-  const worker = async (client: TestClient) => {
-    while (Date.now() < stopAt) {
-      const sentAt = Date.now();
-      try {
-        const grant = await client.acquire({ name, ttlMs: String(ttlMs), waitTimeoutMs: '3000' });
-        if (!grant.acquired) continue;
-        const window = { sentAt, from: Date.now(), to: sentAt + ttlMs, fencingToken: BigInt(grant.fencingToken) };
-        windows.push(window);
-        await sleep(2);
-        window.to = Math.min(window.to, Date.now());
-        await client.release({ name, token: grant.token }).catch(() => {});
-      } catch (err) {
-        if ((err as { code?: number }).code !== status.UNAVAILABLE) throw err;
-        await sleep(20);
-      }
-    }
-  };
-  const running = [0, 1, 2, 3].map((i) => worker(clients[i % 2]));
+  const contention = contend([0, 1, 2, 3].map((i) => clients[i % 2]), name, 2000);
   await sleep(1500);
   const killedAt = Date.now();
   process.kill(victim.pid, 'SIGKILL');
@@ -85,15 +66,10 @@ it('resumes within seconds when a shard master is killed and its replica promote
     return port !== victimPort ? port : 0;
   }, 30_000, 50);
   const promotedAt = Date.now();
-  await waitFor('20 grants asked for after the kill', () => windows.filter((w) => w.sentAt > killedAt).length >= 20, 30_000, 50);
-  stopAt = Date.now();
-  await Promise.all(running);
+  await waitFor('20 grants asked for after the kill', () => contention.windows.filter((w) => w.sentAt > killedAt).length >= 20, 30_000, 50);
+  const windows = await contention.stop();
 
-  windows.sort((x, y) => x.from - y.from);
-  for (let i = 1; i < windows.length; i++) {
-    expect(windows[i].from).toBeGreaterThanOrEqual(windows[i - 1].to);
-    expect(windows[i].fencingToken).toBeGreaterThan(windows[i - 1].fencingToken);
-  }
+  expectExclusive(windows);
   const firstAfter = windows.find((w) => w.sentAt > killedAt)!.from;
   console.log(
     `Cluster failover under contention: ${windows.length} grants, none overlapping; replica ${promotedPort} promoted ` +

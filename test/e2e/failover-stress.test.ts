@@ -3,9 +3,9 @@
 // overlap (each kept as the worker's conservative window: from the grant's arrival to its
 // release or its lease end), service resumes within seconds, and a Hold kept through the
 // failover keeps renewing. The unavailability window is printed.
-import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { connect, type TestClient } from '../support/client';
+import { contend, expectExclusive, longestGap } from '../support/contention';
 import { uniqueName } from '../support/redis';
 import { MASTER_NAME, startTestSentinels, type TestSentinels } from '../support/sentinel';
 import { startServerProcess, type ServerProcess } from '../support/server';
@@ -27,14 +27,6 @@ afterAll(async () => {
   await Promise.all((servers ?? []).map((s) => s.stop()));
   await group?.cleanup();
 });
-
-interface Window {
-  worker: number;
-  sentAt: number;
-  fencingToken: bigint;
-  from: number;
-  to: number;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -61,31 +53,10 @@ it('measures what replica acknowledgement adds to a grant', async () => {
 
 it('keeps one holder at a time through a Sentinel failover, and resumes within seconds', async () => {
   const name = uniqueName('stress');
-  const ttlMs = 2000;
-  const windows: Window[] = [];
-  let unavailable = 0;
-  let stopAt = Infinity;
-  const worker = async (id: number, client: TestClient) => {
-    while (Date.now() < stopAt) {
-      const sentAt = Date.now();
-      try {
-        const grant = await client.acquire({ name, ttlMs: String(ttlMs), waitTimeoutMs: '3000' });
-        if (!grant.acquired) continue;
-        const window = { worker: id, sentAt, fencingToken: BigInt(grant.fencingToken), from: Date.now(), to: sentAt + ttlMs };
-        windows.push(window);
-        await sleep(2);
-        window.to = Math.min(window.to, Date.now()); // the worker stops using it before it asks to release
-        await client.release({ name, token: grant.token }).catch(() => {});
-      } catch (err) {
-        if ((err as { code?: number }).code !== status.UNAVAILABLE) throw err;
-        unavailable++;
-        await sleep(20);
-      }
-    }
-  };
   const held = clients[0].hold({ name: uniqueName('held'), ttlMs: '8000' });
   await held.next((e) => !!e.acquired);
-  const running = [0, 1, 2, 3].map((i) => worker(i, clients[i % 2])); // two servers with --sync-replicas
+  // Four workers on the two servers with --sync-replicas.
+  const contention = contend([0, 1, 2, 3].map((i) => clients[i % 2]), name, 2000);
   await sleep(1500);
   const old = await group.master();
   const killedAt = Date.now();
@@ -94,26 +65,16 @@ it('keeps one holder at a time through a Sentinel failover, and resumes within s
   const promotedAt = Date.now();
   const renewedBefore = held.events.filter((e) => e.renewed).length;
   // Run on until service has plainly resumed (a loaded machine may need longer).
-  await waitFor('20 grants asked for after the kill', () => windows.filter((w) => w.sentAt > killedAt).length >= 20, 30_000, 50);
-  stopAt = Date.now();
-  await Promise.all(running);
+  await waitFor('20 grants asked for after the kill', () => contention.windows.filter((w) => w.sentAt > killedAt).length >= 20, 30_000, 50);
+  const windows = await contention.stop();
 
-  windows.sort((x, y) => x.from - y.from);
-  for (let i = 1; i < windows.length; i++) {
-    expect(windows[i].from, `grant ${i} (worker ${windows[i].worker}) overlaps the one before`).toBeGreaterThanOrEqual(windows[i - 1].to);
-    expect(windows[i].fencingToken).toBeGreaterThan(windows[i - 1].fencingToken);
-  }
-  const before = windows.filter((w) => w.from < killedAt);
-  const after = windows.filter((w) => w.from >= killedAt);
-  expect(before.length).toBeGreaterThan(10);
-  expect(after.length).toBeGreaterThan(10);
+  expectExclusive(windows);
+  expect(windows.filter((w) => w.from < killedAt).length).toBeGreaterThan(10);
   const firstAfter = windows.find((w) => w.sentAt > killedAt)!.from;
-  let longestGap = 0;
-  for (let i = 1; i < windows.length; i++) longestGap = Math.max(longestGap, windows[i].from - windows[i - 1].from);
   console.log(
-    `Sentinel failover under contention: ${windows.length} grants, none overlapping; longest time without a grant ${longestGap} ms; ` +
+    `Sentinel failover under contention: ${windows.length} grants, none overlapping; longest time without a grant ${longestGap(windows)} ms; ` +
       `first grant asked for after the kill came ${firstAfter - killedAt} ms after it (Sentinels agreed on the new master after ` +
-      `${promotedAt - killedAt} ms); ${unavailable} UNAVAILABLE answers`,
+      `${promotedAt - killedAt} ms); ${contention.unavailable} UNAVAILABLE answers`,
   );
   expect(firstAfter - promotedAt).toBeLessThan(10_000);
 
