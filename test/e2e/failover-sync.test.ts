@@ -4,9 +4,13 @@
 // no replica, the grant is given back, the caller gets UNAVAILABLE), so nobody holds the lock
 // twice; without it (the negative control) a second client is granted the same lock while the
 // first client's lease still runs.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
-import type { AcquireResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LostReason, type AcquireResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { startEmbeddedRedis } from '../../src/redis/embedded';
 import { connect, type TestClient } from '../support/client';
 import { startTestRedis, uniqueName } from '../support/redis';
 import { MASTER_NAME, startTestSentinels } from '../support/sentinel';
@@ -132,4 +136,47 @@ describe('the start-up check of --sync-replicas', () => {
       await redis.cleanup();
     }
   });
+});
+
+describe('--sync-replicas while the only replica is unreachable', () => {
+  it('answers grants and renewals UNAVAILABLE, ends Holds as lost, and keeps releases and reads prompt', async () => {
+    const master = await startTestRedis();
+    const replica = await startEmbeddedRedis({
+      dataDir: mkdtempSync(join(tmpdir(), 'holdfast-replica-')),
+      args: ['--save', '', '--replicaof', '127.0.0.1', String(master.port)],
+    });
+    const server = await startServerProcess(master.url, ['--sync-replicas', '1', '--allow-min-replicas-zero', '--sync-timeout-ms', '200']);
+    const client = connect(server.addr);
+    try {
+      await waitFor('the replica online', async () => /state=online/.test(String(await master.client.info('replication'))), 10_000, 50);
+      const held = uniqueName('sync-hold');
+      const hold = client.hold({ name: held, ttlMs: '1500' });
+      await hold.next((e) => !!e.renewed);
+      const other = uniqueName('sync-other');
+      const grant = await client.acquire({ name: other, ttlMs: '10000' });
+      expect(grant.acquired).toBe(true);
+
+      process.kill(replica.pid, 'SIGSTOP');
+      await master.client.call('CLIENT', 'KILL', 'TYPE', 'replica');
+      const lost = await hold.next((e) => !!e.lost);
+      expect(lost.lost!.code).toBe(LostReason.LOST_REASON_BACKEND_UNAVAILABLE);
+      await expect(client.renew({ name: other, token: grant.token, ttlMs: '10000' })).rejects.toMatchObject({ code: status.UNAVAILABLE });
+      await expect(client.acquire({ name: uniqueName('sync-new') })).rejects.toMatchObject({ code: status.UNAVAILABLE });
+      // Releases and reads do not queue behind the WAITs that wait for the missing replica.
+      const started = Date.now();
+      expect((await client.release({ name: other, token: grant.token })).released).toBe(true);
+      expect((await client.inspect({ name: other })).holders).toEqual([]);
+      expect(Date.now() - started).toBeLessThan(1000);
+
+      process.kill(replica.pid, 'SIGCONT');
+      await waitFor('grants confirmed again', async () => (await client.acquire({ name: uniqueName('sync-back') }).catch(() => ({ acquired: false }))).acquired, 20_000, 100);
+    } finally {
+      client.close();
+      await server.stop();
+      process.kill(replica.pid, 'SIGCONT');
+      await replica.stop();
+      rmSync(replica.dataDir, { recursive: true, force: true });
+      await master.cleanup();
+    }
+  }, 60_000);
 });
