@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { FAULT_CLASSES, type FaultClass } from './faults';
 import { RESULTS } from './paths';
 import { defaultRun, negativeControl } from './profiles';
-import { machineNote, section, sourceNote } from './report';
+import { LEGEND, machineNote, section, sourceNote } from './report';
 import { runChaos } from './run';
 import { grantsSvg } from './svg';
 import { claimedSafe, violations } from './tally';
@@ -42,6 +42,8 @@ async function main(): Promise<void> {
     `# Chaos run (npm run chaos -- --duration ${durationS} --seed ${seed})`,
     '',
     `${machine}. Violations under the fault classes holdfast claims safety for (and without a fault): **${safe}**.${negative ? ` Negative control: **${violations(claimedSafe(negative, true))}** (it must be above 0).` : ''}`,
+    '',
+    LEGEND,
     '',
     section(main, 'Default configuration'),
     ...(negative ? ['', section(negative, 'Negative control: --release-on-disconnect, careless clients')] : []),

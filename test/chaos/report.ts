@@ -21,9 +21,11 @@ function cells(t: Tally): string[] {
 }
 
 export function faultTable(result: ChaosResult): string {
+  // A broken configuration keeps none of the claims: the column is for the default one.
+  const broken = result.options.releaseOnDisconnect || result.options.careless > 0;
   const rows = [...byFault(result)].map(([cls, t]) => {
     const info = FAULT_CLASSES[cls as FaultClass];
-    const safe = info ? (info.claimedSafe ? 'yes' : '**no**') : cls === 'none' ? 'yes' : '-';
+    const safe = broken ? '-' : info ? (info.claimedSafe ? 'yes' : '**no**') : cls === 'none' ? 'yes' : '-';
     return [cls === 'none' ? 'no fault' : cls, safe, `${t.faults}`, `${t.grants}`, ...cells(t)];
   });
   return table(['fault class', 'claimed safe', 'faults', 'grants', ...HEADER], rows);
@@ -107,3 +109,14 @@ export function section(result: ChaosResult, title: string, excerpts = 3): strin
     ...(shown.length ? ['First anomalies, with the history of the operations involved (times in s from the start of the workload):', '', ...shown.map((a) => excerpt(result, a)), ''] : []),
   ].join('\n');
 }
+
+/** What the columns count (README "Guarantees" has the rules in full). */
+export const LEGEND = [
+  'How to read the tables: an overlap is two lease windows (from when a client learned of its grant to the end of the',
+  "SDK's conservative lease, or its giving up or letting go, whichever came first) of one lock that must exclude each",
+  'other; unfenced: the storage accepted a call from the older token while the newer holder counted on its lease; fenced:',
+  'it refused one; quiet: the older holder made none. Held after a conflicting grant: a window still open when another',
+  'client learned of a conflicting grant. Late storage calls: calls that reached the storage after their own window had',
+  'ended (a pause between checking the lease and writing); accepted ones came before any newer holder touched the data.',
+  'Every row counts what happened while its fault was active or within a lease and 1.5-2.5 s after it healed.',
+].join(' ');

@@ -1,5 +1,6 @@
 // Grants per second over the run, with each fault shaded from its start to its healing (dark) and
-// on to the end of the time it counts for (light). Written by hand: a few rectangles and a line.
+// on to the end of the time it counts for (light), and each anomaly marked in red at the top.
+// Written by hand: a few rectangles, a line and some text.
 import { FAULT_CLASSES, type FaultClass } from './faults';
 import type { ChaosResult } from './run';
 
@@ -7,7 +8,7 @@ const PALETTE = ['#e6194b', '#3cb44b', '#4363d8', '#f58231', '#911eb4', '#42d4f4
 const W = 960;
 const PLOT_H = 220;
 const LEFT = 50;
-const TOP = 30;
+const TOP = 46;
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 
@@ -33,6 +34,10 @@ export function grantsSvg(result: ChaosResult, title: string): string {
   const tickEvery = seconds > 120 ? 30 : 10;
   for (let s = 0; s <= seconds; s += tickEvery) out.push(`<line x1="${x(s)}" y1="${TOP + PLOT_H}" x2="${x(s)}" y2="${TOP + PLOT_H + 4}" stroke="#333"/><text x="${x(s)}" y="${TOP + PLOT_H + 16}" text-anchor="middle">${s}</text>`);
   for (let v = 0; v <= top; v += top / 5) out.push(`<line x1="${LEFT - 4}" y1="${y(v)}" x2="${W - 10}" y2="${y(v)}" stroke="#ddd"/><text x="${LEFT - 6}" y="${y(v) + 4}" text-anchor="end">${v}</text>`);
+  for (const a of result.anomalies) {
+    const ax = x(Math.min(seconds, Math.max(0, (a.t - result.t0) / 1000))).toFixed(1);
+    out.push(`<path d="M${ax},${TOP} l-4,-8 h8 z" fill="#d00"><title>${esc(`${a.check} (${a.fault}): ${a.detail}`)}</title></path>`);
+  }
   const points = bins.map((v, s) => `${x(s + 0.5).toFixed(1)},${y(v).toFixed(1)}`).join(' ');
   out.push(`<polyline points="${points}" fill="none" stroke="#111" stroke-width="1.5"/>`);
   const legendTop = TOP + PLOT_H + 36;
@@ -45,7 +50,8 @@ export function grantsSvg(result: ChaosResult, title: string): string {
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${height}" viewBox="0 0 ${W} ${height}" font-family="sans-serif" font-size="11">`,
     `<rect width="${W}" height="${height}" fill="#fff"/>`,
-    `<text x="${LEFT}" y="18" font-size="13">${esc(title)}: grants per second (line), faults shaded (dark: active, light: counted until a lease later); x: seconds</text>`,
+    `<text x="${LEFT}" y="16" font-size="13">${esc(title)}: grants per second</text>`,
+    `<text x="${LEFT}" y="31">faults shaded (dark: active; light: counted until a lease and 1.5-2.5 s later); red marks: anomalies; x: seconds from the start</text>`,
     ...out,
     `<rect x="${LEFT}" y="${TOP}" width="${plotW}" height="${PLOT_H}" fill="none" stroke="#333"/>`,
     '</svg>',
