@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockKeys, type LockKeys } from '../../src/engine/keys';
 import { defineScripts, scriptKeyCount } from '../../src/engine/scripts';
 import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
+import { runArb, learn, toCall, World, type Call, type Kind, type Op } from './commands';
 import {
   EXCLUSIVE,
   LUA_TODAY,
@@ -28,80 +29,14 @@ import {
   emptyState,
   keysNeededUntil,
   safetyViolations,
-  snapshotOf,
-  snapshotOfRedis,
   type LockState,
   type LuaGaps,
   type ModelOptions,
   type Mode,
   type Reply,
-  type Request,
   type StepContext,
 } from './model';
-
-// ---- the commands -------------------------------------------------------------------------------
-
-type Kind = 'rw' | 'semaphore2' | 'semaphore3';
-type Op =
-  | { op: 'acquire'; owner: string; shared: boolean; otherLimit: boolean; ttl: number; rid: string; queued: boolean; entryLease: number; named: boolean }
-  | { op: 'requeue'; pick: number }
-  | { op: 'release'; pick: number; hold: number | null; vanished: boolean; lockDelay: number }
-  | { op: 'renew'; pick: number; ttl: number; hold: number | null }
-  | { op: 'claim'; picks: number[]; served: boolean; entryLease: number }
-  | { op: 'dequeue'; pick: number }
-  | { op: 'inspect' }
-  | { op: 'checkFence'; pick: number }
-  | { op: 'sleep'; ms: number };
-
-const ttlArb = fc.constantFrom(15, 30, 60, 5000);
-const entryLeaseArb = fc.constantFrom(20, 40, 5000, 5000);
-/** Picks count back from the newest token, hold or waiter: recent ones are the live ones. */
-const pickArb = fc.nat({ max: 5 });
-const opArb: fc.Arbitrary<Op> = fc.oneof(
-  {
-    weight: 6,
-    arbitrary: fc.record({
-      op: fc.constant('acquire' as const),
-      owner: fc.constantFrom('', '', 'a', 'b'),
-      shared: fc.boolean(),
-      otherLimit: fc.integer({ min: 0, max: 15 }).map((n) => n === 0),
-      ttl: ttlArb,
-      rid: fc.constantFrom('', '', '', 'r1', 'r2'),
-      queued: fc.integer({ min: 0, max: 2 }).map((n) => n > 0),
-      entryLease: entryLeaseArb,
-      named: fc.boolean(),
-    }),
-  },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('requeue' as const), pick: pickArb }) },
-  {
-    weight: 3,
-    arbitrary: fc.record({
-      op: fc.constant('release' as const),
-      pick: pickArb,
-      hold: fc.option(pickArb, { freq: 2 }),
-      vanished: fc.integer({ min: 0, max: 3 }).map((n) => n === 0),
-      lockDelay: fc.constantFrom(0, 20),
-    }),
-  },
-  {
-    weight: 1,
-    arbitrary: fc.record({ op: fc.constant('renew' as const), pick: pickArb, ttl: fc.constantFrom(0, 15, 60, 5000), hold: fc.option(pickArb, { freq: 2 }) }),
-  },
-  {
-    weight: 3,
-    arbitrary: fc.record({
-      op: fc.constant('claim' as const),
-      picks: fc.array(pickArb, { minLength: 1, maxLength: 3 }),
-      served: fc.boolean(),
-      entryLease: entryLeaseArb,
-    }),
-  },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('dequeue' as const), pick: pickArb }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('inspect' as const) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('checkFence' as const), pick: pickArb }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('sleep' as const), ms: fc.integer({ min: 5, max: 50 }) }) },
-);
-const runArb = fc.tuple(fc.constantFrom<Kind>('rw', 'rw', 'semaphore2', 'semaphore3'), fc.array(opArb, { minLength: 5, maxLength: 40, size: 'max' }));
+import { snapshotOf, snapshotOfRedis, type Snapshot } from './snapshot';
 
 // ---- one sequence against Redis and the model ---------------------------------------------------
 
@@ -121,155 +56,6 @@ afterAll(async () => {
   await redis?.cleanup();
 });
 
-/** A script call, and the same call on the model. */
-interface Call {
-  script: 'acquire' | 'release' | 'renew' | 'claim' | 'dequeue' | 'inspect' | 'checkFencingToken';
-  args: (string | number)[];
-  onModel(model: LockModel): Reply | number;
-}
-
-interface AcquireCall {
-  token: string;
-  request: Request;
-  waiterId: string;
-  entryLease: number;
-}
-
-/** What the harness has handed out so far in one sequence: tokens, hold ids, waiters. */
-class World {
-  tokens: string[] = [];
-  holds: string[] = [];
-  waiters: string[] = [];
-  fences: string[] = [];
-  holdsOf = new Map<string, string[]>();
-  waiterCalls = new Map<string, AcquireCall>();
-  gone = new Set<string>();
-  /** The waiters the latest publish named: what their server claims next. */
-  served: string[] = [];
-  private counter = 0;
-
-  fresh(prefix: string): string {
-    return `${prefix}${++this.counter}`;
-  }
-
-  waiter(pick: number): string {
-    return this.waiters[this.waiters.length - 1 - (pick % this.waiters.length)];
-  }
-
-  token(pick: number): string {
-    if (pick === 5 || this.tokens.length === 0) return 'no-such-token';
-    return this.tokens[this.tokens.length - 1 - (pick % this.tokens.length)];
-  }
-
-  /** Mostly one of the token's own Hold streams' holds; pick 5, any hold id handed out. */
-  hold(pick: number | null, token: string): string {
-    const own = this.holdsOf.get(token) ?? [];
-    const from = pick === 5 || own.length === 0 ? this.holds : own;
-    if (pick === null || from.length === 0) return '';
-    return from[from.length - 1 - (pick % from.length)];
-  }
-
-  fence(pick: number): string {
-    const i = pick % (this.fences.length + 1);
-    return i === this.fences.length ? '1' : this.fences[this.fences.length - 1 - i];
-  }
-
-  sawGrant(token: string, fence: string, holdId: string): void {
-    if (!this.tokens.includes(token)) this.tokens.push(token);
-    if (!this.fences.includes(fence)) this.fences.push(fence);
-    if (holdId) this.holdsOf.set(token, [...(this.holdsOf.get(token) ?? []), holdId]);
-  }
-}
-
-function limitOf(kind: Kind): number {
-  return kind === 'rw' ? 1 : kind === 'semaphore2' ? 2 : 3;
-}
-
-function acquireCall(a: AcquireCall): Call {
-  const r = a.request;
-  return {
-    script: 'acquire',
-    args: [a.token, r.owner, r.ttl, r.mode, r.limit, r.rid, a.waiterId, a.entryLease, r.holdId],
-    onModel: (m) => m.acquire(a.token, { ...r }, a.waiterId, a.entryLease),
-  };
-}
-
-/** The call an op stands for, or null when it has nothing to act on. */
-function toCall(op: Op, kind: Kind, world: World): Call | null {
-  switch (op.op) {
-    case 'acquire': {
-      const limit = op.otherLimit ? (limitOf(kind) === 1 ? 2 : 1) : limitOf(kind);
-      const mode: Mode = kind === 'rw' && op.shared ? SHARED : EXCLUSIVE;
-      const holdId = op.named ? world.fresh('hold') : '';
-      if (holdId) world.holds.push(holdId);
-      const a: AcquireCall = {
-        token: world.fresh('tok'),
-        request: { owner: op.owner, mode, limit, ttl: op.ttl, rid: op.rid, holdId },
-        waiterId: op.queued ? world.fresh('w') : '',
-        entryLease: op.entryLease,
-      };
-      if (a.waiterId) {
-        world.waiters.push(a.waiterId);
-        world.waiterCalls.set(a.waiterId, a);
-      }
-      return acquireCall(a);
-    }
-    case 'requeue': {
-      // What wait-room does when claim says an entry is gone: the same acquire again, at the back.
-      const gone = [...world.gone];
-      if (gone.length === 0) return null;
-      const waiterId = gone[op.pick % gone.length];
-      world.gone.delete(waiterId);
-      return acquireCall(world.waiterCalls.get(waiterId)!);
-    }
-    case 'release': {
-      const token = world.token(op.pick);
-      const holdId = world.hold(op.hold, token);
-      return {
-        script: 'release',
-        args: [token, holdId, op.vanished ? 1 : 0, op.lockDelay],
-        onModel: (m) => m.release(token, holdId, op.vanished, op.lockDelay),
-      };
-    }
-    case 'renew': {
-      const token = world.token(op.pick);
-      const holdId = world.hold(op.hold, token);
-      return { script: 'renew', args: [token, op.ttl, holdId], onModel: (m) => m.renew(token, op.ttl, holdId) };
-    }
-    case 'claim': {
-      if (world.waiters.length === 0) return null;
-      // A server claims the waiters a message named, or (its timer) all it has; here some of them.
-      const ids = op.served && world.served.length > 0 ? world.served.splice(0) : [...new Set(op.picks.map((p) => world.waiter(p)))];
-      return { script: 'claim', args: [op.entryLease, ...ids], onModel: (m) => m.claim(op.entryLease, ids) };
-    }
-    case 'dequeue': {
-      if (world.waiters.length === 0) return null;
-      const id = world.waiter(op.pick);
-      return { script: 'dequeue', args: [id], onModel: (m) => m.dequeue(id) };
-    }
-    case 'inspect':
-      return { script: 'inspect', args: [], onModel: (m) => m.inspect() };
-    case 'checkFence': {
-      const fence = world.fence(op.pick);
-      return { script: 'checkFencingToken', args: [fence], onModel: (m) => m.checkFencingToken(fence) };
-    }
-    case 'sleep':
-      return null;
-  }
-}
-
-function learn(call: Call, reply: Reply | number, world: World): void {
-  if (call.script === 'acquire' && Array.isArray(reply) && reply[0] === 1) world.sawGrant(String(reply[1]), String(reply[2]), String(call.args[8]));
-  if (call.script === 'acquire' && Array.isArray(reply) && reply[0] === 2) world.gone.delete(String(call.args[6]));
-  if (call.script === 'claim' && Array.isArray(reply)) {
-    (reply[1] as Reply[]).forEach((result, i) => {
-      const id = String(call.args[i + 1]);
-      if (result[0] === 1) world.sawGrant(String(result[1]), String(result[2]), world.waiterCalls.get(id)?.request.holdId ?? '');
-      if (result[0] === -1 && world.waiterCalls.has(id)) world.gone.add(id);
-    });
-  }
-}
-
 const msOf = (time: [string, string]) => Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
 const usOf = (time: [string, string]) => BigInt(time[0]) * 1_000_000n + BigInt(time[1]);
 
@@ -283,6 +69,8 @@ interface Observed {
   queueFlat: string[];
   data: Record<string, string>;
   pttl: { holders: number; queue: number; data: number };
+  /** Redis TIME after the PTTLs: each key expires no later than tRead + its PTTL (+1 for rounding). */
+  tRead: number;
 }
 
 /** One pipeline: TIME, the script, TIME, then the lock's three keys and their TTLs. */
@@ -299,6 +87,7 @@ async function observe(keys: LockKeys, call: Call): Promise<Observed> {
   p.pttl(keys.holders);
   p.pttl(keys.queue);
   p.pttl(keys.data);
+  p.time();
   const results = (await p.exec())!;
   for (const [err] of results) if (err) throw err;
   const v = results.map(([, value]) => value) as unknown[];
@@ -313,10 +102,11 @@ async function observe(keys: LockKeys, call: Call): Promise<Observed> {
     queueFlat: v[4] as string[],
     data: v[5] as Record<string, string>,
     pttl: { holders: v[6] as number, queue: v[7] as number, data: v[8] as number },
+    tRead: msOf(v[9] as [string, string]),
   };
 }
 
-export interface RunStats {
+interface RunStats {
   steps: number;
   candidates: number;
   replies: Map<string, number>;
@@ -361,33 +151,7 @@ async function runSequence(kind: Kind, ops: Op[], options: ModelOptions, stats: 
       const real = snapshotOfRedis(seen.holdersFlat, seen.queueFlat, seen.data);
       trail.push(`#${index} ${call.script}(${call.args.join(', ')}) -> ${JSON.stringify(seen.reply)}`);
 
-      // The model at each millisecond the script may have read; it must agree at one of them.
-      let chosen: { state: LockState; now: number } | undefined;
-      let first: { reply: Reply | number; published: string[]; state: LockState; fenceErrors: string[] } | undefined;
-      for (let now = seen.t0; now <= seen.t1; now++) {
-        stats.candidates++;
-        const candidate = cloneState(state);
-        const fenceErrors: string[] = [];
-        const ctx: StepContext = { now, published: [], fenceFor: (token, last) => fenceFor(real, token, last, seen, fenceErrors) };
-        const reply = call.onModel(new LockModel(candidate, ctx, options));
-        first ??= { reply, published: ctx.published, state: candidate, fenceErrors };
-        const agrees =
-          isDeepStrictEqual(reply, seen.reply) && isDeepStrictEqual(ctx.published, heard) && isDeepStrictEqual(snapshotOf(candidate), real);
-        if (agrees) {
-          if (fenceErrors.length > 0) throw new Error(`${trail.join('\n')}\nfencing: ${fenceErrors.join('; ')}`);
-          chosen = { state: candidate, now };
-          break;
-        }
-      }
-      if (!chosen) {
-        const context = `the scripts and the model differ after:\n${trail.join('\n')}\n(now ${seen.t0}..${seen.t1})`;
-        expect({ reply: seen.reply, published: heard, state: real }, context).toEqual({
-          reply: first!.reply,
-          published: first!.published,
-          state: snapshotOf(first!.state),
-        });
-        throw new Error(context); // e.g. only key order differs
-      }
+      const chosen = agreeingModel(state, call, seen, heard, real, options, trail, stats);
       state = chosen.state;
       stats.steps++;
       count(stats, replyKey(call, seen.reply));
@@ -405,8 +169,45 @@ async function runSequence(kind: Kind, ops: Op[], options: ModelOptions, stats: 
   }
 }
 
+/**
+ * Runs the model for the call at each millisecond the script may have read (almost always one);
+ * returns its state where it agrees with Redis on the reply, the publishes and the whole state,
+ * and throws, with a diff against the first candidate, where it agrees nowhere.
+ */
+function agreeingModel(
+  state: LockState,
+  call: Call,
+  seen: Observed,
+  heard: string[],
+  real: Snapshot,
+  options: ModelOptions,
+  trail: string[],
+  stats: RunStats,
+): { state: LockState; now: number } {
+  let first: { reply: Reply | number; published: string[]; state: LockState } | undefined;
+  for (let now = seen.t0; now <= seen.t1; now++) {
+    stats.candidates++;
+    const candidate = cloneState(state);
+    const fenceErrors: string[] = [];
+    const ctx: StepContext = { now, published: [], fenceFor: (token, last) => fenceFor(real, token, last, seen, fenceErrors) };
+    const reply = call.onModel(new LockModel(candidate, ctx, options));
+    first ??= { reply, published: ctx.published, state: candidate };
+    if (isDeepStrictEqual(reply, seen.reply) && isDeepStrictEqual(ctx.published, heard) && isDeepStrictEqual(snapshotOf(candidate), real)) {
+      if (fenceErrors.length > 0) throw new Error(`${trail.join('\n')}\nfencing: ${fenceErrors.join('; ')}`);
+      return { state: candidate, now };
+    }
+  }
+  const context = `the scripts and the model differ after:\n${trail.join('\n')}\n(now ${seen.t0}..${seen.t1})`;
+  expect({ reply: seen.reply, published: heard, state: real }, context).toEqual({
+    reply: first!.reply,
+    published: first!.published,
+    state: snapshotOf(first!.state),
+  });
+  throw new Error(context); // equal but for key order
+}
+
 /** Fences: strictly increasing, max(last + 1, Redis TIME in µs) for the script's TIME. */
-function fenceFor(real: ReturnType<typeof snapshotOfRedis>, token: string, last: string | null, seen: Observed, errors: string[]): string {
+function fenceFor(real: Snapshot, token: string, last: string | null, seen: Observed, errors: string[]): string {
   const lastFence = BigInt(last ?? '0');
   const grant = real.holders[token]?.grant as { f?: string } | null | undefined;
   if (!grant?.f) return String(lastFence + 1n);
@@ -429,7 +230,7 @@ function checkKeyTtls(seen: Observed, state: LockState, gaps: LuaGaps, trail: st
       continue;
     }
     if (pttl <= 0) problems.push(`${key} key has PTTL ${pttl}`);
-    else if (key !== 'queue' && seen.t1 + pttl < needed - 5) problems.push(`${key} key expires ${needed - seen.t1 - pttl} ms before its last lease + 60 s`);
+    else if (key !== 'queue' && seen.tRead + pttl + 1 < needed) problems.push(`${key} key expires ${needed - seen.tRead - pttl} ms before its last lease + 60 s`);
   }
   if (problems.length > 0) throw new Error(`${trail.join('\n')}\nkeys: ${problems.join('; ')}`);
 }
