@@ -3,6 +3,8 @@
 // alone must keep the lost grant of a failover from being granted again while its client may
 // still hold it. Also: a server that starts against a master it cannot vouch for quarantines,
 // one that starts after the quarantine is over does not, and health, Inspect and Hold say so.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
@@ -10,7 +12,7 @@ import { connect, type TestClient } from '../support/client';
 import { healthStatus } from '../support/health';
 import { uniqueName } from '../support/redis';
 import { MASTER_NAME, startTestSentinels, type TestSentinels } from '../support/sentinel';
-import { startServerProcess, type ServerProcess } from '../support/server';
+import { CLI, startServerProcess, type ServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
 
 const MAX_TTL_MS = 4000;
@@ -48,6 +50,8 @@ it('quarantines a master it has no epoch record for at start-up; a server starte
   expect(await healthStatus(server.addr)).toBe('NOT_SERVING');
   expect(await code(client.acquire({ name }))).toBe(status.UNAVAILABLE);
   expect(Number((await client.inspect({ name })).grantsResumeInMs)).toBeGreaterThan(0);
+  const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'status', name, '--addr', server.addr]);
+  expect(stdout).toMatch(/^quarantine after a Redis failover: no new grants for \d+\.\ds \(until /);
   const waited = await client.acquire({ name, ttlMs: '1000', waitTimeoutMs: '15000' }); // waiters wait it out
   expect(waited.acquired).toBe(true);
   expect(Date.now() - startedAt).toBeGreaterThanOrEqual(QUARANTINE_MS - 200);
