@@ -11,7 +11,7 @@ import { LockServiceService } from '../clients/ts/gen/holdfast/v1/lock';
 import { LockEngine } from './engine/engine';
 import { connectRedis, type RedisTarget } from './redis/connect';
 import { createWriteGuard } from './redis/guard';
-import { minReplicasToWrite } from './redis/min-replicas';
+import { minReplicasProblem } from './redis/min-replicas';
 import { epochKey } from './engine/keys';
 import { MAX_TTL_MS } from './transport/requests';
 import type { SyncReplicas } from './redis/replica-acks';
@@ -96,13 +96,14 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const redis = connectRedis(target ?? { url: redisUrl });
   const logError = (err: unknown) => log.error({ err }, 'unexpected error');
   let lastBackgroundError = '';
+  const quarantineMarginMs = config.quarantineMarginMs ?? 1000;
   let onGuardChange = () => {};
   const guard = createWriteGuard(redis.commands, {
     syncReplicas: config.syncReplicas,
     syncTimeoutMs: config.syncTimeoutMs,
     quarantine: config.failoverQuarantine
       ? {
-          ms: (config.maxTtlMs ?? MAX_TTL_MS) + (config.quarantineMarginMs ?? 1000),
+          ms: (config.maxTtlMs ?? MAX_TTL_MS) + quarantineMarginMs,
           epochKey: epochKey(config.keyPrefix),
           onQuarantine: (why, ms) => log.warn({ why, ms }, 'quarantine: no new grants until every lease the old master may have granted has run out'),
           onError: (err) => log.debug({ err: String((err as Error)?.message ?? err) }, 'could not check which Redis master this is'),
@@ -147,21 +148,15 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     log.warn({ redis: redisUrl }, 'Redis is not reachable yet; listening anyway and answering UNAVAILABLE until it is');
   }
 
-  if (config.syncReplicas) {
-    const minReplicas = await minReplicasToWrite(redis.commands);
-    if (minReplicas === undefined) {
-      log.warn('--sync-replicas: could not read the master\'s min-replicas-to-write; make sure it is at least 1');
-    } else if (minReplicas === 0) {
-      const problem =
-        "--sync-replicas: the master's min-replicas-to-write is 0, so a master cut off from its replicas goes on accepting writes that are thrown away when a replica is promoted; set it to at least 1 on every node";
-      if (!config.allowMinReplicasZero) {
-        guard?.close();
-        await redis.close();
-        await embedded?.stop();
-        throw new Error(`${problem}, or pass --allow-min-replicas-zero`);
-      }
-      log.warn(problem);
+  if (config.syncReplicas || config.failoverQuarantine) {
+    const problem = await minReplicasProblem(redis.commands, { syncReplicas: !!config.syncReplicas, quarantineMarginMs });
+    if (problem?.refuse && !config.allowMinReplicasZero) {
+      guard?.close();
+      await redis.close();
+      await embedded?.stop();
+      throw new Error(`${problem.message}, or pass --allow-min-replicas-zero`);
     }
+    if (problem) log.warn(problem.message);
   }
 
   const calls = new CallCounter();

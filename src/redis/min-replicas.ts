@@ -1,21 +1,62 @@
-// Start-up check for --sync-replicas. WAIT makes a grant wait for replicas, but a master that is
-// cut off from its replicas (a partition Sentinel resolves by promoting one of them) would still
-// accept every other write, each thrown away when it rejoins as a replica. min-replicas-to-write
-// makes such a master refuse writes (NOREPLICAS) once it cannot reach its replicas.
+// Start-up checks of the masters' min-replicas settings. WAIT makes a grant wait for replicas,
+// but a master cut off from its replicas (a partition that Sentinel resolves by promoting one of
+// them) would still accept every other write, each thrown away when it rejoins as a replica;
+// without WAIT it would go on granting too. min-replicas-to-write makes such a master refuse
+// writes (NOREPLICAS) once no replica has acknowledged for min-replicas-max-lag seconds.
 import { Cluster, type Redis } from 'ioredis';
 
-/**
- * The lowest min-replicas-to-write among the masters (every shard's, on a Cluster), or
- * undefined when it cannot be read (CONFIG renamed or disabled, Redis not reachable).
- */
-export async function minReplicasToWrite(redis: Redis | Cluster): Promise<number | undefined> {
+export interface MinReplicas {
+  /** The lowest min-replicas-to-write among the masters. */
+  toWrite: number;
+  /** The longest min-replicas-max-lag among them, in ms: how long a cut-off master still accepts writes. */
+  maxLagMs: number;
+}
+
+/** Every master's settings (every shard's, on a Cluster), or undefined when they cannot be read (CONFIG disabled, Redis away). */
+export async function minReplicas(redis: Redis | Cluster): Promise<MinReplicas | undefined> {
   const masters = redis instanceof Cluster ? redis.nodes('master') : [redis];
   try {
-    const values = await Promise.all(
-      masters.map(async (node) => Number(((await node.config('GET', 'min-replicas-to-write')) as string[])[1])),
+    const settings = await Promise.all(
+      masters.map(async (node) => {
+        const reply = (await node.config('GET', 'min-replicas-*')) as string[];
+        const value = (name: string) => Number(reply[reply.indexOf(name) + 1]);
+        return { toWrite: value('min-replicas-to-write'), maxLagMs: value('min-replicas-max-lag') * 1000 };
+      }),
     );
-    return values.length > 0 && values.every(Number.isFinite) ? Math.min(...values) : undefined;
+    if (settings.length === 0 || settings.some((s) => !Number.isFinite(s.toWrite) || !Number.isFinite(s.maxLagMs))) return undefined;
+    return { toWrite: Math.min(...settings.map((s) => s.toWrite)), maxLagMs: Math.max(...settings.map((s) => s.maxLagMs)) };
   } catch {
     return undefined;
   }
+}
+
+/**
+ * What is wrong with the masters' settings for the protection asked for, if anything: with
+ * replica acknowledgement, min-replicas-to-write 0 (refused unless allowed); with the quarantine
+ * alone, min-replicas-to-write 0 or a max lag longer than the margin (a cut-off master would
+ * grant past the quarantine).
+ */
+export async function minReplicasProblem(
+  redis: Redis | Cluster,
+  asked: { syncReplicas: boolean; quarantineMarginMs: number },
+): Promise<{ message: string; refuse?: boolean } | undefined> {
+  const settings = await minReplicas(redis);
+  if (!settings) return { message: "could not read the master's min-replicas-to-write (CONFIG GET); make sure it is at least 1" };
+  if (asked.syncReplicas && settings.toWrite === 0) {
+    return {
+      refuse: true,
+      message:
+        "--sync-replicas: the master's min-replicas-to-write is 0, so a master cut off from its replicas goes on accepting writes that are thrown away when a replica is promoted; set it to at least 1 on every node",
+    };
+  }
+  if (asked.syncReplicas) return undefined;
+  if (settings.toWrite === 0) {
+    return { message: "--failover-quarantine: the master's min-replicas-to-write is 0, so a master cut off by a partition may go on granting after another is promoted; set it to at least 1 on every node" };
+  }
+  if (settings.maxLagMs > asked.quarantineMarginMs) {
+    return {
+      message: `--failover-quarantine: --quarantine-margin-ms (${asked.quarantineMarginMs}) is shorter than min-replicas-max-lag (${settings.maxLagMs} ms), how long a master cut off by a partition still grants`,
+    };
+  }
+  return undefined;
 }
