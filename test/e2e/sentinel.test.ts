@@ -54,6 +54,30 @@ describe('behind Redis Sentinel', () => {
     expect((await waiting).acquired).toBe(true);
   });
 
+  it('follows the promoted master when the old one hangs (SIGSTOP) instead of dying', async () => {
+    const held = uniqueName('sen');
+    const grant = await client.acquire({ name: held, ttlMs: '60000' });
+    expect(grant.acquired).toBe(true);
+    const old = await group.master();
+    // Replication is ordered: once a later write of ours is on a replica, the grant is too.
+    const direct = group.client(old);
+    await direct.set(uniqueName('marker'), '1', 'PX', 10_000);
+    expect(Number(await direct.call('WAIT', '1', '5000'))).toBeGreaterThanOrEqual(1);
+    const stoppedAt = Date.now();
+    process.kill(old.pid, 'SIGSTOP');
+    try {
+      await group.failedOverFrom(old);
+      const window = await grantedAgain(uniqueName('sen'), stoppedAt);
+      console.log(`Sentinel failover (master SIGSTOPped): first grant ${window} ms after the stop`);
+      expect((await client.acquire({ name: held })).acquired).toBe(false);
+    } finally {
+      process.kill(old.pid, 'SIGCONT');
+    }
+    // The old master comes back as a replica; the server stays with the new one.
+    await waitFor('the old master to rejoin as a replica', async () => /role:slave/.test(String(await direct.info('replication').catch(() => ''))), 30_000, 200);
+    expect((await client.release({ name: held, token: grant.token })).released).toBe(true);
+  });
+
   it('follows a SENTINEL FAILOVER, where the old master lives on as a replica', async () => {
     const old = await group.master();
     const sentinel = group.client(group.sentinels[1]);
