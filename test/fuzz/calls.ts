@@ -61,8 +61,26 @@ export interface Outcome {
   ms: number;
 }
 
+/** How the fuzzer sends a call and records it (run.ts); `connectionCut`: the test cuts its connection. */
+export type Send = (
+  conn: Connection,
+  method: Method,
+  family: string,
+  body: Buffer,
+  end: End,
+  onAcquired?: (event: HoldResponse) => void,
+  connectionCut?: boolean,
+) => Promise<Outcome>;
+
 /** A call still open this long has hung: every plan ends by itself well before. */
 export const HANG_MS = 25_000;
+/**
+ * Requests larger than this are slow to deliver: the server's HTTP/2 receive window is 64 KiB
+ * (grpc-js sets no other), so each 64 KiB waits for the server's event loop to take it, and under
+ * the fuzzer's load a 1-2 MiB request took 6-25 s while small ones took about 1 s. They get longer.
+ */
+export const LARGE_BYTES = 256 * 1024;
+const LARGE_HANG_MS = 60_000;
 
 export interface CallHooks {
   /** Hold: the stream said `acquired`. */
@@ -73,7 +91,7 @@ export interface CallHooks {
 export function call(conn: Connection, method: Method, body: Buffer, end: End, hooks: CallHooks = {}): Promise<Outcome> {
   const started = performance.now();
   const deadline = end.t === 'deadline';
-  const options = { deadline: Date.now() + (deadline ? end.ms : HANG_MS) };
+  const options = { deadline: Date.now() + (deadline ? end.ms : body.length > LARGE_BYTES ? LARGE_HANG_MS : HANG_MS) };
   const outcome: Outcome = { code: -1, details: '', cancelled: false, deadline, events: [], ms: 0 };
   return new Promise<Outcome>((resolve) => {
     let timer: NodeJS.Timeout | undefined;

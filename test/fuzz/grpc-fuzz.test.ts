@@ -94,7 +94,7 @@ describe(`fuzzing every method for ${SECONDS} s (seed ${SEED})`, () => {
     });
     console.log(
       `grpc-fuzz: ${report.calls} calls in ${Math.round((Date.now() - started) / 1000)} s, ${report.waves} waves (${report.waveCalls} calls), ` +
-        `${report.names.size} lock names, ${report.budgetSkips} cancels skipped for the RST_STREAM budget\n` +
+        `${report.names.size} lock names, ${report.budgetSkips} cancels skipped for the RST_STREAM budget, ${report.largeSkipped} large requests left out, ${report.redisUnavailable} UNAVAILABLE for a Redis timeout\n` +
         `codes: ${JSON.stringify(report.codes)}\nlost reasons: ${JSON.stringify(report.lostReasons)}`,
     );
     for (const failure of [...report.failures, ...report.hung].slice(0, 10)) console.log('grpc-fuzz failure:', failure);

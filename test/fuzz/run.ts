@@ -1,15 +1,15 @@
 // One fuzz run against a live server: steady random traffic on a few connections, plus waves of
-// thousands of Hold and waiting Acquire calls cancelled at random moments, then a drain in which
-// every grant a client still holds is given back. Returns what happened; the test asserts on it.
-import fc from 'fast-check';
+// thousands of Hold and waiting Acquire calls cancelled at random moments (waves.ts), then a drain
+// in which every grant a client still holds is given back. Returns what happened; the test
+// asserts on it.
 import { status } from '@grpc/grpc-js';
 import { AcquireRequest, AcquireResponse, HoldRequest, type HoldResponse } from '../../clients/ts/gen/holdfast/v1/lock';
-import { startTcpProxy } from '../support/tcp-proxy';
-import { bytesField, message, varintField } from '../support/wire-bytes';
+import { bytesField, message } from '../support/wire-bytes';
 import { describeBytes, encodeBody, readShapes, type BodyContext, type LiveGrant } from './bodies';
-import { call, openConnection, type Connection, type Outcome } from './calls';
-import { checkOutcome } from './checks';
+import { call, LARGE_BYTES, openConnection, type Connection, type Send } from './calls';
+import { checkOutcome, REDIS_UNAVAILABLE } from './checks';
 import { planBatch, type End, type Method, type Plan } from './plans';
+import { runWave, type WaveContext } from './waves';
 
 export interface FuzzOptions {
   addr: string;
@@ -52,19 +52,21 @@ export interface FuzzReport {
   lostReasons: Record<string, number>;
   /** Cancels and deadlines dropped because the connection's RST_STREAM budget was spent. */
   budgetSkips: number;
+  /** Plans left out because LARGE_IN_FLIGHT large requests were already on their way. */
+  largeSkipped: number;
+  /** Calls the server answered UNAVAILABLE because Redis did not reply within its command timeout. */
+  redisUnavailable: number;
   waves: number;
   waveCalls: number;
 }
 
-const DRAIN_MS = 40_000;
+const DRAIN_MS = 70_000;
 /**
- * Requests this large go out on a connection of their own, a few at a time. The server's HTTP/2
- * receive window is 64 KiB per connection (grpc-js sets no other), so a connection carrying
- * dozens of 1 MiB requests at once takes 10-25 s to deliver each of them: slow, not stuck, and it
- * would hold up every large request sent after them. Seen with HOLDFAST_FUZZ_SEED=1.
+ * Large requests (LARGE_BYTES) go out on a connection of their own, two at a time: a connection
+ * carrying dozens of 1 MiB requests at once took 10-25 s to deliver each of them, and held up
+ * every large request sent after them (HOLDFAST_FUZZ_SEED=1).
  */
-const LARGE_BYTES = 256 * 1024;
-const LARGE_IN_FLIGHT = 3;
+const LARGE_IN_FLIGHT = 2;
 
 /** Recent grants: what `live` values in plans refer to. */
 class LiveGrants {
@@ -88,7 +90,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const prefix = `fz${options.seed}`;
   const started = Date.now();
   let freshCount = 0;
-  const report: FuzzReport = { calls: 0, codes: {}, failures: [], hung: [], names: new Set(), lostReasons: {}, budgetSkips: 0, waves: 0, waveCalls: 0 };
+  const report: FuzzReport = { calls: 0, codes: {}, failures: [], hung: [], names: new Set(), lostReasons: {}, budgetSkips: 0, largeSkipped: 0, redisUnavailable: 0, waves: 0, waveCalls: 0 };
   const live = new LiveGrants();
   /** Acquire grants not yet given back (a client holds them), by token; one entry per hold. */
   const held: LiveGrant[] = [];
@@ -104,17 +106,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   };
   const steady = Array.from({ length: options.steadyConnections }, (_, i) => openConnection(options.addr, `fuzz-steady-${i}`));
   const large = openConnection(options.addr, 'fuzz-large');
-  const largeSlots: (() => void)[] = [];
   let largeInFlight = 0;
-  /** Waits for one of the large connection's slots; resolves with the function that frees it. */
-  const largeSlot = async (): Promise<() => void> => {
-    if (largeInFlight >= LARGE_IN_FLIGHT) await new Promise<void>((resolve) => largeSlots.push(resolve));
-    largeInFlight++;
-    return () => {
-      largeInFlight--;
-      largeSlots.shift()?.();
-    };
-  };
   const context = (grant?: LiveGrant): BodyContext => ({
     numbers,
     poolName: (i) => `${prefix}-pool-${i}`,
@@ -134,15 +126,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   });
 
   /** Sends one call, records its status, checks it; resolves with the outcome. */
-  const send = (
-    conn: Connection,
-    method: Method,
-    family: string,
-    body: Buffer,
-    end: End,
-    onAcquired?: (e: HoldResponse) => void,
-    connectionCut = false,
-  ): Promise<Outcome> => {
+  const send: Send = (conn, method, family, body, end, onAcquired, connectionCut = false) => {
     if ((end.t === 'cancel' || end.t === 'deadline') && !conn.budget.take()) {
       report.budgetSkips++;
       end = { t: 'none' };
@@ -153,6 +137,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       const codes = (report.codes[method] ??= {});
       const name = status[outcome.code] ?? String(outcome.code);
       codes[name] = (codes[name] ?? 0) + 1;
+      if (outcome.code === status.UNAVAILABLE && outcome.details.startsWith(REDIS_UNAVAILABLE)) report.redisUnavailable++;
       const problem = checkOutcome(method, outcome, body.length, connectionCut);
       if (problem) report.failures.push({ ...info, what: problem, ms: outcome.ms });
       const lost = outcome.events.find((e) => e.lost)?.lost;
@@ -185,12 +170,17 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
 
   const runPlan = async (plan: Plan) => {
     const body = encodeBody(plan, context(live.pick(plan.live)));
-    const isLarge = body.length > LARGE_BYTES;
-    const freeSlot = isLarge ? await largeSlot() : undefined;
+    if (body.length <= LARGE_BYTES) return runBody(plan, body, steady[plan.conn % steady.length]);
+    // Waiting for a slot would hold up the steady traffic: a large request that finds none is left out.
+    if (largeInFlight >= LARGE_IN_FLIGHT) {
+      report.largeSkipped++;
+      return;
+    }
+    largeInFlight++;
     try {
-      await runBody(plan, body, isLarge ? large : steady[plan.conn % steady.length]);
+      await runBody(plan, body, large);
     } finally {
-      freeSlot?.();
+      largeInFlight--;
     }
   };
 
@@ -217,58 +207,25 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     else await giveBack(grant, plan.releaseAfterMs);
   };
 
-  const wave = async (index: number) => {
-    report.waves++;
-    const conns = Array.from({ length: options.waveConnections }, (_, i) => openConnection(options.addr, `fuzz-wave-${index}-${i}`));
-    const names = Array.from({ length: 5 }, (_, i) => `${prefix}-wave${index}-${i}`);
-    // Four of the five names are taken for the whole wave, so its calls queue.
-    const blockers = await Promise.all(
-      names.slice(1).map((name) => send(steady[0], 'acquire', 'wave', message(bytesField(1, name), varintField(3, 20_000)), { t: 'none' })),
-    );
-    const calls = fc.sample(
-      fc.record({ hold: fc.boolean(), name: fc.nat(names.length - 1), cancelAfterMs: fc.integer({ min: 0, max: 2500 }) }),
-      { seed: options.seed ^ (0x5eed + index), numRuns: options.waveSize },
-    );
-    const started = calls.map((c, i) => {
-      const body = message(bytesField(1, names[c.name]), varintField(3, 2000), varintField(4, 4000));
-      report.waveCalls++;
-      return send(conns[i % conns.length], c.hold ? 'hold' : 'acquire', 'wave', body, { t: 'cancel', afterMs: c.cancelAfterMs }, (e) => {
-        live.add({ name: names[c.name], token: e.acquired!.token, holdId: e.acquired!.holdId, fence: e.acquired!.fencingToken, from: 'hold' });
-      }).then(async (outcome) => {
-        // An Acquire granted before its cancel came: this client holds it, and gives it back.
-        if (c.hold || outcome.code !== status.OK || !outcome.response) return;
-        const reply = AcquireResponse.decode(outcome.response);
-        if (reply.acquired) await giveBack({ name: names[c.name], token: reply.token, holdId: '', fence: reply.fencingToken, from: 'acquire' }, 0);
-      });
-    });
-    await Promise.all([...started, cutWave(index)]);
-    await Promise.all(
-      blockers.map((outcome, i) => {
-        const reply = outcome.response ? AcquireResponse.decode(outcome.response) : undefined;
-        return reply?.acquired ? giveBack({ name: names[i + 1], token: reply.token, holdId: '', fence: '', from: 'acquire' }, 0) : undefined;
-      }),
-    );
-    for (const name of names) report.names.add(name);
-    for (const conn of conns) conn.client.close();
-  };
-
-  /** Holds granted on a connection that is then cut: each keeps its lock until its lease has run out. */
-  const cutWave = async (index: number) => {
-    const proxy = await startTcpProxy(options.addr);
-    const conn = openConnection(proxy.addr, `fuzz-wave-${index}-cut`);
-    const [cutAfterMs] = fc.sample(fc.integer({ min: 300, max: 2500 }), { seed: options.seed ^ (0xc07 + index), numRuns: 1 });
-    const holds = Array.from({ length: options.cutHolds }, (_, i) => {
-      const body = message(bytesField(1, `${prefix}-wave${index}-cut${i}`), varintField(3, 2000), varintField(8, i % 4 === 0 ? 1 : 0));
-      return send(conn, 'hold', 'cut', body, { t: 'none' }, undefined, true);
-    });
-    setTimeout(() => proxy.cut(), cutAfterMs);
-    await Promise.all(holds);
-    conn.client.close();
-    await proxy.close();
-  };
-
   const until = started + options.seconds * 1000;
-  const waveTimer = setInterval(() => track(() => wave(report.waves)), Math.min(30_000, options.seconds * 400));
+  const waves: WaveContext = {
+    addr: options.addr,
+    seed: options.seed,
+    prefix,
+    size: options.waveSize,
+    connections: options.waveConnections,
+    cutHolds: options.cutHolds,
+    control: steady[0],
+    send,
+    giveBack: (grant) => giveBack(grant, 0),
+    onGrant: (grant) => live.add(grant),
+    onName: (name) => report.names.add(name),
+  };
+  const waveTimer = setInterval(() => {
+    const index = report.waves++;
+    report.waveCalls += options.waveSize + options.cutHolds;
+    track(() => runWave(waves, index));
+  }, Math.min(30_000, options.seconds * 400));
   const inflight = new Set<Promise<void>>();
   let batch = 0;
   let queue: Plan[] = [];
