@@ -87,6 +87,11 @@ export class Watchdog {
     private readonly guard?: WriteGuard,
   ) {}
 
+  /** Renewals that must be confirmed go where the guard says (WAIT waits for that connection's writes). */
+  private get renewals(): Redis | Cluster {
+    return this.guard?.confirmAfter ? (this.guard.connection ?? this.redis) : this.redis;
+  }
+
   get size(): number {
     return this.leases.size;
   }
@@ -199,7 +204,7 @@ export class Watchdog {
     const byNode = new Map<string, Lease[]>();
     for (const lease of due) {
       lease.inflight = true;
-      const node = nodeOf(this.redis, lease.slot);
+      const node = nodeOf(this.renewals, lease.slot);
       const group = byNode.get(node);
       if (group) group.push(lease);
       else byNode.set(node, [lease]);
@@ -208,7 +213,7 @@ export class Watchdog {
   }
 
   private async renewOnOneNode(due: Lease[], sentAt: number): Promise<void> {
-    const connection = this.guard?.confirmAfter ? (this.guard.connection ?? this.redis) : this.redis;
+    const connection = this.renewals;
     const pipeline = connection.pipeline();
     const renew = (pipeline as unknown as Record<string, (...a: unknown[]) => void>)[commandName('renew')];
     for (const lease of due) renew.call(pipeline, ...lease.keys, lease.token, renewalTtl(lease, sentAt), lease.holdId);
