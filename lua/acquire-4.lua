@@ -31,31 +31,34 @@ local request = { o = owner, m = mode, l = limit, t = ttl, r = requestId, h = ho
 --- @include "includes/clock"
 --- @include "includes/state"
 
-settle()
+local served = settle()
+
+-- Every refusal below goes through here, so that a key settle() made anew gets its TTL.
+local function refuse(reply)
+  if served then keepKeys() end
+  return reply
+end
 
 -- A replay gets the live grant back only when it asks exactly what the first request asked:
 -- otherwise a known request id would hand anyone the grant's token.
 if requestId ~= '' then
-  local raw = redis.call('HGET', dataKey, 'r:' .. requestId)
-  if raw then
-    local ok, prior = pcall(cjson.decode, raw)
-    if not ok or type(prior) ~= 'table' or prior.o ~= owner or prior.m ~= mode or prior.l ~= limit or prior.t ~= ttl then
-      return { -5 }
-    end
+  local prior = loadRequest(requestId)
+  if prior then
+    if prior.o ~= owner or prior.m ~= mode or prior.l ~= limit or prior.t ~= ttl then return refuse({ -5 }) end
     local grant = liveGrant(prior.k)
-    if grant then return grantReply(prior.k, grant) end
+    if grant then return refuse(grantReply(prior.k, grant)) end
   end
 end
 
 local busy = redis.call('ZCARD', holdersKey) > 0 or redis.call('ZCARD', queueKey) > 0
 local lockLimit = tonumber(redis.call('HGET', dataKey, 'limit'))
-if busy and lockLimit and lockLimit ~= limit then return { -3, lockLimit } end
+if busy and lockLimit and lockLimit ~= limit then return refuse({ -3, lockLimit }) end
 
 if owner ~= '' then
   local held = redis.call('HGET', dataKey, 'o:' .. owner)
   local grant = held and liveGrant(held)
   if grant then
-    if not reenter(held, grant, request, now + ttl) then return { -4 } end
+    if not reenter(held, grant, request, now + ttl) then return refuse({ -4 }) end
     keepKeys()
     return grantReply(held, grant)
   end
@@ -67,7 +70,7 @@ if redis.call('ZCARD', queueKey) == 0 and fits(mode, limit) then
   return grantReply(token, grant)
 end
 
-if waiterId == '' then return { 0, msToNextExpiry() } end
+if waiterId == '' then return refuse({ 0, msToNextExpiry() }) end
 
 local arrival = redis.call('HINCRBY', dataKey, 'seq', 1)
 redis.call('ZADD', queueKey, arrival, waiterId)

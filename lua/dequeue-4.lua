@@ -20,7 +20,15 @@ if waiter then
   dropWaiter(waiterId)
   local grant = waiter.g == 1 and liveGrant(waiter.k)
   local holdId = waiter.h or ''
-  if grant and (holdId == '' or findHold(grant, holdId)) then
+  -- Its hold may already be gone (a Release by token takes an unnamed hold first): then there is
+  -- nothing of its own to give back, and another holder's hold must not go in its place.
+  local own = false
+  if grant and holdId ~= '' then
+    own = findHold(grant, holdId) ~= nil
+  elseif grant then
+    own = unnamedHolds(grant, EXCLUSIVE) + unnamedHolds(grant, SHARED) > 0
+  end
+  if own then
     dropHold(waiter.k, grant, holdId, waiter.m)
     dropped = 1
   end

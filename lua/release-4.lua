@@ -27,7 +27,7 @@ local token, holdId, vanished, lockDelay = ARGV[1], ARGV[2], ARGV[3] == '1', ton
 local grant = liveGrant(token)
 if grant and holdId ~= '' and not findHold(grant, holdId) then grant = nil end
 if not grant then
-  settle()
+  if settle() then keepKeys() end
   return { -1 }
 end
 

@@ -41,6 +41,16 @@ local function saveRecord(field, record)
   redis.call('HSET', dataKey, field, cjson.encode(record))
 end
 
+-- What a request id was first used for, or nil; a record older holdfast wrote (a bare token)
+-- reads as a request with no owner or parameters, which no replay matches.
+local function loadRequest(requestId)
+  local raw = redis.call('HGET', dataKey, 'r:' .. requestId)
+  if not raw then return nil end
+  local ok, request = pcall(cjson.decode, raw)
+  if ok and type(request) == 'table' then return request end
+  return { k = raw }
+end
+
 local function holdCount(grant)
   return grant.x + grant.s
 end
@@ -72,7 +82,9 @@ local function forgetGrant(token)
       redis.call('HDEL', dataKey, 'o:' .. grant.o)
     end
     for _, requestId in ipairs(grant.r) do
-      redis.call('HDEL', dataKey, 'r:' .. requestId)
+      -- A retry may have tied the id to a newer grant meanwhile (this one was no longer live).
+      local request = loadRequest(requestId)
+      if request and request.k == token then redis.call('HDEL', dataKey, 'r:' .. requestId) end
     end
     redis.call('HDEL', dataKey, 'g:' .. token)
   end
@@ -241,6 +253,7 @@ local function serveQueue()
   if #ready > 0 and channel then
     redis.call('SPUBLISH', channel, 'g ' .. table.concat(ready, ' '))
   end
+  return #ready
 end
 
 -- Milliseconds until the earliest lease ends (when a waiter should look again), or -1.
@@ -276,9 +289,11 @@ local function keepKeysUntil(expiry)
 end
 
 -- Brings the lock up to date: expired holders out, then whoever waits and now fits in.
+-- Returns true when it served a waiter: a grant may then have made a key anew (ZADD on a holders
+-- set the purge emptied), so the script must end with keepKeys() even when it refuses.
 local function settle()
   purgeExpiredHolders()
-  serveQueue()
+  return serveQueue() > 0
 end
 
 -- The lease left, not the lease length: a client counts it from when it sent its request, and a

@@ -282,7 +282,7 @@ describe('the Lua scripts against the reference model', () => {
 
 // Where lua/ and the README differ today (LUA_TODAY in model.ts). Each test states the README's
 // rule and fails until lua/ keeps it: then remove `.fails` here and the switch in LUA_TODAY.
-describe('known gaps between the README and lua/', () => {
+describe('gaps these tests found between the README and lua/, now mended', () => {
   const run = (script: string, name: string, ...args: unknown[]) => {
     const k = lockKeys('hf', name);
     const keys = [k.holders, k.queue, k.data, k.channel].slice(0, scriptKeyCount(script as 'acquire'));
@@ -292,7 +292,7 @@ describe('known gaps between the README and lua/', () => {
   const acquire = (name: string, token: string, ttl: number, limit: number, rid: string, waiterId: string, holdId = '') =>
     run('acquire', name, token, '', ttl, EXCLUSIVE, limit, rid, waiterId, 3000, holdId);
 
-  it.fails('keysLeftWithoutTtl: a script that serves the queue and then refuses leaves every key with a TTL', async () => {
+  it('keysLeftWithoutTtl: a script that serves the queue and then refuses leaves every key with a TTL', async () => {
     const name = uniqueName('gap');
     await acquire(name, 'holder', 20, 1, '', '');
     await acquire(name, 'waiter-token', 10_000, 1, '', 'w1');
@@ -303,7 +303,7 @@ describe('known gaps between the README and lua/', () => {
     expect(await redis.client.pttl(lockKeys('hf', name).holders)).toBeGreaterThan(0);
   });
 
-  it.fails('holdCountBelowZero: a dequeued waiter gives back only its own hold, never a Hold stream\'s', async () => {
+  it('holdCountBelowZero: a dequeued waiter gives back only its own hold, never a Hold stream\'s', async () => {
     const name = uniqueName('gap');
     const acquireAs = (token: string, owner: string, mode: Mode, waiterId: string, holdId: string) =>
       run('acquire', name, token, owner, 10_000, mode, 1, '', waiterId, 3000, holdId);
@@ -319,7 +319,7 @@ describe('known gaps between the README and lua/', () => {
     expect((await acquire(name, 'z', 10_000, 1, '', ''))[0]).toBe(0);
   });
 
-  it.fails('requestIdForgottenByOldGrant: a retry counts once even after the grant an earlier try left behind expires', async () => {
+  it('requestIdForgottenByOldGrant: a retry counts once even after the grant an earlier try left behind expires', async () => {
     const name = uniqueName('gap');
     const rid = 'req-0123456789abcdef';
     await acquire(name, 't1', 400, 2, rid, '', 'h1');
