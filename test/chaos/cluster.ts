@@ -208,10 +208,16 @@ export class WorkerSlot {
     child.on('message', (message: FromWorker) => {
       if (message.type === 'state') this.loops.set(message.loop, message);
     });
+    const ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${this.id} did not start within 30 s: ${this.stderr.join(' ')}`)), 30_000);
+      child.on('message', (message: FromWorker) => message.type === 'ready' && (clearTimeout(timer), resolve()));
+      child.once('exit', (code) => (clearTimeout(timer), reject(new Error(`${this.id} exited with ${code} before it started: ${this.stderr.join(' ')}`))));
+    });
     child.on('error', () => {}); // IPC to a killed process
     child.once('exit', (code, sig) => {
       if (!this.exitExpected) this.crashed.push(`${full.id} (exit ${code ?? sig})`);
     });
+    await ready;
     return clockRoundTrip(child, this.id);
   }
 

@@ -81,6 +81,7 @@ export type ToWorker = { type: 'clock' } | { type: 'stop' };
 export type FromWorker =
   | { type: 'clock'; t: number }
   | { type: 'state'; loop: number; status: 'idle' | 'waiting' | 'holding'; lock?: string; api?: 'hold' | 'acquire'; kind?: Kind }
+  | { type: 'ready' }
   | { type: 'done' };
 
 /** What a worker process is told at start (JSON in argv[2]). */

@@ -49,6 +49,17 @@ export const FAULT_CLASSES: Record<FaultClass, FaultInfo> = {
   },
 };
 
+/**
+ * Whether holdfast claims safety under `cls` ('none': no fault) in a configuration that names the
+ * classes it claims (`safe`), or by default in FAULT_CLASSES.
+ */
+export function claimedSafeUnder(cls: string, safe?: FaultClass[]): boolean {
+  if (cls === 'none') return true;
+  const info = FAULT_CLASSES[cls as FaultClass];
+  if (!info) return false;
+  return safe ? safe.includes(cls as FaultClass) : info.claimedSafe;
+}
+
 export interface Fault {
   cls: FaultClass;
   /** Which processes or links it hit: worker ids, replica-N, redis. */

@@ -3,13 +3,14 @@
 //   --duration <s>   workload time of the main run (default 300)
 //   --seed <n>       fault schedule and workload choices (default 1)
 //   --negative <s>   workload time of the negative control (default 30; 0 skips it)
+//   --quarantine <s> workload time of the run with --failover-quarantine (default 60; 0 skips it)
 //   --faults <a,b>   only these fault classes (default: all; see faults.ts)
 //   --keep-logs      keep the worker logs and run.json (their directory is printed)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FAULT_CLASSES, type FaultClass } from './faults';
 import { RESULTS } from './paths';
-import { defaultRun, negativeControl } from './profiles';
+import { defaultRun, negativeControl, quarantineRun } from './profiles';
 import { LEGEND, machineNote, section, sourceNote } from './report';
 import { runChaos } from './run';
 import { grantsSvg } from './svg';
@@ -35,8 +36,10 @@ async function main(): Promise<void> {
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const machine = `${machineNote()}; ${sourceNote()}`;
   const main = await runChaos({ ...defaultRun(durationS, seed, only ? { faults: only as FaultClass[] } : {}), keepLogs, log });
+  const quarantineS = option('quarantine', 60);
+  const quarantine = quarantineS > 0 ? await runChaos({ ...quarantineRun(quarantineS, seed), keepLogs, log }) : undefined;
   const negative = negativeS > 0 ? await runChaos({ ...negativeControl(negativeS, seed), keepLogs, log }) : undefined;
-  const safe = violations(claimedSafe(main));
+  const safe = violations(claimedSafe(main)) + (quarantine ? violations(claimedSafe(quarantine)) : 0);
   const notRun = Object.entries(FAULT_CLASSES).filter(([, info]) => info.notRun).map(([cls, info]) => `- ${cls}: ${info.notRun}`);
   const text = [
     `# Chaos run (npm run chaos -- --duration ${durationS} --seed ${seed})`,
@@ -46,6 +49,7 @@ async function main(): Promise<void> {
     LEGEND,
     '',
     section(main, 'Default configuration'),
+    ...(quarantine ? ['', section(quarantine, 'One Redis with --failover-quarantine: restarts without persistence')] : []),
     ...(negative ? ['', section(negative, 'Negative control: --release-on-disconnect, careless clients')] : []),
     '',
     '## Not run',
@@ -56,6 +60,7 @@ async function main(): Promise<void> {
   process.stdout.write(text);
   mkdirSync(RESULTS, { recursive: true });
   writeFileSync(join(RESULTS, 'chaos.md'), text);
+  // The picture is of the main run; the others are in the tables.
   writeFileSync(join(RESULTS, 'chaos.svg'), grantsSvg(main, `npm run chaos -- --duration ${durationS} --seed ${seed}`));
   log(`written to ${join(RESULTS, 'chaos.md')} and chaos.svg${keepLogs ? `; logs in ${main.logDir}${negative ? ` and ${negative.logDir}` : ''}` : ''}`);
   if (safe > 0 || (negative && violations(claimedSafe(negative, true)) === 0)) process.exitCode = 1;

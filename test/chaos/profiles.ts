@@ -35,3 +35,14 @@ export function negativeControl(durationS: number, seed: number, overrides: Part
 
 /** The short run's fault classes: one of each kind of process holdfast claims safety for, restarts included. */
 export const SHORT_FAULTS: FaultClass[] = ['client-stop-cut', 'client-kill', 'server-kill', 'server-stop', 'redis-stop', 'redis-restart-aof'];
+
+/**
+ * One Redis with --failover-quarantine (README "Failover and guarantees"): a restart, even an empty
+ * one, is treated as a failover, and no grant is made until every lease the old Redis may have
+ * granted has run out. Its claim: a restart without persistence is safe too.
+ */
+export function quarantineRun(durationS: number, seed: number, overrides: Partial<ChaosOptions> = {}): ChaosOptions {
+  const options = defaultRun(durationS, seed, { label: 'one Redis with --failover-quarantine', faults: ['redis-restart-empty', 'redis-restart-aof'], ...overrides });
+  const ttl = String(options.ttlMs);
+  return { ...options, serverArgs: ['--failover-quarantine', '--default-ttl-ms', ttl, '--max-ttl-ms', ttl], safe: options.faults };
+}

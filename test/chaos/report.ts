@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Anomaly } from './anomaly';
 import { consistent } from './clock';
-import { FAULT_CLASSES, type FaultClass } from './faults';
+import { claimedSafeUnder } from './faults';
 import { ROOT } from './paths';
 import type { ChaosResult } from './run';
 import { byFault, byKind, type Tally } from './tally';
@@ -24,8 +24,7 @@ export function faultTable(result: ChaosResult): string {
   // A broken configuration keeps none of the claims: the column is for the default one.
   const broken = result.options.releaseOnDisconnect || result.options.careless > 0;
   const rows = [...byFault(result)].map(([cls, t]) => {
-    const info = FAULT_CLASSES[cls as FaultClass];
-    const safe = broken ? '-' : info ? (info.claimedSafe ? 'yes' : '**no**') : cls === 'none' ? 'yes' : '-';
+    const safe = broken || cls === 'after the run' ? '-' : claimedSafeUnder(cls, result.options.safe) ? 'yes' : '**no**';
     return [cls === 'none' ? 'no fault' : cls, safe, `${t.faults}`, `${t.grants}`, ...cells(t)];
   });
   return table(['fault class', 'claimed safe', 'faults', 'grants', ...HEADER], rows);
@@ -91,7 +90,7 @@ export function section(result: ChaosResult, title: string, excerpts = 3): strin
   const grants = result.ops.filter((op) => op.grantAt !== undefined).length;
   const seconds = (result.stoppedAt - result.t0) / 1000;
   const notes = [
-    `seed ${o.seed}, ${seconds.toFixed(0)} s of workload, ttl ${o.ttlMs} ms, ${o.replicas} replicas, ${o.workers} client processes × ${o.loops} loops, server keepalive ${o.keepaliveMs} + ${o.keepaliveMs} ms${o.releaseOnDisconnect ? ', **--release-on-disconnect**' : ''}${o.careless ? `, **${o.careless} careless clients** (ignore their lease, skip the fence)` : ''}`,
+    `seed ${o.seed}, ${seconds.toFixed(0)} s of workload, ttl ${o.ttlMs} ms, ${o.replicas} replicas, ${o.workers} client processes × ${o.loops} loops, server keepalive ${o.keepaliveMs} + ${o.keepaliveMs} ms${o.serverArgs?.length ? `, \`${o.serverArgs.join(' ')}\`` : ''}${o.releaseOnDisconnect ? ', **--release-on-disconnect**' : ''}${o.careless ? `, **${o.careless} careless clients** (ignore their lease, skip the fence)` : ''}`,
     `${result.ops.length} operations, ${grants} grants (${(grants / seconds).toFixed(1)}/s), ${result.faults.length} faults; ${clockNote(result)}`,
   ];
   if (result.crashed.length) notes.push(`worker processes that exited by themselves: ${result.crashed.join(', ')}`);

@@ -32,6 +32,10 @@ export interface ChaosOptions {
   careless: number;
   /** The servers' --keepalive-time-ms and --keepalive-timeout-ms. */
   keepaliveMs: number;
+  /** More server options (e.g. --failover-quarantine). */
+  serverArgs?: string[];
+  /** The fault classes holdfast claims safety for in this configuration; default: FAULT_CLASSES'. */
+  safe?: FaultClass[];
   keepLogs?: boolean;
   log?: (line: string) => void;
 }
@@ -111,6 +115,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   await redis.start();
   const serverArgs = ['--keepalive-time-ms', String(options.keepaliveMs), '--keepalive-timeout-ms', String(options.keepaliveMs)];
   if (options.releaseOnDisconnect) serverArgs.push('--release-on-disconnect');
+  serverArgs.push(...(options.serverArgs ?? []));
   const replicas = await Promise.all(Array.from({ length: options.replicas }, (_, i) => Replica.create(i, redis.url, serverArgs)));
   const storage = await startStorage();
   const slots = await Promise.all(Array.from({ length: options.workers }, (_, i) => WorkerSlot.create(i, replicas)));

@@ -1,7 +1,7 @@
 // Grants per second over the run, with each fault shaded from its start to its healing (dark) and
 // on to the end of the time it counts for (light), and each anomaly marked in red at the top.
 // Written by hand: a few rectangles, a line and some text.
-import { FAULT_CLASSES, type FaultClass } from './faults';
+import { claimedSafeUnder, FAULT_CLASSES, type FaultClass } from './faults';
 import type { ChaosResult } from './run';
 
 const PALETTE = ['#e6194b', '#3cb44b', '#4363d8', '#f58231', '#911eb4', '#42d4f4', '#f032e6', '#9a6324', '#469990', '#800000', '#808000', '#000075', '#a9a9a9', '#bfef45'];
@@ -44,7 +44,7 @@ export function grantsSvg(result: ChaosResult, title: string): string {
   classes.forEach((c, i) => {
     const lx = LEFT + (i % 4) * 225;
     const ly = legendTop + Math.floor(i / 4) * 18;
-    out.push(`<rect x="${lx}" y="${ly - 10}" width="12" height="12" fill="${color(c)}" fill-opacity="0.6"/><text x="${lx + 16}" y="${ly}">${esc(c)}${FAULT_CLASSES[c].claimedSafe ? '' : ' (not claimed safe)'}</text>`);
+    out.push(`<rect x="${lx}" y="${ly - 10}" width="12" height="12" fill="${color(c)}" fill-opacity="0.6"/><text x="${lx + 16}" y="${ly}">${esc(c)}${claimedSafeUnder(c, result.options.safe) ? '' : ' (not claimed safe)'}</text>`);
   });
   const height = legendTop + Math.ceil(classes.length / 4) * 18 + 8;
   return [

@@ -4,7 +4,7 @@ import type { Anomaly } from './anomaly';
 import { attribute } from './anomaly';
 import { recordsByClient } from './checker';
 import type { LockSpec } from './events';
-import { FAULT_CLASSES } from './faults';
+import { claimedSafeUnder, FAULT_CLASSES } from './faults';
 import { windowOf } from './history';
 import type { ChaosResult } from './run';
 
@@ -108,8 +108,7 @@ export function byKind(result: ChaosResult): Map<string, Tally> {
 export function claimedSafe(result: ChaosResult, all = false): Tally {
   const sum = empty();
   for (const [key, t] of byFault(result)) {
-    const info = FAULT_CLASSES[key as keyof typeof FAULT_CLASSES];
-    if (info && !info.claimedSafe && !all) continue;
+    if (!all && key !== 'after the run' && !claimedSafeUnder(key, result.options.safe)) continue;
     for (const field of Object.keys(sum) as (keyof Tally)[]) sum[field] += t[field];
   }
   return sum;

@@ -238,6 +238,8 @@ process.on('message', (message: ToWorker) => {
   else if (message.type === 'stop') stopping = true;
 });
 process.on('disconnect', () => process.exit(0));
+// A message sent before the listener above exists is dropped: the orchestrator waits for this.
+tell({ type: 'ready' });
 
 Promise.all(Array.from({ length: config.loops }, (_, i) => loop(i))).then(
   () => {
