@@ -62,5 +62,6 @@ expect fail serves-without-fit -DBROKEN_NO_FIT safety
 expect fail lease-ends-before-deadline -DBROKEN_EXPIRY_BEFORE_DEADLINE safety
 expect fail timer-claim-does-not-settle -DBROKEN_CLAIM_NO_SETTLE no_lost_wakeup
 expect fail served-grant-without-claim-lease -DBROKEN_NO_CLAIM_LEASE no_orphan_grant
-echo "lua/model/check.sh: $((7 - failures)) passed, $failures failed ($((SECONDS - started)) s)"
+echo "spin ran 7 checks in $((SECONDS - started)) s"
+echo "spin: $((7 - failures)) passed, $failures failed"
 [ "$failures" = 0 ]

@@ -31,7 +31,7 @@
  * that check.sh requires spin to reject.
  */
 
-#define NC 3            /* waiters */
+#define NC 3            /* waiters (holding, occupied, toldOn, waitingOn and the LTL spell out 3) */
 #define NS 2            /* servers; waiter i waits on server SRV(i) */
 #define SRV(i) ((i) % NS)
 #ifndef MAX_STALLS
@@ -44,18 +44,18 @@
 mtype = { NONE, CLAIMED, HELD, DEAD, QUEUED, SERVED, WAITING, HOLDING, DONE, GRANTED, GONE };
 
 /* Redis: one grant per waiter's token (holders ZSET + g: record), waiter records, the queue. */
-mtype grant[NC] = NONE;        /* NONE, CLAIMED (served, claim lease), HELD (full lease), DEAD (lease over, not purged yet) */
-mtype wrec[NC] = NONE;         /* w:<waiter>: NONE, QUEUED, SERVED */
-bool entryOver[NC];     /* the queue entry's lease has run out (e <= now) */
-byte queue[NC];         /* queue ZSET in arrival order */
+mtype grant[NC] = NONE; /* NONE, CLAIMED (served, claim lease), HELD (full lease), DEAD (lease over, not purged yet) */
+mtype wrec[NC] = NONE;  /* w:<waiter>: NONE, QUEUED, SERVED */
+bool entryOver[NC];    /* the queue entry's lease has run out (e <= now) */
+byte queue[NC];        /* queue ZSET in arrival order */
 byte qlen;
 
 /* Servers and clients. */
 bool alive[NS];
-bool told[NC];          /* a publish named this waiter and its server has not acted on it */
-mtype answer[NC] = NONE;       /* claim's answer on its way to the waiting call: NONE, GRANTED, GONE */
-mtype client[NC] = NONE;       /* NONE (not started), WAITING, HOLDING, DONE */
-bool patient[NC];       /* waits with no deadline */
+bool told[NC];         /* a publish named this waiter and its server has not acted on it */
+mtype answer[NC] = NONE; /* claim's answer on its way to the waiting call: NONE, GRANTED, GONE */
+mtype client[NC] = NONE; /* NONE (not started), WAITING, HOLDING, DONE */
+bool patient[NC];      /* waits with no deadline */
 byte stalls = MAX_STALLS;
 byte deaths = MAX_DEATHS;
 
