@@ -25,17 +25,18 @@ export interface LoadJob {
 }
 
 /**
- * Opens the job's calls over connections of `perConnection` calls; says 'ready' once the waits
- * are sent or the holds granted. Answers 'count' with the calls that have ended since (none should).
+ * Opens the job's calls over connections of `perConnection` calls; says 'ready' once every wait
+ * is sent and every hold granted or refused. Answers 'count' with the calls that have ended
+ * (refused, or ended later), by status: none should, but an overloaded Redis ends some.
  */
 async function runLoad(job: LoadJob): Promise<void> {
   const clients: LockClient[] = [];
-  let started = 0;
+  let settled = 0;
   const ended = new Map<string, number>();
-  const end = (err: ServiceError) => ended.set(`${err.code} ${err.details}`, (ended.get(`${err.code} ${err.details}`) ?? 0) + 1);
-  const start = () => {
-    if (++started === job.names.length) process.send!({ type: 'ready' });
+  const settle = () => {
+    if (++settled === job.names.length) process.send!({ type: 'ready' });
   };
+  const end = (err: ServiceError) => ended.set(`${err.code} ${err.details}`, (ended.get(`${err.code} ${err.details}`) ?? 0) + 1);
   process.on('message', (message: string) => {
     if (message === 'count') process.send!({ type: 'count', ended: [...ended] });
     // Exiting closes the connections: the server ends every call on them, with no RST_STREAM per call.
@@ -48,11 +49,18 @@ async function runLoad(job: LoadJob): Promise<void> {
     const client = clients.at(-1)!;
     if (job.kind === 'waits') {
       client.acquire({ name, waitTimeoutMs: '3600000' }, 3_700_000).catch(end);
-      start();
+      settle();
     } else {
       const call = client.client.hold(HoldRequest.fromPartial({ name, ttlMs: String(job.ttlMs) }));
-      call.once('data', start);
-      call.on('error', end);
+      let granted = false;
+      call.once('data', () => {
+        granted = true;
+        settle();
+      });
+      call.on('error', (err: ServiceError) => {
+        end(err);
+        if (!granted) settle();
+      });
     }
   }
 }
@@ -86,7 +94,7 @@ export async function startLoad(job: LoadJob): Promise<Load> {
   const died = new Promise<never>((_, reject) =>
     children.forEach((child) => child.once('exit', (code) => reject(new Error(`load process exited with ${code} before it was ready`)))),
   );
-  // A Hold that is refused never sends its first event: fail rather than wait for ever.
+  // Something that never answers: fail rather than wait for ever.
   const tooLong = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the ${job.kind} were not all under way after ${LOAD_TIMEOUT_MS} ms`)), LOAD_TIMEOUT_MS).unref());
   await Promise.race([Promise.all(children.map((child) => ask(child, '', 'ready'))), died, tooLong]);
   return {
