@@ -11,6 +11,8 @@
                        ending it): its client may still count on the lease, so the lock stays
                        closed until the lease's current expiry plus the lock delay
   ARGV[4] lock delay   ms added after a vanished holder's lease
+  ARGV[5] its lease    with vanished: ms the holder's own lease may still run, when its server
+                       knows ('' for the grant's whole lease, which reentrant holds may extend)
 
   Returns
     {1, 0, holdId}           freed (or closed until a vanished holder's lease ends); holdId is
@@ -20,6 +22,7 @@
 ]]
 local holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, holdId, vanished, lockDelay = ARGV[1], ARGV[2], ARGV[3] == '1', tonumber(ARGV[4])
+local vanishedLeaseMs = tonumber(ARGV[5] or '')
 
 --- @include "includes/clock"
 --- @include "includes/state"
@@ -34,7 +37,12 @@ end
 if holdId == '' and unnamedHolds(grant, EXCLUSIVE) + unnamedHolds(grant, SHARED) == 0 then
   holdId = string.sub(grant.h[#grant.h], 2)
 end
-local vanishedUntil = vanished and leaseExpiry(token) + lockDelay or nil
+local vanishedUntil = nil
+if vanished then
+  vanishedUntil = leaseExpiry(token)
+  if vanishedLeaseMs then vanishedUntil = math.min(vanishedUntil, now + vanishedLeaseMs) end
+  vanishedUntil = vanishedUntil + lockDelay
+end
 local left = dropHold(token, grant, holdId, 0, vanishedUntil)
 settle()
 keepKeys()

@@ -194,8 +194,8 @@ export class LockEngine {
    * served by this server whose hold it was ends as 'released'.
    */
   async release(name: string, token: string, options: ReleaseOptions = {}): Promise<ReleaseResult> {
-    const { holdId = '', vanished = false, lockDelayMs = 0 } = options;
-    const reply = await this.run('release', name, [token, holdId, vanished ? 1 : 0, lockDelayMs]);
+    const { holdId = '', vanished = false, lockDelayMs = 0, vanishedLeaseMs } = options;
+    const reply = await this.run('release', name, [token, holdId, vanished ? 1 : 0, lockDelayMs, vanishedLeaseMs ?? '']);
     if (reply[0] === ScriptCode.NOT_FOUND) throw notHeld(name);
     const result = { released: reply[0] === 1, holdCount: Number(reply[1]), holdId: String(reply[2]) };
     if (result.holdId) this.watchdog.released(result.holdId);
@@ -203,8 +203,8 @@ export class LockEngine {
   }
 
   /** Keeps renewing a grant until stopped or lost (the lease behind a Hold stream). */
-  keep(request: KeepRequest, events: LeaseEvents, leaseStart: number): KeptLease {
-    return this.watchdog.keep(request, events, leaseStart);
+  keep(request: KeepRequest, events: LeaseEvents, leaseStart: number, grantedMs?: number): KeptLease {
+    return this.watchdog.keep(request, events, leaseStart, grantedMs);
   }
 
   /** How many leases this engine is keeping alive. */

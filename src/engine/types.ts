@@ -47,6 +47,8 @@ export interface ReleaseOptions {
    * lockDelayMs longer.
    */
   vanished?: boolean;
+  /** With vanished: how long the holder's own lease may still run (default: the grant's whole lease). */
+  vanishedLeaseMs?: number;
   lockDelayMs?: number;
 }
 

@@ -46,6 +46,8 @@ interface Lease extends KeepRequest, LeaseEvents {
   renewAt: number;
   lostAt: number;
   maxHoldAt: number;
+  /** The latest lease end this stream's client was told of (sent at + lease left): its lease ends no later. */
+  toldUntil: number;
   /** The confirmed lease already runs to the max hold time: no renewal can extend it. */
   final: boolean;
   inflight: boolean;
@@ -69,6 +71,9 @@ export interface WatchdogStats {
 }
 
 type Release = (name: string, token: string, options: ReleaseOptions) => Promise<unknown>;
+
+/** How far this server's and Redis's clocks may disagree on the length of an interval. */
+const CLOCK_RATE_ALLOWANCE = 1e-3;
 
 /** How much of the lease the watchdog lets pass before it renews. */
 const RENEW_FRACTION = 1 / 3;
@@ -101,8 +106,11 @@ export class Watchdog {
     return { keptLeases: this.leases.size, namedHolds: this.byHold.size, timerArmed: this.timer !== undefined };
   }
 
-  /** Starts keeping a lease whose grant was confirmed at `confirmedAt` (performance.now()). */
-  keep(request: KeepRequest, events: LeaseEvents, confirmedAt: number): KeptLease {
+  /**
+   * Starts keeping a lease whose grant was confirmed at `confirmedAt` (performance.now(), sent
+   * before the script ran) for `grantedMs` (the lease left the client was told).
+   */
+  keep(request: KeepRequest, events: LeaseEvents, confirmedAt: number, grantedMs = request.ttlMs): KeptLease {
     const keys = scriptKeys(lockKeys(this.prefix, request.name), scriptKeyCount('renew'));
     const lease: Lease = {
       ...request,
@@ -113,6 +121,7 @@ export class Watchdog {
       renewAt: confirmedAt + request.ttlMs * RENEW_FRACTION,
       lostAt: confirmedAt + request.ttlMs - safetyMargin(request.ttlMs),
       maxHoldAt: request.maxHoldMs > 0 ? confirmedAt + request.maxHoldMs : Infinity,
+      toldUntil: confirmedAt + grantedMs,
       final: false,
       inflight: false,
       ended: false,
@@ -153,7 +162,14 @@ export class Watchdog {
   }
 
   private giveBack(lease: Lease, vanished: boolean): Promise<unknown> {
-    return this.release(lease.name, lease.token, { holdId: lease.holdId, vanished, lockDelayMs: lease.lockDelayMs });
+    const { holdId, lockDelayMs } = lease;
+    if (!vanished) return this.release(lease.name, lease.token, { holdId });
+    // The lock stays closed for as long as this stream's client may count on its lease (it counts
+    // from messages this server sent), not for the grant's whole lease: a reentrant Acquire of
+    // the same grant may have made that much longer. A little extra covers clock rates.
+    const leftMs = Math.max(0, lease.toldUntil - performance.now());
+    const vanishedLeaseMs = Math.ceil(leftMs * (1 + CLOCK_RATE_ALLOWANCE)) + 2;
+    return this.release(lease.name, lease.token, { holdId, vanished: true, vanishedLeaseMs, lockDelayMs });
   }
 
   private forget(lease: Lease): void {
@@ -264,6 +280,7 @@ export class Watchdog {
     lease.renewAt = sentAt + lease.ttlMs * RENEW_FRACTION;
     lease.lostAt = sentAt + leftMs - safetyMargin(lease.ttlMs);
     lease.final = runsToCap(lease, sentAt + leftMs);
+    lease.toldUntil = Math.max(lease.toldUntil, sentAt + leftMs);
     lease.onRenewed(leftMs, sentAt);
   }
 }

@@ -101,6 +101,7 @@ async function hold(engine: LockEngine, options: HoldOptions, call: HoldCall): P
       },
     },
     grant.leaseStart,
+    grant.ttlMs,
   );
   // A client that cancelled knows its lease is over: give the hold back now. A lost connection
   // (or keepalive finding the peer dead) says nothing about what the client believes: its
