@@ -14,7 +14,7 @@ import { createWriteGuard } from './redis/guard';
 import { minReplicasProblem } from './redis/min-replicas';
 import { epochKey } from './engine/keys';
 import { MAX_TTL_MS } from './transport/requests';
-import type { SyncReplicas } from './redis/replica-acks';
+import { listedReplicas, type SyncReplicas } from './redis/replica-acks';
 import { startEmbeddedRedis, type EmbeddedRedis } from './redis/embedded';
 import { adminService, CallCounter } from './transport/admin';
 import { guardRequests, type Rejection } from './transport/decode';
@@ -157,6 +157,10 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       throw new Error(`${problem.message}, or pass --allow-min-replicas-zero`);
     }
     if (problem) log.warn(problem.message);
+    const listed = typeof config.syncReplicas === 'number' ? await listedReplicas(redis.commands) : undefined;
+    if (listed !== undefined && listed < (config.syncReplicas as number)) {
+      log.warn({ listed, syncReplicas: config.syncReplicas }, '--sync-replicas: the master lists fewer replicas than asked for; every grant is answered UNAVAILABLE until enough are connected');
+    }
   }
 
   const calls = new CallCounter();

@@ -6,6 +6,15 @@ import type { ChainableCommander, Cluster, Redis } from 'ioredis';
 
 export type SyncReplicas = number | 'auto';
 
+/** Every replica the master lists, online or catching up: each could be promoted (undefined: Redis away). */
+export async function listedReplicas(redis: Redis | Cluster): Promise<number | undefined> {
+  try {
+    return (String(await redis.info('replication')).match(/^slave\d+:/gm) ?? []).length;
+  } catch {
+    return undefined;
+  }
+}
+
 /** How often 'auto' counts the master's replicas again. */
 const COUNT_EVERY_MS = 1000;
 
@@ -37,14 +46,10 @@ export class ReplicaAcks {
     return (reply) => Number(reply) >= needed;
   }
 
-  /** Every replica the master lists, online or catching up: each could be promoted. */
   private async count(): Promise<void> {
-    try {
-      const info = String(await this.redis.info('replication'));
-      this.listed = Math.max(1, (info.match(/^slave\d+:/gm) ?? []).length);
-    } catch {
-      // Keep the last count: Redis is away, and nothing is confirmed meanwhile anyway.
-    }
+    const listed = await listedReplicas(this.redis);
+    // Unknown (Redis away): keep the last count; nothing is confirmed meanwhile anyway.
+    if (listed !== undefined) this.listed = Math.max(1, listed);
   }
 
   close(): void {

@@ -128,6 +128,7 @@ describe('the start-up check of --sync-replicas', () => {
       await expect(startServerProcess(redis.url, ['--sync-replicas', '1'])).rejects.toThrow(/min-replicas-to-write is 0.*--allow-min-replicas-zero/);
       const allowed = await startServerProcess(redis.url, ['--sync-replicas', '1', '--allow-min-replicas-zero']);
       expect(allowed.logs.some((line) => line.includes('min-replicas-to-write is 0'))).toBe(true);
+      expect(allowed.logs.some((line) => line.includes('fewer replicas than asked'))).toBe(true);
       await allowed.stop();
       await redis.client.config('SET', 'min-replicas-to-write', '1');
       const checked = await startServerProcess(redis.url, ['--sync-replicas', '1']);
