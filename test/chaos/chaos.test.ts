@@ -21,7 +21,7 @@ describe('chaos, short run', () => {
     execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'test', 'chaos', 'tsconfig.json')], { stdio: 'inherit' });
     [positive, negative] = await Promise.all([
       runChaos(defaultRun(40, SEED, { faults: SHORT_FAULTS, workers: 6, ttlMs: 1000 })),
-      runChaos(negativeControl(20, SEED, { workers: 4 })),
+      runChaos(negativeControl(25, SEED, { workers: 4 })),
     ]);
   }, 240_000);
 

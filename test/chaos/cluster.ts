@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
 import { freePort, startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
 import { monoNow, type ClockSample } from './clock';
-import type { FromWorker, WorkerConfig } from './events';
+import type { FromWorker, Kind, WorkerConfig } from './events';
 import { CHAOS_DIST, CLI } from './paths';
 
 /** Every write is on disk before Redis answers it: a SIGKILL loses nothing that was acknowledged. */
@@ -234,9 +234,9 @@ export class WorkerSlot {
     await this.exited;
   }
 
-  /** What its loops are doing: true when one holds (or waits for, with 'waiting') a lock. */
-  has(status: 'holding' | 'waiting', api?: 'hold' | 'acquire'): boolean {
-    return [...this.loops.values()].some((l) => l.status === status && (!api || l.api === api));
+  /** What its loops are doing: true when one holds (or waits for, with 'waiting') a lock, through `api` and as one of `kinds` if given. */
+  has(status: 'holding' | 'waiting', api?: 'hold' | 'acquire', kinds?: Kind[]): boolean {
+    return [...this.loops.values()].some((l) => l.status === status && (!api || l.api === api) && (!kinds || kinds.includes(l.kind!)));
   }
 
   /** Asks the worker to finish its operations and exit; kills it after `graceMs`. Resolves true if it stopped by itself. */

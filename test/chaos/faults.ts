@@ -98,6 +98,8 @@ function pickSlots(env: FaultTargets, random: Random, prefer: ((s: WorkerSlot) =
 const holding = (s: WorkerSlot) => s.has('holding');
 const waiting = (s: WorkerSlot) => s.has('waiting');
 const holdingThroughHold = (s: WorkerSlot) => s.has('holding', 'hold');
+/** Where a paused holder's successor is most likely waiting: a lock only one may hold. */
+const holdingExclusively = (s: WorkerSlot) => s.has('holding', 'hold', ['exclusive', 'writer']);
 
 /** Applies the fault and heals it; resolves when it is healed. Returns its targets. */
 async function apply(cls: FaultClass, env: FaultTargets, random: Random, pastLease: number): Promise<string[]> {
@@ -115,7 +117,7 @@ async function apply(cls: FaultClass, env: FaultTargets, random: Random, pastLea
     case 'client-stop':
     case 'client-stop-cut': {
       const cut = cls === 'client-stop-cut';
-      const slots = pickSlots(env, random, cut ? [holdingThroughHold, holdingThroughHold] : [holding, waiting]);
+      const slots = pickSlots(env, random, cut ? [holdingExclusively, holdingThroughHold] : [holding, waiting]);
       slots.forEach((s) => s.signal('SIGSTOP'));
       if (cut) slots.forEach((s) => s.proxies.forEach((p) => p.cut()));
       await sleep(pastLease);

@@ -29,7 +29,7 @@ export function defaultRun(durationS: number, seed: number, overrides: Partial<C
  * their successors (held-after-grant), and their late writes must drop their successors' appends.
  */
 export function negativeControl(durationS: number, seed: number, overrides: Partial<ChaosOptions> = {}): ChaosOptions {
-  const options = defaultRun(durationS, seed, { label: 'negative control', faults: ['client-stop-cut', 'client-stop'], releaseOnDisconnect: true, ...overrides });
+  const options = defaultRun(durationS, seed, { label: 'negative control', faults: ['client-stop-cut'], releaseOnDisconnect: true, ...overrides });
   return { ...options, careless: options.workers };
 }
 
