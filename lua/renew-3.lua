@@ -21,7 +21,9 @@ local token, ttl, holdId = ARGV[1], tonumber(ARGV[2]), ARGV[3] or ''
 
 local grant = liveGrant(token)
 if not grant then
-  local othersLive = redis.call('ZCOUNT', holdersKey, '(' .. now, '+inf') - (leaseExpiry(token) and 1 or 0)
+  -- Its own entry counts among the live ones only while its (abandoned) lease has not run out.
+  local own = leaseExpiry(token)
+  local othersLive = redis.call('ZCOUNT', holdersKey, '(' .. now, '+inf') - ((own and own > now) and 1 or 0)
   if othersLive > 0 then return { -1, 1 } end
   return { -1, 0 }
 end

@@ -198,7 +198,8 @@ export class LockModel {
     const grant = this.live(token);
     if (!grant) {
       const liveCount = [...this.state.grants.values()].filter((g) => g.expiry > this.now).length;
-      const othersLive = liveCount - (this.state.grants.has(token) ? 1 : 0);
+      const own = this.state.grants.get(token);
+      const othersLive = liveCount - (own && own.expiry > this.now ? 1 : 0);
       return [-1, othersLive > 0 ? 1 : 0];
     }
     if (holdId !== '' && !grant.holds.some((h) => h.id === holdId)) return [-1, 2];
