@@ -24,7 +24,7 @@ function signal(child: ChildProcess | undefined, sig: NodeJS.Signals): void {
 }
 
 export class RedisNode {
-  private server!: EmbeddedRedis;
+  private server?: EmbeddedRedis;
 
   constructor(readonly dataDir: string) {}
 
@@ -33,25 +33,26 @@ export class RedisNode {
   }
 
   get url(): string {
-    return this.server.url;
+    return this.server!.url;
   }
 
   signal(sig: NodeJS.Signals): void {
-    signal(this.server.process, sig);
+    signal(this.server?.process, sig);
   }
 
   /** SIGKILL, then start again on the same port: from its appendonly file, or empty when `wipe`. */
   async crashAndRestart(wipe: boolean, downMs: number): Promise<void> {
+    const { process: child, port } = this.server!;
     this.signal('SIGKILL');
-    await exitOf(this.server.process);
+    await exitOf(child);
     if (wipe) rmSync(join(this.dataDir, 'appendonlydir'), { recursive: true, force: true });
     await new Promise((resolve) => setTimeout(resolve, downMs));
-    await this.start(this.server.port);
+    await this.start(port);
   }
 
   async stop(): Promise<void> {
     this.signal('SIGCONT');
-    await this.server.stop();
+    await this.server?.stop();
   }
 }
 

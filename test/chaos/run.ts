@@ -9,7 +9,7 @@ import { HoldfastClient } from '../../clients/ts';
 import type { Anomaly } from './anomaly';
 import { check } from './checker';
 import { monoNow, type ClockSample } from './clock';
-import { RedisNode, Replica, startStorage, WorkerSlot } from './cluster';
+import { RedisNode, Replica, startStorage, WorkerSlot, type StorageProcess } from './cluster';
 import type { LockSpec, StorageDump } from './events';
 import { faultOrder, strike, type Fault, type FaultClass, type FaultTargets } from './faults';
 import { readHistory, type Op } from './history';
@@ -104,6 +104,38 @@ async function inspectAll(addr: string, locks: LockSpec[]) {
   }
 }
 
+interface Processes {
+  redis: RedisNode;
+  replicas: Replica[];
+  storage?: StorageProcess;
+  slots: WorkerSlot[];
+}
+
+async function stopAll(p: Processes): Promise<void> {
+  await Promise.all(p.slots.map((s) => s.close()));
+  await Promise.all(p.replicas.map((r) => r.close()));
+  p.storage?.child.kill('SIGKILL');
+  await p.redis.stop();
+}
+
+/** Redis, the replicas (each through its own proxy to Redis), the storage service and the worker slots; stopped again if one fails to start. */
+async function startAll(options: ChaosOptions, runDir: string): Promise<Processes> {
+  const p: Processes = { redis: new RedisNode(join(runDir, 'redis')), replicas: [], slots: [] };
+  try {
+    await p.redis.start();
+    const serverArgs = ['--keepalive-time-ms', String(options.keepaliveMs), '--keepalive-timeout-ms', String(options.keepaliveMs)];
+    if (options.releaseOnDisconnect) serverArgs.push('--release-on-disconnect');
+    serverArgs.push(...(options.serverArgs ?? []));
+    for (let i = 0; i < options.replicas; i++) p.replicas.push(await Replica.create(i, p.redis.url, serverArgs));
+    p.storage = await startStorage();
+    for (let i = 0; i < options.workers; i++) p.slots.push(await WorkerSlot.create(i, p.replicas));
+    return p;
+  } catch (err) {
+    await stopAll(p);
+    throw err;
+  }
+}
+
 export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const log = options.log ?? (() => {});
   const random = new Random(options.seed);
@@ -111,17 +143,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const logDir = join(runDir, 'logs');
   mkdirSync(logDir);
   const locks = lockSpecs(`chaos-${options.seed}-${process.pid}-${Date.now().toString(36)}`);
-  const redis = new RedisNode(join(runDir, 'redis'));
-  await redis.start();
-  const serverArgs = ['--keepalive-time-ms', String(options.keepaliveMs), '--keepalive-timeout-ms', String(options.keepaliveMs)];
-  if (options.releaseOnDisconnect) serverArgs.push('--release-on-disconnect');
-  serverArgs.push(...(options.serverArgs ?? []));
-  const replicas = await Promise.all(Array.from({ length: options.replicas }, (_, i) => Replica.create(i, redis.url, serverArgs)));
-  const storage = await startStorage();
-  const slots = await Promise.all(Array.from({ length: options.workers }, (_, i) => WorkerSlot.create(i, replicas)));
+  const p = await startAll(options, runDir);
+  const { redis, replicas, slots } = p;
+  const storage = p.storage!;
   const clock: ClockSample[] = [];
-  for (let i = 0; i < 3; i++) clock.push(await storage.clock());
-
   const respawn = async (slot: WorkerSlot) => {
     const config = {
       seed: (options.seed * 7919 + slot.index * 131 + slot.generation + 1) >>> 0,
@@ -135,10 +160,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   };
   const env: FaultTargets = { redis, replicas, slots, respawn, ttlMs: options.ttlMs };
   const faults: Fault[] = [];
-  let t0 = monoNow();
   try {
+    for (let i = 0; i < 3; i++) clock.push(await storage.clock());
     await Promise.all(slots.map(respawn));
-    t0 = monoNow();
+    const t0 = monoNow();
     await injectFaults(options, env, random, t0, faults, log);
     const stoppedAt = monoNow();
     // Every wait (up to 3 leases), critical section (up to 1.5 leases) and release call (3 s) ends by itself in this time.
@@ -163,10 +188,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       logDir,
     };
   } finally {
-    await Promise.all(slots.map((s) => s.close()));
-    await Promise.all(replicas.map((r) => r.close()));
-    storage.child.kill('SIGKILL');
-    await redis.stop();
+    await stopAll(p);
     if (!options.keepLogs) rmSync(runDir, { recursive: true, force: true });
   }
 }
