@@ -42,6 +42,7 @@ async function runLoad(job: LoadJob): Promise<void> {
     // Exiting closes the connections: the server ends every call on them, with no RST_STREAM per call.
     else process.exit(0);
   });
+  process.on('disconnect', () => process.exit(0)); // the benchmark is gone
   for (const [i, name] of job.names.entries()) {
     // Paced: a burst of thousands of scripts queues up in Redis past the server's 1 s command timeout.
     if (i > 0 && i % OPEN_BATCH === 0) await sleep(OPEN_BATCH_MS);
@@ -83,6 +84,19 @@ function ask<T>(child: ChildProcess, message: string, answer: string): Promise<T
   });
 }
 
+/** Asks each load process to exit (which ends its calls) and resolves once all have; again is a no-op. */
+async function stopAll(children: ChildProcess[]): Promise<void> {
+  await Promise.all(
+    children.map((child) => {
+      child.removeAllListeners('exit');
+      if (child.exitCode !== null || child.signalCode !== null) return undefined;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.send('stop');
+      return exited;
+    }),
+  );
+}
+
 /** Spreads the job over LOAD_PROCESSES child processes; resolves once every call is under way. */
 export async function startLoad(job: LoadJob): Promise<Load> {
   const children = Array.from({ length: LOAD_PROCESSES }, (_, p) => {
@@ -96,7 +110,12 @@ export async function startLoad(job: LoadJob): Promise<Load> {
   );
   // Something that never answers: fail rather than wait for ever.
   const tooLong = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the ${job.kind} were not all under way after ${LOAD_TIMEOUT_MS} ms`)), LOAD_TIMEOUT_MS).unref());
-  await Promise.race([Promise.all(children.map((child) => ask(child, '', 'ready'))), died, tooLong]);
+  try {
+    await Promise.race([Promise.all(children.map((child) => ask(child, '', 'ready'))), died, tooLong]);
+  } catch (err) {
+    await stopAll(children);
+    throw err;
+  }
   return {
     async ended() {
       const counts = new Map<string, number>();
@@ -106,16 +125,7 @@ export async function startLoad(job: LoadJob): Promise<Load> {
       }
       return [...counts];
     },
-    async stop() {
-      await Promise.all(
-        children.map((child) => {
-          child.removeAllListeners('exit');
-          const exited = new Promise((resolve) => child.once('exit', resolve));
-          if (child.exitCode === null) child.send('stop');
-          return exited;
-        }),
-      );
-    },
+    stop: () => stopAll(children),
   };
 }
 

@@ -52,19 +52,26 @@ const STALL_MS = 10;
 
 /**
  * Acquire (try once) + Release of one lock nobody else uses, one pair every PAIR_EVERY_MS until
- * `until`; durations in ms. Paced, so that the pairs do not make up most of the CPU measured.
+ * `until`; durations in ms, and the pairs that failed by status. Paced, so that the pairs do not
+ * make up most of the CPU measured.
  */
-async function timePairs(client: LockClient, name: string, until: number): Promise<number[]> {
+async function timePairs(client: LockClient, name: string, until: number): Promise<{ durations: number[]; failed: Map<string, number> }> {
   const durations: number[] = [];
+  const failed = new Map<string, number>();
   for (let next = nowMs(); next < until; next += PAIR_EVERY_MS) {
     await sleep(Math.max(0, next - nowMs()));
     const start = nowMs();
-    const grant = await client.acquire({ name, ttlMs: '10000' });
-    if (!grant.acquired) throw new Error(`the pair lock ${name} was not free`);
-    await client.release(ReleaseRequest.fromPartial({ name, token: grant.token }));
-    durations.push(nowMs() - start);
+    try {
+      const grant = await client.acquire({ name, ttlMs: '10000' });
+      if (!grant.acquired) throw new Error(`the pair lock ${name} was not free`);
+      await client.release(ReleaseRequest.fromPartial({ name, token: grant.token }));
+      durations.push(nowMs() - start);
+    } catch (err) {
+      const what = String((err as Error).message);
+      failed.set(what, (failed.get(what) ?? 0) + 1);
+    }
   }
-  return durations;
+  return { durations, failed };
 }
 
 interface Window {
@@ -77,6 +84,7 @@ interface Window {
   redisCpu: number;
   redisCommands: number;
   pairs: number[];
+  pairsFailed: Map<string, number>;
 }
 
 /** Samples server RSS every second for `seconds` while timing pairs; CPU and Redis counters per second. */
@@ -91,7 +99,7 @@ async function measure(server: HoldfastProcess, redis: BenchRedis, pairs: LockCl
     await sleep(Math.min(1000, Math.max(0, until - nowMs())));
     rss.push(rssKiB(server.pid));
   }
-  const durations = await timing;
+  const { durations, failed } = await timing;
   const end = { at: nowMs(), cpu: cpuSeconds(server.pid), redis: await redisCounters(redis.client) };
   const elapsed = (end.at - start.at) / 1000;
   return {
@@ -103,6 +111,7 @@ async function measure(server: HoldfastProcess, redis: BenchRedis, pairs: LockCl
     redisCpu: (end.redis.cpu - start.redis.cpu) / elapsed,
     redisCommands: (end.redis.commands - start.redis.commands) / elapsed,
     pairs: durations,
+    pairsFailed: failed,
   };
 }
 
@@ -170,11 +179,12 @@ async function measureRow(redis: BenchRedis, row: RowLoad): Promise<Row> {
   const observer = lockClient(server.addr);
   const pairs = lockClient(server.addr);
   const pairName = `bench-pair-${randomBytes(4).toString('hex')}`;
+  let placed: PlacedLoad | undefined;
   try {
     await timePairs(pairs, pairName, nowMs() + 2000); // code paths and connections warm
     await sleep(3000);
     const idle = await measure(server, redis, pairs, pairName, Math.min(10, SECONDS));
-    const placed = await row.start(server, observer);
+    placed = await row.start(server, observer);
     log(`${await placed.count()} ${row.what}: in place; measuring`);
     const loaded = await measure(server, redis, pairs, pairName, SECONDS);
     // Counted when the memory was: at the end of the window.
@@ -184,6 +194,7 @@ async function measureRow(redis: BenchRedis, row: RowLoad): Promise<Row> {
     await placed.cleanup();
     return { what: row.what, count, idle, loaded, ended };
   } finally {
+    await placed?.load.stop();
     observer.close();
     pairs.close();
     await server.stop();
@@ -255,7 +266,7 @@ function summarize(machine: string, rows: Row[]): string {
       'server RSS per unit: mean; peak',
       'Redis per unit',
       'server CPU (idle)',
-      'Redis CPU; commands/s',
+      'Redis CPU (idle); commands/s',
       `Redis commands over ${STALL_MS} ms`,
       'unrelated Acquire+Release p50 / p99 ms (idle)',
       'calls ended by the server',
@@ -265,9 +276,9 @@ function summarize(machine: string, rows: Row[]): string {
       `${kib((loaded.rssMeanKiB - idle.rssMeanKiB) / count)}; ${kib((loaded.rssPeakKiB - idle.rssMeanKiB) / count)}`,
       `${fixed((loaded.redisBytes - idle.redisBytes) / count, 0)} B`,
       `${fixed(loaded.serverCpu * 1000, 0)} ms/s (${fixed(idle.serverCpu * 1000, 0)})`,
-      `${fixed(loaded.redisCpu * 1000, 0)} ms/s; ${fixed(loaded.redisCommands, 0)}`,
+      `${fixed(loaded.redisCpu * 1000, 0)} ms/s (${fixed(idle.redisCpu * 1000, 0)}); ${fixed(loaded.redisCommands, 0)}`,
       stalled(loaded),
-      `${ms(loaded.pairs)} (${ms(idle.pairs)}), n=${loaded.pairs.length}`,
+      `${ms(loaded.pairs)} (${ms(idle.pairs)}), n=${loaded.pairs.length}${[...loaded.pairsFailed].map(([why, n]) => `; ${n} failed: ${why}`).join('')}`,
       ended.length ? ended.map(([why, n]) => `${n} x ${why}`).join('; ') : '0',
     ]),
   );
