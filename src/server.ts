@@ -18,6 +18,7 @@ import { listedReplicas, type SyncReplicas } from './redis/replica-acks';
 import { startEmbeddedRedis, type EmbeddedRedis } from './redis/embedded';
 import { adminService, CallCounter } from './transport/admin';
 import { guardRequests, type Rejection } from './transport/decode';
+import { addHealthService } from './transport/health';
 import { lockService } from './transport/lock-service';
 import { readRequestShapes } from './transport/wire';
 import { packageRoot } from './package-root';
@@ -193,7 +194,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     onRejected,
   });
   server.addService(admin.service, admin.implementation);
-  health.addToServer(server);
+  addHealthService(server, health, { shapes: readRequestShapes(healthProtoPath, []), onRejected });
   const descriptors = protoLoader.loadSync([join(protoDir, 'holdfast/v1/lock.proto'), join(protoDir, 'holdfast/v1/admin.proto'), healthProtoPath], {
     includeDirs: [protoDir],
     keepCase: true, // reflection serves the proto's field names (ttl_ms), as grpcurl's JSON expects

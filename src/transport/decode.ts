@@ -84,8 +84,10 @@ export function guardRequests(
   for (const [key, method] of Object.entries(service)) {
     const shape = options.shapes.get(method.path);
     if (!shape) throw new Error(`${method.path} is not in the .proto the request shapes were read from`);
+    // As grpc-js does: a handler may be keyed by the method's original (lower camel case) name.
+    const handler = implementation[key] ?? implementation[method.originalName ?? key];
     guardedService[key] = { ...method, requestDeserialize: checkedDeserializer(method, shape) };
-    guardedImplementation[key] = guardedHandler(method, implementation[key], options.onRejected);
+    guardedImplementation[key] = guardedHandler(method, handler, options.onRejected);
   }
   return { service: guardedService, implementation: guardedImplementation };
 }
