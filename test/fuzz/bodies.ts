@@ -1,7 +1,9 @@
 // Turns a plan into request bytes, written field by field (test/support/wire-bytes.ts) so that
 // they can be anything: invalid UTF-8, over-long varints, wrong wire types, truncations. Field
-// numbers come from the .proto files themselves, so a new field is fuzzed as soon as it exists.
+// numbers come from the .proto files themselves (and grpc-health-check's), so a new field is
+// fuzzed as soon as it exists.
 import { join } from 'node:path';
+import { protoPath as healthProtoPath } from 'grpc-health-check';
 import { readRequestShapes } from '../../src/transport/wire';
 import { bytesField, message, tag, varint } from '../support/wire-bytes';
 import { METHODS, type Body, type Method, type Mutation, type Plan, type Shapes, type Value } from './plans';
@@ -14,12 +16,17 @@ export const PATHS: Record<Method, string> = {
   inspect: '/holdfast.v1.LockService/Inspect',
   checkFencingToken: '/holdfast.v1.LockService/CheckFencingToken',
   getServerStats: '/holdfast.v1.AdminService/GetServerStats',
+  healthCheck: '/grpc.health.v1.Health/Check',
 };
 
 /** Each method's request fields (name, wire type, number), read from proto/. */
 export function readShapes(): { shapes: Shapes; numbers: Record<Method, Record<string, number>> } {
   const protoDir = join(__dirname, '..', '..', 'proto');
-  const all = new Map([...readRequestShapes('holdfast/v1/lock.proto', [protoDir]), ...readRequestShapes('holdfast/v1/admin.proto', [protoDir])]);
+  const all = new Map([
+    ...readRequestShapes('holdfast/v1/lock.proto', [protoDir]),
+    ...readRequestShapes('holdfast/v1/admin.proto', [protoDir]),
+    ...readRequestShapes(healthProtoPath, []),
+  ]);
   const shapes = {} as Shapes;
   const numbers = {} as Record<Method, Record<string, number>>;
   for (const method of METHODS) {

@@ -22,6 +22,8 @@ export const ALLOWED: Record<Method, readonly status[]> = {
   inspect: [OK, INVALID_ARGUMENT],
   checkFencingToken: [OK, INVALID_ARGUMENT],
   getServerStats: [OK, INVALID_ARGUMENT],
+  // NOT_FOUND: no status for that service name.
+  healthCheck: [OK, NOT_FOUND, INVALID_ARGUMENT],
 };
 
 /** How the server words UNAVAILABLE when Redis did not answer (src/engine/errors.ts). */

@@ -1,5 +1,6 @@
 // Fuzzes the gRPC boundary of a real server process (issue 11): random and malformed requests to
-// every method, and thousands of Hold and waiting Acquire calls cancelled at random moments.
+// every method of LockService and AdminService and to health's Check, and thousands of Hold and
+// waiting Acquire calls cancelled at random moments.
 // Afterwards the server must be healthy, every answer a status its method may give (never
 // INTERNAL or UNKNOWN), no lock held that no client holds, and the server's own counts
 // (AdminService.GetServerStats) back where they started.
@@ -33,7 +34,17 @@ const stats = () =>
 
 beforeAll(async () => {
   redis = await startTestRedis();
-  server = await startServerProcess(redis.url, ['--default-ttl-ms', '2000', '--max-hold-ms', String(MAX_HOLD_MS)]);
+  // grpc-js's keepalive trace in the server's log, so that a connection it drops says why.
+  const env = { GRPC_TRACE: process.env.GRPC_TRACE, GRPC_VERBOSITY: process.env.GRPC_VERBOSITY };
+  Object.assign(process.env, { GRPC_TRACE: 'keepalive', GRPC_VERBOSITY: 'DEBUG' });
+  try {
+    server = await startServerProcess(redis.url, ['--default-ttl-ms', '2000', '--max-hold-ms', String(MAX_HOLD_MS)]);
+  } finally {
+    for (const [key, value] of Object.entries(env)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  }
   client = connect(server.addr);
   admin = new AdminServiceClient(server.addr, credentials.createInsecure());
   baseline = await stats();
@@ -95,10 +106,13 @@ describe(`fuzzing every method for ${SECONDS} s (seed ${SEED})`, () => {
     console.log(
       `grpc-fuzz: ${report.calls} calls in ${Math.round((Date.now() - started) / 1000)} s, ${report.waves} waves (${report.waveCalls} calls), ` +
         `${report.names.size} lock names, ${report.budgetSkips} cancels skipped for the RST_STREAM budget, ${report.largeSkipped} large requests left out, ${report.redisUnavailable} UNAVAILABLE for a Redis timeout\n` +
-        `codes: ${JSON.stringify(report.codes)}\nlost reasons: ${JSON.stringify(report.lostReasons)}`,
+        `codes: ${JSON.stringify(report.codes)}\nlost reasons: ${JSON.stringify(report.lostReasons)}\n` +
+        `the fuzzer's own event loop: ${report.loopDelayMs.max} ms longest delay, ${report.loopDelayMs.p99} ms p99`,
     );
     for (const failure of [...report.failures, ...report.hung].slice(0, 10)) console.log('grpc-fuzz failure:', failure);
     if (report.failures.length > 0) console.log('grpc-fuzz failures by kind:', summarize(report.failures));
+    const drops = server.logs.filter((line) => /Ping timeout|Ping failed|Ping send failed/.test(line));
+    if (drops.length > 0) console.log('grpc-fuzz: the server dropped connections:', drops.slice(0, 5));
     const codes = Object.values(report.codes).flatMap((byCode) => Object.keys(byCode));
     expect(codes).not.toContain('INTERNAL');
     expect(codes).not.toContain('UNKNOWN');

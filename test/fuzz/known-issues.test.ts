@@ -1,12 +1,15 @@
-// What the fuzzer found that is not fixed yet, each as the smallest reproduction. Written as the
-// behaviour we want and marked `it.fails`: when a fix lands the test starts failing, and then the
-// `.fails` goes (and the fuzzer's matching restriction in plans.ts with it).
+// What the fuzzer found, each as the smallest reproduction, written as the behaviour we want. One
+// not fixed yet is marked `it.fails`; when its fix lands the test starts failing, and the `.fails`
+// goes (with any restriction the fuzzer kept meanwhile, in plans.ts).
+import { status } from '@grpc/grpc-js';
 import { expect, it } from 'vitest';
 import { connect } from '../support/client';
 import { useServers } from '../support/fixture';
 import { uniqueName } from '../support/redis';
 import { startTcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait';
+import { bytesField } from '../support/wire-bytes';
+import { call, openConnection } from './calls';
 
 const env = useServers(1);
 
@@ -35,5 +38,30 @@ it('a vanished Hold keeps its lock for its own lease, not for a reentrant Acquir
   } finally {
     viaProxy.close();
     await proxy.close();
+  }
+});
+
+// Found by the fuzzer's random bytes to health's Check: grpc-js answered them INTERNAL (src/transport/health.ts).
+it('a health Check that is not a message is INVALID_ARGUMENT', async () => {
+  const conn = openConnection(env.servers[0].addr, 'health-check');
+  try {
+    const outcome = await call(conn, 'healthCheck', Buffer.from([0xff, 0xff]), { t: 'deadline', ms: 5000 });
+    expect([status[outcome.code], outcome.details]).toEqual(['INVALID_ARGUMENT', 'request is not a valid grpc.health.v1.HealthCheckRequest: it ends inside a field']);
+  } finally {
+    conn.client.close();
+  }
+});
+
+// Found by the fuzzer's huge strings: grpc-health-check echoes the service name into grpc-message; from
+// about 128 KiB on, the call hung, or the client's HTTP/2 layer dropped the whole connection (GOAWAY
+// COMPRESSION_ERROR) with every call on it, Holds included (src/transport/health.ts).
+it('a 200 kB health service name is INVALID_ARGUMENT, and its connection keeps working', async () => {
+  const conn = openConnection(env.servers[0].addr, 'health-long-name');
+  try {
+    const outcome = await call(conn, 'healthCheck', bytesField(1, Buffer.alloc(200_000, 'é')), { t: 'deadline', ms: 5000 });
+    expect([status[outcome.code], outcome.details]).toEqual(['INVALID_ARGUMENT', 'service is 200000 bytes; at most 512 are allowed']);
+    expect((await call(conn, 'healthCheck', bytesField(1, 'holdfast.v1.LockService'), { t: 'deadline', ms: 5000 })).code).toBe(status.OK);
+  } finally {
+    conn.client.close();
   }
 });

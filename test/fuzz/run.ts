@@ -2,6 +2,7 @@
 // thousands of Hold and waiting Acquire calls cancelled at random moments (waves.ts), then a drain
 // in which every grant a client still holds is given back. Returns what happened; the test
 // asserts on it.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { status } from '@grpc/grpc-js';
 import { AcquireRequest, AcquireResponse, HoldRequest, type HoldResponse } from '../../clients/ts/gen/holdfast/v1/lock';
 import { bytesField, message } from '../support/wire-bytes';
@@ -56,6 +57,8 @@ export interface FuzzReport {
   largeSkipped: number;
   /** Calls the server answered UNAVAILABLE because Redis did not reply within its command timeout. */
   redisUnavailable: number;
+  /** How late this process's event loop ran (a stalled client answers no keepalive ping). */
+  loopDelayMs: { max: number; p99: number };
   waves: number;
   waveCalls: number;
 }
@@ -90,7 +93,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const prefix = `fz${options.seed}`;
   const started = Date.now();
   let freshCount = 0;
-  const report: FuzzReport = { calls: 0, codes: {}, failures: [], hung: [], names: new Set(), lostReasons: {}, budgetSkips: 0, largeSkipped: 0, redisUnavailable: 0, waves: 0, waveCalls: 0 };
+  const report: FuzzReport = { calls: 0, codes: {}, failures: [], hung: [], names: new Set(), lostReasons: {}, budgetSkips: 0, largeSkipped: 0, redisUnavailable: 0, loopDelayMs: { max: 0, p99: 0 }, waves: 0, waveCalls: 0 };
   const live = new LiveGrants();
   /** Acquire grants not yet given back (a client holds them), by token; one entry per hold. */
   const held: LiveGrant[] = [];
@@ -207,6 +210,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     else await giveBack(grant, plan.releaseAfterMs);
   };
 
+  const loop = monitorEventLoopDelay({ resolution: 20 });
+  loop.enable();
   const until = started + options.seconds * 1000;
   const waves: WaveContext = {
     addr: options.addr,
@@ -258,6 +263,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     await Promise.race([Promise.all([...inflight, ...tasks]), new Promise((r) => setTimeout(r, 250))]);
   }
   report.hung = [...pending.values()].map((info) => ({ ...info, what: 'still open after the drain' }));
+  loop.disable();
+  report.loopDelayMs = { max: Math.round(loop.max / 1e6), p99: Math.round(loop.percentile(99) / 1e6) };
   for (const conn of [...steady, large]) conn.client.close();
   return report;
 }
