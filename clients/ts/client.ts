@@ -3,6 +3,7 @@ import { credentials, type ChannelCredentials, type ClientOptions } from '@grpc/
 import { LockMode, LockServiceClient, type Holder } from './gen/holdfast/v1/lock';
 import { NotAcquiredError } from './errors';
 import { openLease } from './hold';
+import { ownConnection, StreamConnections } from './streams';
 import type { Lease } from './lease';
 import { Lock } from './lock';
 import { acquireRequest, holdRequest, type AcquireOptions, type HoldOptions } from './options';
@@ -67,10 +68,14 @@ export class HoldfastClient {
   /** The unary RPCs as promises taking and returning the generated messages. */
   readonly rpc: UnaryCalls;
 
+  private readonly streams: StreamConnections;
+
   /** `address` is host:port, e.g. '127.0.0.1:50051'. */
   constructor(address: string, options: HoldfastClientOptions = {}) {
-    this.stub = new LockServiceClient(address, options.credentials ?? credentials.createInsecure(), options.channelOptions);
+    const creds = options.credentials ?? credentials.createInsecure();
+    this.stub = ownConnection(address, creds, options.channelOptions);
     this.rpc = unaryCalls(this.stub, options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS);
+    this.streams = new StreamConnections(this.stub, () => ownConnection(address, creds, options.channelOptions));
   }
 
   /**
@@ -90,7 +95,12 @@ export class HoldfastClient {
    * Throws NotAcquiredError when it is not granted within `waitMs`.
    */
   hold(name: string, options: HoldOptions = {}): Promise<Lease> {
-    return openLease(this.stub, this.rpc, holdRequest(name, options), options.signal);
+    const connection = this.streams.forWait();
+    connection.waits += 1;
+    const done = () => void (connection.waits -= 1);
+    const lease = openLease(connection.stub, this.rpc, holdRequest(name, options), options.signal, connection.resets);
+    lease.then(done, done);
+    return lease;
   }
 
   /**
@@ -126,8 +136,8 @@ export class HoldfastClient {
     return { live: res.live, ttlMs: Number(res.ttlMs), latestFencingToken: BigInt(res.latestFencingToken) };
   }
 
-  /** Closes the channel. Release leases first: calls already under way are not ended by this. */
+  /** Closes the client's connections. Release leases first: calls already under way are not ended by this. */
   close(): void {
-    this.stub.close();
+    this.streams.close();
   }
 }

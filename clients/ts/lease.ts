@@ -40,6 +40,8 @@ export class Lease {
     readonly name: string,
     acquired: HoldAcquired,
     private readonly sentAt: number,
+    /** Cancels the stream: its client spends RST_STREAMs from a budget (streams.ts). */
+    private readonly reset: () => void = () => call.cancel(),
   ) {
     this.token = acquired.token;
     this.holdId = acquired.holdId;
@@ -99,7 +101,7 @@ export class Lease {
    */
   async release(): Promise<void> {
     if (this.state !== 'held') {
-      this.call.cancel();
+      this.reset();
       return;
     }
     this.state = 'released';
@@ -110,7 +112,7 @@ export class Lease {
       // Lost meanwhile, or the server is unreachable: the cancel below frees the hold on a live
       // connection, and on a dead one the lease runs out.
     } finally {
-      this.call.cancel();
+      this.reset();
     }
   }
 
@@ -156,7 +158,7 @@ export class Lease {
     if (this.state !== 'held') return;
     this.state = 'lost';
     clearTimeout(this.timer);
-    this.call.cancel(); // frees this stream's hold if the server still keeps it and can hear us
+    this.reset(); // frees this stream's hold if the server still keeps it and can hear us
     this.controller.abort(reason);
   }
 }

@@ -95,22 +95,24 @@ describe('cancelling many waits on one connection', () => {
     }
   }, 60_000);
 
-  it(`${UNDER_LIMIT} waits aborted at once through the SDK (HoldfastClient.hold with an AbortSignal): its Hold keeps its lease`, async () => {
-    const sdk = new HoldfastClient(env.servers[0].addr, { channelOptions: { 'grpc.use_local_subchannel_pool': 1 } });
+  it(`${MASS} waits aborted at once through the SDK (HoldfastClient.hold with an AbortSignal): its Hold keeps its lease`, async () => {
+    // The SDK puts at most 450 waiting Holds on one connection (clients/ts/streams.ts), so no
+    // connection of its own sends more resets at once than the server's guard allows.
+    const sdk = new HoldfastClient(env.servers[0].addr);
     const observer = ownConnection();
     try {
       const busy = await busyLock(observer);
       const heldName = uniqueName('held');
       const lease = await sdk.hold(heldName, { ttlMs: 6000 });
       const abort = new AbortController();
-      setMaxListeners(UNDER_LIMIT + 1, abort.signal); // the SDK adds one listener per wait
-      const waits = Array.from({ length: UNDER_LIMIT }, () =>
+      setMaxListeners(MASS + 1, abort.signal); // the SDK adds one listener per wait
+      const waits = Array.from({ length: MASS }, () =>
         sdk.hold(busy.name, { waitMs: 600_000, signal: abort.signal }).then(
           () => 'granted',
           (err: Error) => err.name,
         ),
       );
-      await waitFor(`${UNDER_LIMIT} waiters`, async () => (await observer.inspect({ name: busy.name })).waiters === UNDER_LIMIT, QUEUE_MS, 50);
+      await waitFor(`${MASS} waiters`, async () => (await observer.inspect({ name: busy.name })).waiters === MASS, QUEUE_MS, 50);
       abort.abort();
       expect(new Set(await Promise.all(waits))).toEqual(new Set(['AbortError']));
       await waitFor('the queue to empty', async () => (await observer.inspect({ name: busy.name })).waiters === 0);
