@@ -73,7 +73,7 @@ export type Send = (
 ) => Promise<Outcome>;
 
 /** A call still open this long has hung: every plan ends by itself well before. */
-export const HANG_MS = 25_000;
+const HANG_MS = 25_000;
 /**
  * Requests larger than this are slow to deliver: the server's HTTP/2 receive window is 64 KiB
  * (grpc-js sets no other), so each 64 KiB waits for the server's event loop to take it, and under

@@ -60,9 +60,9 @@ export interface Plan {
 }
 
 /** Contended lock names per run. */
-export const POOL = 8;
+const POOL = 8;
 /** The longest valid wait or lease a protocol plan asks for on a contended name. */
-export const SHORT_MS = 3000;
+const SHORT_MS = 3000;
 const LONG_TTL = 86_400_000n;
 
 const INT_EDGES = [
@@ -72,7 +72,7 @@ const INT_EDGES = [
 const NOT_UTF8 = [[0x61, 0xff, 0x62], [0x61, 0xc0, 0xaf], [0xed, 0xa0, 0x80], [0x61, 0xe2, 0x82], [0xf4, 0x90, 0x80, 0x80], [0x80]];
 /** Around the 512-byte limits, large, and one just over grpc-js's 4 MiB message limit (RESOURCE_EXHAUSTED). */
 const HUGE_SIZES = [511, 512, 513, 4096, 65_536, 1 << 20];
-export const OVER_MESSAGE_LIMIT = 4 * 1024 * 1024 + 1;
+const OVER_MESSAGE_LIMIT = 4 * 1024 * 1024 + 1;
 
 const varintOf = (arb: fc.Arbitrary<bigint>): fc.Arbitrary<Value> => arb.map((v) => ({ t: 'varint' as const, v }));
 
@@ -88,7 +88,7 @@ const wildVarint: fc.Arbitrary<Value> = fc.oneof(
 );
 
 /** The int64 a varint means, as a handler would see it. */
-export const asInt64 = (value: Value): bigint | undefined => (value.t === 'varint' && !value.pad ? BigInt.asIntN(64, value.v) : undefined);
+const asInt64 = (value: Value): bigint | undefined => (value.t === 'varint' && !value.pad ? BigInt.asIntN(64, value.v) : undefined);
 
 /** A wild varint that is not a valid lease or wait longer than SHORT_MS: contended names must stay free of long holders. */
 const wildShortOrInvalid = wildVarint.map((value): Value => {
