@@ -70,14 +70,16 @@ export class Replica {
   private constructor(
     readonly index: number,
     readonly port: number,
-    /** The proxy between this replica and Redis. */
-    readonly redisLink: TcpProxy,
+    /** The proxy between this replica and Redis (none when it finds the master through Sentinel). */
+    readonly redisLink: TcpProxy | undefined,
     private readonly args: string[],
   ) {}
 
-  static async create(index: number, redisUrl: string, args: string[]): Promise<Replica> {
-    const link = await startTcpProxy(redisUrl.replace('redis://', ''));
-    const replica = new Replica(index, await freePort(), link, args);
+  /** A replica on one Redis, through a proxy of its own (`redis` is a URL), or on Sentinel (`redis` is the servers' Sentinel options). */
+  static async create(index: number, redis: string | string[], args: string[]): Promise<Replica> {
+    const link = typeof redis === 'string' ? await startTcpProxy(redis.replace('redis://', '')) : undefined;
+    const redisArgs = link ? ['--redis', `redis://${link.addr}`] : (redis as string[]);
+    const replica = new Replica(index, await freePort(), link, [...redisArgs, ...args]);
     await replica.start();
     return replica;
   }
@@ -88,7 +90,7 @@ export class Replica {
 
   /** Starts (again) on the same port; resolves once it listens. */
   async start(): Promise<void> {
-    const args = [...shippedNodeFlags(), CLI, 'serve', '--listen', this.addr, '--redis', `redis://${this.redisLink.addr}`, '--log-level', 'info', ...this.args];
+    const args = [...shippedNodeFlags(), CLI, 'serve', '--listen', this.addr, '--log-level', 'info', ...this.args];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     let output = '';
@@ -128,7 +130,7 @@ export class Replica {
 
   async close(): Promise<void> {
     await this.end('SIGTERM');
-    await this.redisLink.close();
+    await this.redisLink?.close();
   }
 }
 

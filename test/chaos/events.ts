@@ -93,6 +93,10 @@ export interface WorkerConfig {
   storagePort: number;
   locks: LockSpec[];
   ttlMs: number;
+  /** Critical sections last up to about a quarter of this (ms); long ones one to two of it per round. */
+  thinkScaleMs: number;
+  /** The share of Hold critical sections that are long. */
+  longShare: number;
   loops: number;
   /** A broken client for the negative control: ignores its lease and skips the fence. */
   careless: boolean;

@@ -1,6 +1,8 @@
 // The faults a chaos run injects, one class at a time, so that the checker can put every anomaly
 // down to the fault that was active when it happened. A fault's effect lasts past its healing by
 // one lease and some slack (`until`): a lock a killed holder kept is free only after its lease.
+import { startEmbeddedRedis } from '../../src/redis/embedded';
+import type { TestSentinels } from '../support/sentinel';
 import type { RedisNode, Replica, WorkerSlot } from './cluster';
 import type { Random } from './random';
 
@@ -26,6 +28,8 @@ export interface FaultInfo {
   what: string;
   /** Why the class cannot be run yet; unset when it can. */
   notRun?: string;
+  /** Runs only on the Sentinel deployment (master, two replicas, three Sentinels). */
+  sentinel?: boolean;
 }
 
 export const FAULT_CLASSES: Record<FaultClass, FaultInfo> = {
@@ -44,8 +48,8 @@ export const FAULT_CLASSES: Record<FaultClass, FaultInfo> = {
   'redis-restart-empty': { claimedSafe: false, what: 'redis-server SIGKILLed and restarted empty, as one without persistence would (issue 9)' },
   'redis-failover': {
     claimedSafe: false,
-    what: 'Sentinel promotes a replica that missed the latest writes (issue 9)',
-    notRun: 'needs a Sentinel deployment (master, replicas, Sentinels; the servers on --redis-sentinels) instead of the one redis-server this run starts: strikeFailover is the hook',
+    what: "the master's replicas paused and cut off, 0.3-0.8 s of writes on the master alone, the master SIGKILLed: Sentinel promotes a replica without them (issue 9); the old master comes back as a replica",
+    sentinel: true,
   },
 };
 
@@ -71,7 +75,10 @@ export interface Fault {
 }
 
 export interface FaultTargets {
-  redis: RedisNode;
+  /** The one redis-server, or the Sentinel deployment and its data nodes' arguments. */
+  redis?: RedisNode;
+  sentinels?: TestSentinels;
+  nodeArgs?: string[];
   replicas: Replica[];
   slots: WorkerSlot[];
   /** Starts a new worker process in a slot whose process was killed. */
@@ -148,38 +155,55 @@ async function apply(cls: FaultClass, env: FaultTargets, random: Random, pastLea
       replica.signal('SIGCONT');
       return [`replica-${replica.index}`];
     case 'server-redis-stall':
-      replica.redisLink.stall();
+      need(replica.redisLink, cls).stall();
       await sleep(pastLease);
-      replica.redisLink.resume();
+      need(replica.redisLink, cls).resume();
       return [`replica-${replica.index}`];
     case 'server-redis-cut':
-      replica.redisLink.cut();
+      need(replica.redisLink, cls).cut();
       await sleep(env.ttlMs);
-      replica.redisLink.cut();
+      need(replica.redisLink, cls).cut();
       return [`replica-${replica.index}`];
     case 'redis-stop':
-      env.redis.signal('SIGSTOP');
+      need(env.redis, cls).signal('SIGSTOP');
       await sleep(pastLease);
-      env.redis.signal('SIGCONT');
+      need(env.redis, cls).signal('SIGCONT');
       return ['redis'];
     case 'redis-restart-aof':
     case 'redis-restart-empty':
-      await env.redis.crashAndRestart(cls === 'redis-restart-empty', 300);
+      await need(env.redis, cls).crashAndRestart(cls === 'redis-restart-empty', 300);
       return ['redis'];
     case 'redis-failover':
-      return strikeFailover();
+      return strikeFailover(need(env.sentinels, cls), env.nodeArgs ?? [], random);
   }
 }
 
-/**
- * The hook for issue 9. The run would start test/support/sentinel.ts's deployment instead of one
- * redis-server and the replicas with --redis-sentinels; this fault would cut the master off from
- * its replicas (cutReplicas), SIGKILL it so that Sentinel promotes a replica without the latest
- * grants (failedOverFrom), and bring the old master back as a replica for the next one.
- */
-function strikeFailover(): never {
-  throw new Error(`redis-failover: ${FAULT_CLASSES['redis-failover'].notRun}`);
+/** What a fault class acts on, or an error naming the topology it needs. */
+function need<T>(target: T | undefined, cls: FaultClass): T {
+  if (target === undefined) throw new Error(`${cls} cannot run on this topology (${FAULT_CLASSES[cls].sentinel ? 'it needs Sentinel' : 'it needs the one redis-server'})`);
+  return target;
 }
+
+/**
+ * Issue 9's lost write: the master's replicas are paused and their links cut, the master takes
+ * grants and renewals alone for a moment, then dies; Sentinel promotes a replica that never saw
+ * them. The old master comes back on its port as a replica of the new one, for the next round.
+ */
+async function strikeFailover(group: TestSentinels, nodeArgs: string[], random: Random): Promise<string[]> {
+  const old = await group.master();
+  const replicas = await group.cutReplicas(old);
+  await sleep(random.int(300, 800)); // under Sentinel's down-after (1000 ms): the replicas stay candidates
+  process.kill(old.pid, 'SIGKILL');
+  await new Promise<void>((resolve) => (old.process.exitCode !== null || old.process.signalCode !== null ? resolve() : old.process.once('exit', () => resolve())));
+  replicas.forEach((r) => process.kill(r.pid, 'SIGCONT'));
+  const promoted = await group.failedOverFrom(old);
+  const args = [...SENTINEL_NODE_ARGS, ...nodeArgs, '--replicaof', '127.0.0.1', String(promoted.port)];
+  group.nodes[group.nodes.indexOf(old)] = await startEmbeddedRedis({ dataDir: old.dataDir, port: old.port, args });
+  return [`master ${old.port} to ${promoted.port}`];
+}
+
+/** test/support/sentinel.ts's data node arguments, for a node brought back by hand. */
+export const SENTINEL_NODE_ARGS = ['--save', '', '--repl-diskless-sync-delay', '0', '--repl-timeout', '5'];
 
 /** Injects one fault of `cls` and heals it; resolves with what it did and how long it counts. */
 export async function strike(cls: FaultClass, env: FaultTargets, random: Random, monoNow: () => number): Promise<Fault> {
@@ -187,7 +211,7 @@ export async function strike(cls: FaultClass, env: FaultTargets, random: Random,
   const targets = await apply(cls, env, random, Math.round(env.ttlMs * random.between(2, 3)));
   const healed = monoNow();
   // Restarts make every client reconnect: give their effects a second more to show.
-  const slack = /kill|term|restart/.test(cls) ? 2_500 : 1_500;
+  const slack = /kill|term|restart|failover/.test(cls) ? 2_500 : 1_500;
   return { cls, targets, start, healed, until: healed + env.ttlMs + slack };
 }
 

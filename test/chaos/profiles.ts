@@ -4,6 +4,8 @@ import { FAULT_CLASSES, type FaultClass } from './faults';
 import type { ChaosOptions } from './run';
 
 export const ALL_FAULTS = Object.keys(FAULT_CLASSES) as FaultClass[];
+/** What one redis-server can be put through (a failover needs Sentinel). */
+export const SINGLE_REDIS_FAULTS = ALL_FAULTS.filter((c) => !FAULT_CLASSES[c].sentinel);
 export const SAFE_FAULTS = ALL_FAULTS.filter((c) => FAULT_CLASSES[c].claimedSafe);
 
 export function defaultRun(durationS: number, seed: number, overrides: Partial<ChaosOptions> = {}): ChaosOptions {
@@ -15,7 +17,7 @@ export function defaultRun(durationS: number, seed: number, overrides: Partial<C
     workers: 8,
     loops: 3,
     replicas: 2,
-    faults: ALL_FAULTS,
+    faults: SINGLE_REDIS_FAULTS,
     releaseOnDisconnect: false,
     careless: 0,
     keepaliveMs: 1000,
@@ -45,4 +47,30 @@ export function quarantineRun(durationS: number, seed: number, overrides: Partia
   const options = defaultRun(durationS, seed, { label: 'one Redis with --failover-quarantine', faults: ['redis-restart-empty', 'redis-restart-aof'], ...overrides });
   const ttl = String(options.ttlMs);
   return { ...options, serverArgs: ['--failover-quarantine', '--default-ttl-ms', ttl, '--max-ttl-ms', ttl], safe: options.faults };
+}
+
+/**
+ * A master, two replicas and three Sentinels, under issue 9's lost-write failover. The lease is
+ * 8 s, well over what a failover takes (about 3 s), so that a lost grant's holder still counts on
+ * its lease when the promoted master lets someone else have the lock. With `--sync-replicas auto`
+ * every grant and renewal is on every replica before it is reported: claimed safe. Without it:
+ * not safe, the negative control of the pair.
+ */
+export function sentinelRun(durationS: number, seed: number, syncReplicas: boolean, overrides: Partial<ChaosOptions> = {}): ChaosOptions {
+  const options = defaultRun(durationS, seed, {
+    label: `Sentinel failover${syncReplicas ? ' with --sync-replicas auto' : ', no replica acknowledgement'}`,
+    faults: ['redis-failover'],
+    ttlMs: 8000,
+    // A third of the holds long enough to outlast a failover, and more locks, some of them free
+    // when a grant is lost: a lost grant of a lock that was held before is hidden by the lost
+    // release before it (the promoted replica still has the earlier holder).
+    thinkScaleMs: 3000,
+    longShare: 0.3,
+    exclusiveLocks: 12,
+    topology: 'sentinel',
+    // --sync-replicas wants the master to refuse writes no replica can see (README); the default is 0.
+    nodeArgs: syncReplicas ? ['--min-replicas-to-write', '1'] : [],
+    ...overrides,
+  });
+  return { ...options, serverArgs: syncReplicas ? ['--sync-replicas', 'auto'] : [], safe: syncReplicas ? ['redis-failover'] : [] };
 }

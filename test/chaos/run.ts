@@ -13,6 +13,7 @@ import { RedisNode, Replica, startStorage, WorkerSlot, type StorageProcess } fro
 import type { LockSpec, StorageDump } from './events';
 import { faultOrder, strike, type Fault, type FaultClass, type FaultTargets } from './faults';
 import { readHistory, type Op } from './history';
+import { MASTER_NAME, startTestSentinels, type TestSentinels } from '../support/sentinel';
 import { Random } from './random';
 
 export interface ChaosOptions {
@@ -34,6 +35,15 @@ export interface ChaosOptions {
   keepaliveMs: number;
   /** More server options (e.g. --failover-quarantine). */
   serverArgs?: string[];
+  /** One redis-server (default), or a master, two replicas and three Sentinels. */
+  topology?: 'single' | 'sentinel';
+  /** More redis-server options for the Sentinel deployment's data nodes. */
+  nodeArgs?: string[];
+  /** How many plain exclusive locks (default 3; besides one read-write lock and two semaphores). */
+  exclusiveLocks?: number;
+  /** Critical sections scale with this (ms; default the ttl), and this share of holds is long (default 0.1). */
+  thinkScaleMs?: number;
+  longShare?: number;
   /** The fault classes holdfast claims safety for in this configuration; default: FAULT_CLASSES'. */
   safe?: FaultClass[];
   keepLogs?: boolean;
@@ -60,11 +70,9 @@ export interface ChaosResult {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
-function lockSpecs(run: string): LockSpec[] {
+function lockSpecs(run: string, exclusive: number): LockSpec[] {
   return [
-    { name: `${run}/ex-0`, type: 'exclusive', limit: 1 },
-    { name: `${run}/ex-1`, type: 'exclusive', limit: 1 },
-    { name: `${run}/ex-2`, type: 'exclusive', limit: 1 },
+    ...Array.from({ length: exclusive }, (_, i): LockSpec => ({ name: `${run}/ex-${i}`, type: 'exclusive', limit: 1 })),
     { name: `${run}/rw-0`, type: 'rw', limit: 1 },
     { name: `${run}/sem-2`, type: 'semaphore', limit: 2 },
     { name: `${run}/sem-3`, type: 'semaphore', limit: 3 },
@@ -105,7 +113,8 @@ async function inspectAll(addr: string, locks: LockSpec[]) {
 }
 
 interface Processes {
-  redis: RedisNode;
+  redis?: RedisNode;
+  sentinels?: TestSentinels;
   replicas: Replica[];
   storage?: StorageProcess;
   slots: WorkerSlot[];
@@ -115,18 +124,27 @@ async function stopAll(p: Processes): Promise<void> {
   await Promise.all(p.slots.map((s) => s.close()));
   await Promise.all(p.replicas.map((r) => r.close()));
   p.storage?.child.kill('SIGKILL');
-  await p.redis.stop();
+  await p.redis?.stop();
+  await p.sentinels?.cleanup();
 }
 
 /** Redis, the replicas (each through its own proxy to Redis), the storage service and the worker slots; stopped again if one fails to start. */
 async function startAll(options: ChaosOptions, runDir: string): Promise<Processes> {
-  const p: Processes = { redis: new RedisNode(join(runDir, 'redis')), replicas: [], slots: [] };
+  const p: Processes = { replicas: [], slots: [] };
   try {
-    await p.redis.start();
+    let redis: string | string[];
+    if (options.topology === 'sentinel') {
+      p.sentinels = await startTestSentinels({ nodeArgs: options.nodeArgs });
+      redis = ['--redis-sentinels', p.sentinels.sentinelAddrs.join(','), '--redis-master', MASTER_NAME];
+    } else {
+      p.redis = new RedisNode(join(runDir, 'redis'));
+      await p.redis.start();
+      redis = p.redis.url;
+    }
     const serverArgs = ['--keepalive-time-ms', String(options.keepaliveMs), '--keepalive-timeout-ms', String(options.keepaliveMs)];
     if (options.releaseOnDisconnect) serverArgs.push('--release-on-disconnect');
     serverArgs.push(...(options.serverArgs ?? []));
-    for (let i = 0; i < options.replicas; i++) p.replicas.push(await Replica.create(i, p.redis.url, serverArgs));
+    for (let i = 0; i < options.replicas; i++) p.replicas.push(await Replica.create(i, redis, serverArgs));
     p.storage = await startStorage();
     for (let i = 0; i < options.workers; i++) p.slots.push(await WorkerSlot.create(i, p.replicas));
     return p;
@@ -142,9 +160,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const runDir = mkdtempSync(join(tmpdir(), 'holdfast-chaos-'));
   const logDir = join(runDir, 'logs');
   mkdirSync(logDir);
-  const locks = lockSpecs(`chaos-${options.seed}-${process.pid}-${Date.now().toString(36)}`);
+  const locks = lockSpecs(`chaos-${options.seed}-${process.pid}-${Date.now().toString(36)}`, options.exclusiveLocks ?? 3);
   const p = await startAll(options, runDir);
-  const { redis, replicas, slots } = p;
+  const { replicas, slots } = p;
   const storage = p.storage!;
   const clock: ClockSample[] = [];
   const respawn = async (slot: WorkerSlot) => {
@@ -153,12 +171,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       storagePort: storage.port,
       locks,
       ttlMs: options.ttlMs,
+      thinkScaleMs: options.thinkScaleMs ?? options.ttlMs,
+      longShare: options.longShare ?? 0.1,
       loops: options.loops,
       careless: slot.index < options.careless,
     };
     clock.push(await slot.spawn(config, logDir));
   };
-  const env: FaultTargets = { redis, replicas, slots, respawn, ttlMs: options.ttlMs };
+  const env: FaultTargets = { redis: p.redis, sentinels: p.sentinels, nodeArgs: options.nodeArgs, replicas, slots, respawn, ttlMs: options.ttlMs };
   const faults: Fault[] = [];
   try {
     for (let i = 0; i < 3; i++) clock.push(await storage.clock());
@@ -193,16 +213,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   }
 }
 
+/** The longest a fault of `cls` takes (3 leases, or a restart or failover) and then counts (a lease and 2.5 s more). */
+function slotMs(cls: FaultClass, ttlMs: number): number {
+  return (/stop|stall/.test(cls) ? 3 * ttlMs : 5_000) + ttlMs + 2_500;
+}
+
 /** The fault schedule: after a lease of warm-up, one fault at a time until the duration is up. */
 async function injectFaults(options: ChaosOptions, env: FaultTargets, random: Random, t0: number, faults: Fault[], log: (line: string) => void): Promise<void> {
   const endAt = t0 + options.durationS * 1000;
-  // The longest a fault takes (a restart, or 3 leases) and then counts (a lease and 2.5 s more).
-  const slotMs = Math.max(3 * options.ttlMs, 4_000) + options.ttlMs + 2_500;
   const order = faultOrder(options.faults, random);
   await sleep(options.ttlMs + 1_000);
-  while (monoNow() + slotMs < endAt) {
+  for (;;) {
     const next = order.next();
-    if (next.done) break;
+    if (next.done || monoNow() + slotMs(next.value, options.ttlMs) > endAt) break;
     const fault = await strike(next.value, env, random, monoNow);
     faults.push(fault);
     log(`${((fault.start - t0) / 1000).toFixed(1)} s: ${fault.cls} on ${fault.targets.join(', ')} (${(fault.healed - fault.start).toFixed(0)} ms)`);

@@ -59,10 +59,11 @@ function plan(): Plan {
   const kind: Kind = lock.type === 'exclusive' ? 'exclusive' : lock.type === 'semaphore' ? 'semaphore' : random.chance(0.35) ? 'writer' : 'reader';
   const api = random.chance(0.7) ? 'hold' : 'acquire';
   const ttl = config.ttlMs;
-  // A Hold's critical section may outlast a few renewals, and one in ten runs for a few leases
-  // (a leader, a long job); an Acquire's is short, nothing renews it.
-  const long = api === 'hold' && random.chance(0.1);
-  const thinks = api === 'hold' ? Array.from({ length: random.int(1, 3) }, () => (long ? random.int(ttl / 2, ttl) : random.int(10, ttl / 4))) : [random.int(10, ttl / 5)];
+  const scale = config.thinkScaleMs;
+  // A Hold's critical section may outlast a few renewals, and some (one in ten by default) run
+  // for a few leases (a leader, a long job); an Acquire's is short, nothing renews it.
+  const long = api === 'hold' && random.chance(config.longShare);
+  const thinks = api === 'hold' ? Array.from({ length: random.int(1, 3) }, () => (long ? random.int(scale / 2, scale) : random.int(10, scale / 4))) : [random.int(10, Math.min(scale, ttl) / 5)];
   return { lock, kind, api, waitMs: random.int(ttl, 3 * ttl), server: random.int(0, clients.length - 1), thinks };
 }
 
