@@ -38,7 +38,7 @@ export class Lock {
     this.ttlMs = Number(grant.ttlMs);
     this.holdCount = grant.holdCount;
     // The grant's lease started after the request was sent, however late the answer came.
-    this.deadline = leaseDeadline(sentAt, 0, this.ttlMs);
+    this.deadline = leaseDeadline(sentAt, Number(grant.leaseStartedAfterMs), this.ttlMs);
   }
 
   /**

@@ -25,12 +25,13 @@ function unary<Req, Res>(logError: (err: unknown) => void, handle: (req: Req, ca
   };
 }
 
-const NOT_ACQUIRED = { acquired: false, token: '', fencingToken: '0', ttlMs: '0', holdCount: 0 };
+const NOT_ACQUIRED = { acquired: false, token: '', fencingToken: '0', ttlMs: '0', holdCount: 0, leaseStartedAfterMs: '0' };
 
 export function lockService(engine: LockEngine, options: ServiceOptions): LockServiceServer {
   const { logError } = options;
   return {
     acquire: unary(logError, async (req, call) => {
+      const receivedAt = performance.now();
       const params = toAcquireParams(req, options.defaultTtlMs);
       params.waitMs = boundedWait(call, params.waitMs, options.deadlineMarginMs);
       const { signal, finish } = callScope(call);
@@ -42,7 +43,8 @@ export function lockService(engine: LockEngine, options: ServiceOptions): LockSe
         await engine.release(params.name, grant.token).catch(logError);
         return NOT_ACQUIRED;
       }
-      return { acquired: true, ...grantFields(grant) };
+      const leaseStartedAfterMs = String(Math.max(0, Math.floor(grant.leaseStart - receivedAt)));
+      return { acquired: true, ...grantFields(grant), leaseStartedAfterMs };
     }),
 
     release: unary(logError, async (req) => {

@@ -8,7 +8,7 @@ def acquire(channel, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0,
     """Acquires `name` once and returns the AcquireResponse; raises NotAcquired when it is not granted.
 
     Nothing keeps a local deadline for this grant. Count its lease from a time.monotonic() read
-    before the call, not after it returns: lease_deadline(sent_at, 0, grant.ttl_ms).
+    before the call, not after it returns: lease_deadline(sent_at, grant.lease_started_after_ms, grant.ttl_ms).
     """
     mode = lock_pb2.LOCK_MODE_SHARED if shared else lock_pb2.LOCK_MODE_EXCLUSIVE
     request = lock_pb2.AcquireRequest(name=name, owner=owner, ttl_ms=ttl_ms, wait_timeout_ms=wait_ms, mode=mode,

@@ -178,10 +178,15 @@ export interface AcquireResponse {
   token: string;
   /** Strictly greater than every earlier grant's fencing token for this name. */
   fencingToken: string;
-  /** The lease length in milliseconds. */
+  /** The lease left, in milliseconds, when the grant was made. */
   ttlMs: string;
   /** How many times this grant is held (reentrancy). */
   holdCount: number;
+  /**
+   * The server made this grant this many ms after it received the request (its monotonic clock), for example
+   * after a wait. The lease ends no earlier than lease_started_after_ms + ttl_ms after the client sent the request.
+   */
+  leaseStartedAfterMs: string;
 }
 
 /** ReleaseRequest releases one hold of a grant. */
@@ -539,7 +544,7 @@ export const AcquireRequest: MessageFns<AcquireRequest> = {
 };
 
 function createBaseAcquireResponse(): AcquireResponse {
-  return { acquired: false, token: "", fencingToken: "0", ttlMs: "0", holdCount: 0 };
+  return { acquired: false, token: "", fencingToken: "0", ttlMs: "0", holdCount: 0, leaseStartedAfterMs: "0" };
 }
 
 export const AcquireResponse: MessageFns<AcquireResponse> = {
@@ -558,6 +563,9 @@ export const AcquireResponse: MessageFns<AcquireResponse> = {
     }
     if (message.holdCount !== 0) {
       writer.uint32(40).uint32(message.holdCount);
+    }
+    if (message.leaseStartedAfterMs !== "0") {
+      writer.uint32(48).int64(message.leaseStartedAfterMs);
     }
     return writer;
   },
@@ -615,6 +623,14 @@ export const AcquireResponse: MessageFns<AcquireResponse> = {
             message.holdCount = reader.uint32();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.leaseStartedAfterMs = reader.int64().toString();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -646,6 +662,11 @@ export const AcquireResponse: MessageFns<AcquireResponse> = {
         : isSet(object.hold_count)
         ? globalThis.Number(object.hold_count)
         : 0,
+      leaseStartedAfterMs: isSet(object.leaseStartedAfterMs)
+        ? globalThis.String(object.leaseStartedAfterMs)
+        : isSet(object.lease_started_after_ms)
+        ? globalThis.String(object.lease_started_after_ms)
+        : "0",
     };
   },
 
@@ -666,6 +687,9 @@ export const AcquireResponse: MessageFns<AcquireResponse> = {
     if (message.holdCount !== 0) {
       obj.holdCount = Math.round(message.holdCount);
     }
+    if (message.leaseStartedAfterMs !== "0") {
+      obj.leaseStartedAfterMs = message.leaseStartedAfterMs;
+    }
     return obj;
   },
 
@@ -679,6 +703,7 @@ export const AcquireResponse: MessageFns<AcquireResponse> = {
     message.fencingToken = object.fencingToken ?? "0";
     message.ttlMs = object.ttlMs ?? "0";
     message.holdCount = object.holdCount ?? 0;
+    message.leaseStartedAfterMs = object.leaseStartedAfterMs ?? "0";
     return message;
   },
 };
