@@ -1,6 +1,6 @@
 // `npm run chaos`: the default configuration under every fault class (about 5 minutes), then the
 // negative control; prints the report and writes bench/results/chaos.md and chaos.svg.
-//   --duration <s>   workload time of the main run (default 300)
+//   --duration <s>   workload time of the main run (default 150: about 5 minutes in all)
 //   --seed <n>       fault schedule and workload choices (default 1)
 //   --negative <s>   workload time of the negative control (default 30; 0 skips it)
 //   --quarantine <s> workload time of the run with --failover-quarantine (default 45; 0 skips it)
@@ -27,7 +27,7 @@ function option(name: string, fallback: number): number {
 }
 
 async function main(): Promise<void> {
-  const durationS = option('duration', 300);
+  const durationS = option('duration', 150);
   const seed = option('seed', 1);
   const negativeS = option('negative', 30);
   const keepLogs = process.argv.includes('--keep-logs');
