@@ -264,7 +264,8 @@ export class Watchdog {
   }
 
   private settle(lease: Lease, reply: number[], sentAt: number): void {
-    // Ended while this renewal was on its way: the hold was given back after it (same connection).
+    // Ended while this renewal was on its way: the hold is being given back, and a renewal that
+    // runs after that finds the hold gone (renew-3 checks the hold id), so nothing is extended.
     if (lease.ended) return;
     if (reply[0] === ScriptCode.NOT_FOUND) {
       // Just reconnected: whether a failover took the grant is known in a moment; ask again then.
