@@ -12,7 +12,7 @@ import { LockEngine } from './engine/engine';
 import { connectRedis, type RedisTarget } from './redis/connect';
 import { createWriteGuard } from './redis/guard';
 import { minReplicasProblem } from './redis/min-replicas';
-import { epochKey } from './engine/keys';
+import { epochKey, shardEpochKey } from './engine/keys';
 import { MAX_TTL_MS } from './transport/requests';
 import { listedReplicas, type SyncReplicas } from './redis/replica-acks';
 import { startEmbeddedRedis, type EmbeddedRedis } from './redis/embedded';
@@ -106,6 +106,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       ? {
           ms: (config.maxTtlMs ?? MAX_TTL_MS) + quarantineMarginMs,
           epochKey: epochKey(config.keyPrefix),
+          shardEpochKey: (tag) => shardEpochKey(config.keyPrefix, tag),
           onQuarantine: (why, ms) => log.warn({ why, ms }, 'quarantine: no new grants until every lease the old master may have granted has run out'),
           onError: (err) => log.debug({ err: String((err as Error)?.message ?? err) }, 'could not check which Redis master this is'),
         }

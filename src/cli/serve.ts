@@ -72,9 +72,6 @@ export function serveCommand(): Command {
       if (opts.maxTtlMs < opts.defaultTtlMs || opts.maxTtlMs > MAX_TTL_MS) {
         throw new Error(`--max-ttl-ms must be between --default-ttl-ms and ${MAX_TTL_MS}`);
       }
-      if (opts.failoverQuarantine && opts.redisCluster) {
-        throw new Error('--failover-quarantine is not supported on a Redis Cluster yet (each shard fails over on its own)');
-      }
       let server;
       try {
         server = await startServer({

@@ -5,7 +5,7 @@ import { Cluster, type Redis } from 'ioredis';
 import type { WriteGuard } from '../redis/guard';
 import { LockError, ScriptCode, fromRedisError } from './errors';
 import { lockKeys, requestIdKey, scriptKeys } from './keys';
-import { commandName, defineScripts, scriptKeyCount, type ScriptName } from './scripts';
+import { commandName, defineScripts, isGranting, scriptKeyCount, type ScriptName } from './scripts';
 import type { AcquireParams, FenceCheck, Grant, HolderInfo, LockInfo, Mode, ReleaseOptions, ReleaseResult } from './types';
 import { WaitRoom, type WaitRoomStats } from './wait-room';
 import { Watchdog, type KeepRequest, type KeptLease, type LeaseEvents, type WatchdogStats } from './watchdog';
@@ -69,16 +69,33 @@ export class LockEngine {
 
   /** Runs one lock script; Redis trouble becomes LockError('unavailable'). */
   async run(script: ScriptName, name: string, args: (string | number)[]): Promise<Reply> {
-    return this.runOn(scriptKeys(lockKeys(this.prefix, name), scriptKeyCount(script)), script, args);
+    const keys = scriptKeys(lockKeys(this.prefix, name), scriptKeyCount(script));
+    const [command, guardedArgs] = this.commandFor(script, keys[0], args);
+    return this.runOn(keys, command, guardedArgs);
   }
 
-  private async runOn(keys: string[], script: ScriptName, args: (string | number)[]): Promise<Reply> {
-    const command = (this.redis as unknown as Record<string, (...a: unknown[]) => Promise<Reply>>)[commandName(script)];
+  /**
+   * The command a script runs as, and its arguments: a grant on a Cluster with the quarantine
+   * names the master it must be made on (lua/includes/expect-master.lua).
+   */
+  private commandFor(script: ScriptName, key: string, args: (string | number)[]): [string, (string | number)[]] {
+    const master = isGranting(script) ? (this.guard?.expectedMaster(key) ?? '') : '';
+    return master ? [commandName(script, true), [...args, master]] : [commandName(script), args];
+  }
+
+  private async runOn(keys: string[], command: string, args: (string | number)[]): Promise<Reply> {
+    const run = (this.redis as unknown as Record<string, (...a: unknown[]) => Promise<Reply>>)[command];
     try {
-      return await command.call(this.redis, ...keys, ...args);
+      return await run.call(this.redis, ...keys, ...args);
     } catch (err) {
-      throw fromRedisError(err);
+      throw this.fromRedisError(err);
     }
+  }
+
+  /** As fromRedisError; a grant refused on an unchecked master means the slot map is stale. */
+  private fromRedisError(err: unknown): unknown {
+    if (/^MASTERCHANGED\b/.test((err as Error)?.message ?? '') && this.redis instanceof Cluster) this.redis.refreshSlotsCache();
+    return fromRedisError(err);
   }
 
   /**
@@ -91,31 +108,34 @@ export class LockEngine {
     const connection = this.guard.connection ?? this.redis;
     const pipeline = connection.pipeline();
     const keys = scriptKeys(lockKeys(this.prefix, name), scriptKeyCount(script));
-    (pipeline as unknown as Record<string, (...a: unknown[]) => void>)[commandName(script)].call(pipeline, ...keys, ...args);
+    const [command, guardedArgs] = this.commandFor(script, keys[0], args);
+    (pipeline as unknown as Record<string, (...a: unknown[]) => void>)[command].call(pipeline, ...keys, ...guardedArgs);
     const check = this.guard.confirmAfter(pipeline);
     let results: [Error | null, unknown][];
     try {
       results = (await pipeline.exec()) ?? [];
     } catch (err) {
-      throw fromRedisError(err);
+      throw this.fromRedisError(err);
     }
     const [err, reply] = results[0] ?? [new Error('no reply'), null];
     if (err) {
-      if (/^(MOVED|ASK) /.test(err.message) && connection instanceof Cluster) connection.refreshSlotsCache();
+      if (/^(MOVED|ASK|MASTERCHANGED) /.test(err.message) && connection instanceof Cluster) connection.refreshSlotsCache();
       throw fromRedisError(err);
     }
     const [waitErr, acks] = results[1] ?? [new Error('no reply'), null];
     return { reply: reply as Reply, confirmed: !waitErr && check(acks) };
   }
 
-  /** Why grants cannot be made now (a quarantine after a failover), or null. */
-  grantsBlocked(): string | null {
-    return this.guard?.grantsBlocked() ?? null;
+  /** Why grants of `name` cannot be made now (a quarantine after a failover), or null. */
+  grantsBlocked(name: string): string | null {
+    return this.guard?.grantsBlocked(lockKeys(this.prefix, name).holders) ?? null;
   }
 
-  /** How long until grants resume (0: they may be made now). */
-  grantsResumeInMs(): number {
-    return this.guard?.grantsBlocked() ? this.guard.grantsResumeInMs() : 0;
+  /** How long until grants of `name` resume (0: they may be made now). */
+  grantsResumeInMs(name: string): number {
+    if (!this.guard) return 0;
+    const key = lockKeys(this.prefix, name).holders;
+    return this.guard.grantsBlocked(key) ? this.guard.grantsResumeInMs(key) : 0;
   }
 
   /** A grant the replicas did not confirm: give it back (if it is still ours) and say so. */
@@ -137,7 +157,7 @@ export class LockEngine {
     if (params.requestId) await this.tieRequestId(params);
     const deadline = performance.now() + params.waitMs;
     // Waiters wait out a quarantine here; a try-once caller is told UNAVAILABLE by attempt().
-    if (params.waitMs > 0 && !(await this.untilGrantsResume(deadline, signal))) return null;
+    if (params.waitMs > 0 && !(await this.untilGrantsResume(params.name, deadline, signal))) return null;
     const waiterId = params.waitMs > 0 ? randomBytes(9).toString('base64url') : '';
     const token = newToken();
     const reply = await this.attempt(params, token, waiterId);
@@ -157,7 +177,7 @@ export class LockEngine {
     waiterId: string,
   ): Promise<{ grant?: Grant; queued?: boolean; nextExpiryMs: number }> {
     const { name, owner, ttlMs, mode, limit, requestId, holdId } = params;
-    const blocked = this.grantsBlocked();
+    const blocked = this.grantsBlocked(name);
     if (blocked) throw new LockError('unavailable', `lock "${name}": ${blocked}`);
     const sentAt = performance.now();
     const args = [token, owner, ttlMs, mode, limit, requestId, waiterId, this.entryLeaseMs, holdId];
@@ -185,7 +205,7 @@ export class LockEngine {
     const { name, owner, mode, limit, ttlMs, waitMs, requestId } = params;
     const asked = JSON.stringify([name, owner, mode, limit, ttlMs]);
     const rememberMs = waitMs + ttlMs + REQUEST_ID_RETAIN_MS;
-    const tied: unknown = await this.runOn([requestIdKey(this.prefix, requestId)], 'requestId', [asked, rememberMs]);
+    const tied: unknown = await this.runOn([requestIdKey(this.prefix, requestId)], commandName('requestId'), [asked, rememberMs]);
     if (tied !== 1) throw requestIdReused();
   }
 
@@ -234,8 +254,8 @@ export class LockEngine {
   }
 
   /** Resolves false if the deadline passes (or `signal` aborts) before grants may be made again. */
-  private async untilGrantsResume(deadline: number, signal?: AbortSignal): Promise<boolean> {
-    for (let wait = this.grantsResumeInMs(); wait > 0; wait = this.grantsResumeInMs()) {
+  private async untilGrantsResume(name: string, deadline: number, signal?: AbortSignal): Promise<boolean> {
+    for (let wait = this.grantsResumeInMs(name); wait > 0; wait = this.grantsResumeInMs(name)) {
       const left = deadline - performance.now();
       if (left <= 0 || signal?.aborted) return false;
       await new Promise((resolve) => setTimeout(resolve, Math.min(wait, left, 1000)));
@@ -253,7 +273,7 @@ export class LockEngine {
       mode: Number(h[4]) as Mode,
     }));
     holders.sort((a, b) => (BigInt(a.fencingToken) < BigInt(b.fencingToken) ? -1 : 1));
-    return { name, holders, waiters: Number(reply[2]), fencingToken: String(reply[0]), limit: Number(reply[1]), grantsResumeInMs: this.grantsResumeInMs() };
+    return { name, holders, waiters: Number(reply[2]), fencingToken: String(reply[0]), limit: Number(reply[1]), grantsResumeInMs: this.grantsResumeInMs(name) };
   }
 
   async checkFencingToken(name: string, fencingToken: string): Promise<FenceCheck> {

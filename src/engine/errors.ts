@@ -39,7 +39,9 @@ export const NotRenewed = {
 
 // MOVED and ASK reach us only from a pipeline whose other replies succeeded (a Cluster whose slot
 // map is stale after a failover): ioredis follows them for single commands.
-const REDIS_BUSY = /^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK)\b/;
+// MASTERCHANGED: a granting script reached a node other than the master checked for its slot
+// (lua/includes/expect-master.lua).
+const REDIS_BUSY = /^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK|MASTERCHANGED)\b/;
 
 /**
  * Turns anything a Redis call threw into a LockError: connection trouble and transient server

@@ -28,6 +28,11 @@ export function epochKey(prefix: string): string {
   return `${prefix}:epoch`;
 }
 
+/** A Cluster shard's epoch record, in the slot of `tag` (one the shard's master serves). */
+export function shardEpochKey(prefix: string, tag: string): string {
+  return `${prefix}:epoch:{${tag}}`;
+}
+
 /** The keys a script takes, in the order its header lists them. */
 export function scriptKeys(keys: LockKeys, count: number): string[] {
   return [keys.holders, keys.queue, keys.data, keys.channel].slice(0, count);

@@ -39,8 +39,16 @@ export function scriptFiles(dir = luaDir()): string[] {
     .map((f) => f.slice(0, -4));
 }
 
-export function commandName(script: ScriptName): string {
-  return `holdfast_${script}`;
+/** Scripts that grant: on a Cluster with the quarantine they run only on the checked master. */
+const GRANTING: ReadonlySet<ScriptName> = new Set(['acquire', 'claim']);
+
+/** The command a script runs as; `onMaster`: the variant that first checks the master's run_id (last ARGV). */
+export function commandName(script: ScriptName, onMaster = false): string {
+  return onMaster && GRANTING.has(script) ? `holdfast_${script}_on_master` : `holdfast_${script}`;
+}
+
+export function isGranting(script: ScriptName): boolean {
+  return GRANTING.has(script);
 }
 
 export function scriptKeyCount(script: ScriptName): number {
@@ -50,6 +58,10 @@ export function scriptKeyCount(script: ScriptName): number {
 export function defineScripts(redis: Redis | Cluster): void {
   const dir = luaDir();
   for (const [script, file] of Object.entries(FILES) as [ScriptName, string][]) {
-    redis.defineCommand(commandName(script), { numberOfKeys: keyCount(file), lua: readScript(file, dir) });
+    const lua = readScript(file, dir);
+    redis.defineCommand(commandName(script), { numberOfKeys: keyCount(file), lua });
+    if (GRANTING.has(script)) {
+      redis.defineCommand(commandName(script, true), { numberOfKeys: keyCount(file), lua: `${readScript('includes/expect-master', dir)}\n${lua}` });
+    }
   }
 }

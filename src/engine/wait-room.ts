@@ -156,7 +156,7 @@ export class WaitRoom {
             : [...wanted].flatMap((id) => line.waiters.get(id) ?? []);
         if (waiters.length === 0) continue;
         // No hand-off while grants are blocked (quarantine): look again when they resume.
-        const blockedMs = this.engine.grantsResumeInMs();
+        const blockedMs = this.engine.grantsResumeInMs(line.name);
         if (blockedMs > 0) {
           this.schedule(line, blockedMs);
           return;

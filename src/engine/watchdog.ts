@@ -269,9 +269,9 @@ export class Watchdog {
     if (lease.ended) return;
     if (reply[0] === ScriptCode.NOT_FOUND) {
       // Just reconnected: whether a failover took the grant is known in a moment; ask again then.
-      if (this.guard?.verifying && reply[1] !== NotRenewed.HOLD_RELEASED) return;
+      if (this.guard?.verifying(lockKeys(this.prefix, lease.name).holders) && reply[1] !== NotRenewed.HOLD_RELEASED) return;
       if (reply[1] === NotRenewed.HOLD_RELEASED) this.end(lease, 'released', 'the hold was released with its token');
-      else if ((this.guard?.lastFailoverAt ?? -Infinity) > lease.keptSince) {
+      else if ((this.guard?.lastFailoverAt(lockKeys(this.prefix, lease.name).holders) ?? -Infinity) > lease.keptSince) {
         this.end(lease, 'failover', 'the grant was lost when Redis failed over to a replica that did not have it');
       } else if (reply[1] === NotRenewed.TAKEN) this.end(lease, 'taken', 'the grant is gone and someone else holds the lock now');
       else this.end(lease, 'expired', 'the grant is gone (it expired or was released)');

@@ -30,10 +30,16 @@ export interface FailoverWatchOptions {
   onError?: (err: unknown) => void;
   /** Told when a quarantine starts, for the log. */
   onQuarantine?: (why: string, ms: number) => void;
+  /**
+   * Whether a master met for the first time took over from another one this server saw (a Cluster
+   * shard's promoted replica, met as a new node): it then counts as a failover (lastFailoverAt).
+   */
+  tookOver?: boolean;
 }
 
 export class FailoverWatch {
-  private runId?: string;
+  /** The run_id of the master last identified (undefined until the first check). */
+  runId?: string;
   /** Whether the master behind the grant connection was identified since it last (re)connected. */
   private verified = false;
   /** performance.now() when grants may be made again. */
@@ -45,10 +51,13 @@ export class FailoverWatch {
   private readonly timer: NodeJS.Timeout;
   lastFailoverAt = -Infinity;
 
+  private readonly onClose = () => this.unverify();
+  private readonly onReady = () => void this.check();
+
   constructor(private readonly options: FailoverWatchOptions) {
     for (const connection of options.watched) {
-      connection.on('close', () => this.unverify());
-      connection.on('ready', () => void this.check());
+      connection.on('close', this.onClose);
+      connection.on('ready', this.onReady);
     }
     this.timer = setInterval(() => void this.check(), options.pollMs ?? 500);
     this.timer.unref();
@@ -103,7 +112,10 @@ export class FailoverWatch {
     const wasBlocked = this.blocked() !== null;
     if (this.runId === undefined) {
       if (record.master === runId) this.quarantineUntil(Number(record.until ?? 0), redisNow, 'the quarantine after the last Redis failover is not over');
-      else this.quarantineUntil(redisNow + quarantineMs, redisNow, record.master ? 'Redis failed over before this server started' : 'this server cannot tell from Redis that no grant was lost (no epoch record)');
+      else if (this.options.tookOver) {
+        this.lastFailoverAt = performance.now();
+        this.quarantineUntil(redisNow + quarantineMs, redisNow, 'a replica was promoted to master of this shard');
+      } else this.quarantineUntil(redisNow + quarantineMs, redisNow, record.master ? 'Redis failed over before this server started' : 'this server cannot tell from Redis that no grant was lost (no epoch record)');
     } else if (runId !== this.runId) {
       this.lastFailoverAt = performance.now();
       this.quarantineUntil(redisNow + quarantineMs, redisNow, 'Redis failed over to another master (or restarted)');
@@ -129,5 +141,9 @@ export class FailoverWatch {
 
   close(): void {
     clearInterval(this.timer);
+    for (const connection of this.options.watched) {
+      connection.off('close', this.onClose);
+      connection.off('ready', this.onReady);
+    }
   }
 }

@@ -2,7 +2,9 @@
 // which topology it is: whether a write must be confirmed by replicas before it is reported
 // (WAIT on the same connection), and whether new grants may be made now (not while a newly
 // promoted master is quarantined).
-import type { ChainableCommander, Cluster, Redis } from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
+import { Cluster, type ChainableCommander, type Redis } from 'ioredis';
+import { ClusterFailoverWatch } from './cluster-failover-watch';
 import { FailoverWatch } from './failover-watch';
 import { ReplicaAcks, type SyncReplicas } from './replica-acks';
 
@@ -19,14 +21,23 @@ export interface WriteGuard {
    * asked (the write counts once the master has it).
    */
   confirmAfter?(pipeline: ChainableCommander): (reply: unknown) => boolean;
-  /** Why no new grant (or hand-off) may be made right now, or null when it may. */
-  grantsBlocked(): string | null;
+  /**
+   * Why no new grant (or hand-off) may be made right now on the lock that `key` belongs to (on
+   * any lock when absent: for health), or null when it may. On a Cluster each shard has its own
+   * quarantine.
+   */
+  grantsBlocked(key?: string): string | null;
   /** How long until grants may be made again (0 when they may now; an estimate when unknown). */
-  grantsResumeInMs(): number;
-  /** performance.now() of the latest master change this server saw (-Infinity: none). */
-  readonly lastFailoverAt: number;
-  /** The server reconnected and does not know yet whether the master changed (lastFailoverAt may still move). */
-  readonly verifying: boolean;
+  grantsResumeInMs(key?: string): number;
+  /** performance.now() of the latest master change this server saw for `key`'s master (-Infinity: none). */
+  lastFailoverAt(key: string): number;
+  /** The server reconnected and does not know yet whether `key`'s master changed (lastFailoverAt may still move). */
+  verifying(key: string): boolean;
+  /**
+   * The run_id of the master a grant on `key` must be made on, checked by the script itself
+   * ('' for no check). Only on a Cluster, where the client may follow MOVED to an unchecked node.
+   */
+  expectedMaster(key: string): string;
   close(): void;
 }
 
@@ -41,6 +52,8 @@ export interface GuardOptions {
     ms: number;
     /** Where the epoch record lives. */
     epochKey: string;
+    /** Where a Cluster shard's record lives, given a hash tag in one of its slots. */
+    shardEpochKey: (tag: string) => string;
     onQuarantine?: (why: string, ms: number) => void;
     onError?: (err: unknown) => void;
   };
@@ -55,15 +68,41 @@ export function createWriteGuard(redis: Redis | Cluster, options: GuardOptions):
   const connection = acks ? redis.duplicate() : undefined;
   connection?.on('error', () => {}); // failures surface through the calls made on it
   const grantConnection = connection ?? redis;
-  const watch = options.quarantine
+  const quarantine = options.quarantine;
+  if (quarantine && grantConnection instanceof Cluster) {
+    const shards = new ClusterFailoverWatch({
+      cluster: grantConnection,
+      epochKeyIn: quarantine.shardEpochKey,
+      quarantineMs: quarantine.ms,
+      onChange: options.onChange,
+      onError: quarantine.onError,
+      onQuarantine: quarantine.onQuarantine && ((why, ms, node) => quarantine.onQuarantine!(`${why} (shard master ${node})`, ms)),
+    });
+    const slot = (key?: string) => (key === undefined ? undefined : calculateSlot(key));
+    return {
+      connection,
+      confirmAfter: acks && ((pipeline) => acks.confirmAfter(pipeline)),
+      grantsBlocked: (key) => shards.blocked(slot(key)),
+      grantsResumeInMs: (key) => shards.resumeInMs(slot(key)),
+      lastFailoverAt: (key) => shards.lastFailoverAt(calculateSlot(key)),
+      verifying: (key) => shards.verifying(calculateSlot(key)),
+      expectedMaster: (key) => shards.expectedMaster(calculateSlot(key)),
+      close: () => {
+        acks?.close();
+        shards.close();
+        connection?.disconnect();
+      },
+    };
+  }
+  const watch = quarantine
     ? new FailoverWatch({
         redis: grantConnection,
         watched: connection ? [connection, redis] : [redis],
-        epochKey: options.quarantine.epochKey,
-        quarantineMs: options.quarantine.ms,
+        epochKey: quarantine.epochKey,
+        quarantineMs: quarantine.ms,
         onChange: options.onChange,
-        onError: options.quarantine.onError,
-        onQuarantine: options.quarantine.onQuarantine,
+        onError: quarantine.onError,
+        onQuarantine: quarantine.onQuarantine,
       })
     : undefined;
   return {
@@ -71,12 +110,9 @@ export function createWriteGuard(redis: Redis | Cluster, options: GuardOptions):
     confirmAfter: acks && ((pipeline) => acks.confirmAfter(pipeline)),
     grantsBlocked: () => watch?.blocked() ?? null,
     grantsResumeInMs: () => watch?.resumeInMs() ?? 0,
-    get lastFailoverAt() {
-      return watch?.lastFailoverAt ?? -Infinity;
-    },
-    get verifying() {
-      return watch ? !watch.isVerified : false;
-    },
+    lastFailoverAt: () => watch?.lastFailoverAt ?? -Infinity,
+    verifying: () => (watch ? !watch.isVerified : false),
+    expectedMaster: () => '',
     close: () => {
       acks?.close();
       watch?.close();
