@@ -21,6 +21,8 @@ export interface EmbeddedRedisOptions {
   binary?: string;
   /** Extra redis-server arguments, e.g. ['--appendonly', 'yes']. */
   args?: string[];
+  /** Extra environment for the child (tests: a shifted clock). */
+  env?: NodeJS.ProcessEnv;
   /** Run as a Sentinel with this config file (it must be writable: Sentinel rewrites it). */
   sentinelConfig?: string;
 }
@@ -96,7 +98,7 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise
         '--loglevel', 'notice',
         ...(options.args ?? []),
       ],
-      { stdio: ['ignore', 'pipe', 'ignore'] },
+      { stdio: ['ignore', 'pipe', 'ignore'], env: options.env ? { ...process.env, ...options.env } : undefined },
     );
     let exited = false;
     const exitedPromise = new Promise<void>((resolve) => child.once('exit', () => { exited = true; resolve(); }));
