@@ -107,10 +107,10 @@ it('quarantines each shard on its own: a lost grant is not granted again during 
   const promotedAt = Date.now();
 
   // Negative control: without the quarantine the lost lock is granted again while its lease runs.
-  const again = await waitFor('the unguarded server to grant the lost lock', async () => {
+  const again = (await waitFor('the unguarded server to grant the lost lock', async () => {
     const r = await n.acquire({ name, ttlMs: '500' }).catch(() => undefined);
     return r?.acquired ? { r, at: Date.now() } : undefined;
-  }, 30_000, 20);
+  }, 30_000, 20))!;
   expect(again.at).toBeLessThan(sentAt + MAX_TTL_MS);
   await n.release({ name, token: again.r.token });
 
