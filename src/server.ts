@@ -22,9 +22,12 @@ import { addHealthService } from './transport/health';
 import { lockService } from './transport/lock-service';
 import { readRequestShapes } from './transport/wire';
 import { packageRoot } from './package-root';
+import { serverTls, type ServerTlsFiles } from './tls/server-credentials';
 
 export interface ServerConfig {
   listen: string;
+  /** Serve TLS (mutual with clientCaFile), re-reading the files every reloadCheckMs. Absent: plaintext. */
+  tls?: ServerTlsFiles & { reloadCheckMs: number };
   /** Omit (with redisClusterNodes) to start a private redis-server child. */
   redisUrl?: string;
   /** Seed nodes (host:port) of a Redis Cluster, instead of redisUrl. */
@@ -86,6 +89,13 @@ function redisTarget(config: ServerConfig): RedisTarget | undefined {
 
 export async function startServer(config: ServerConfig): Promise<RunningServer> {
   const log = config.logger;
+  // First: unusable certificate files fail the start before anything is started.
+  const tls =
+    config.tls &&
+    serverTls(config.tls, config.tls.reloadCheckMs, {
+      onReloaded: () => log.info('TLS certificate files changed: new connections get the new certificate'),
+      onReloadFailed: (problem) => log.warn({ problem }, 'TLS certificate files changed but cannot be used yet; still serving the previous ones'),
+    });
   let embedded: EmbeddedRedis | undefined;
   const target = redisTarget(config);
   let redisUrl = config.redisUrl ?? config.redisClusterNodes?.join(',') ?? config.redisSentinels?.join(',');
@@ -205,7 +215,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   let port: number;
   try {
     port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync(config.listen, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+      server.bindAsync(config.listen, tls?.credentials ?? ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
     );
   } catch (err) {
     // Leave nothing behind: an embedded redis-server would outlive us as an orphan.
@@ -214,7 +224,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     await embedded?.stop();
     throw new Error(`cannot listen on ${config.listen}: ${(err as Error).message}`);
   }
-  log.info({ listen: config.listen, port }, 'holdfast listening');
+  log.info({ listen: config.listen, port, tls: tls ? (tls.mutual ? 'mutual' : 'server') : 'off' }, 'holdfast listening');
 
   let stopping: Promise<void> | undefined;
   const stop = () =>

@@ -1,5 +1,6 @@
 // HoldfastClient: the TypeScript SDK's entry point.
-import { credentials, type ChannelCredentials, type ClientOptions } from '@grpc/grpc-js';
+import { type ChannelCredentials, type ClientOptions } from '@grpc/grpc-js';
+import { secureChannel, type ConnectionSecurity } from './credentials';
 import { LockMode, LockServiceClient, type Holder } from './gen/holdfast/v1/lock';
 import { NotAcquiredError } from './errors';
 import { openLease } from './hold';
@@ -9,8 +10,8 @@ import { Lock } from './lock';
 import { acquireRequest, holdRequest, type AcquireOptions, type HoldOptions } from './options';
 import { unaryCalls, type UnaryCalls } from './rpc';
 
-export interface HoldfastClientOptions {
-  /** Defaults to plaintext (credentials.createInsecure()). */
+export interface HoldfastClientOptions extends ConnectionSecurity {
+  /** Your own channel credentials, instead of the ones `tls` makes; default: plaintext. */
   credentials?: ChannelCredentials;
   /** grpc-js channel options (keepalive, message sizes, ...). */
   channelOptions?: Partial<ClientOptions>;
@@ -72,10 +73,11 @@ export class HoldfastClient {
 
   /** `address` is host:port, e.g. '127.0.0.1:50051'. */
   constructor(address: string, options: HoldfastClientOptions = {}) {
-    const creds = options.credentials ?? credentials.createInsecure();
-    this.stub = ownConnection(address, creds, options.channelOptions);
+    const channel = secureChannel(options, options.channelOptions);
+    const creds = options.credentials ?? channel.creds;
+    this.stub = ownConnection(address, creds, channel.options);
     this.rpc = unaryCalls(this.stub, options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS);
-    this.streams = new StreamConnections(this.stub, () => ownConnection(address, creds, options.channelOptions));
+    this.streams = new StreamConnections(this.stub, () => ownConnection(address, creds, channel.options));
   }
 
   /**

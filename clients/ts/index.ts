@@ -1,5 +1,6 @@
 // The holdfast TypeScript SDK.
 export { HoldfastClient, type HoldfastClientOptions, type HolderInfo, type LockInfo, type FencingTokenCheck, type Mode } from './client';
+export { secureChannel, type ClientTls, type ConnectionSecurity } from './credentials';
 export { NotAcquiredError, LeaseLostError, type LeaseLossSource } from './errors';
 export { Lease } from './lease';
 export { Lock, type ReleaseResult } from './lock';

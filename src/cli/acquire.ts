@@ -12,7 +12,7 @@ export function acquireCommand(): Command {
     .option('--request-id <id>', 'idempotency key: a retry with the same id gets the same grant', '')
     .action((name: string, flags: LockFlags & { requestId: string }) =>
       exitWith(() =>
-        withClient(flags.addr, async (client) => {
+        withClient(flags, async (client) => {
           const request = acquireRequest(name, flags);
           const res = await client.rpc.acquire(request, flags.waitMs);
           printJson(res);

@@ -14,7 +14,7 @@ async function exec(name: string, argv: string[], flags: LockFlags & { graceMs: 
   for (const sig of FORWARDED) process.on(sig, onSignal);
   const interruptedCode = () => 128 + constants.signals[interrupted.signal.reason as NodeJS.Signals];
   try {
-    return await withClient(flags.addr, (client) =>
+    return await withClient(flags, (client) =>
       client.withLock(
         name,
         (lease) => {

@@ -4,7 +4,24 @@ import { RedisBinaryMissing } from '../redis/embedded';
 import type { SyncReplicas } from '../redis/replica-acks';
 import { startServer } from '../server';
 import { MAX_TTL_MS, MIN_TTL_MS } from '../transport/requests';
+import { TlsFilesError } from '../tls/option-file';
 import { millis } from './options';
+import { protectedModeRefusal } from './protected-mode';
+
+/** Exit code of a setting that cannot work (as for an invalid option). */
+const EXIT_BAD_SETTING = 2;
+
+function refuseToStart(message: string): never {
+  process.stderr.write(`holdfast: ${message}\n`);
+  process.exit(EXIT_BAD_SETTING);
+}
+
+/** The TLS files to serve with, or undefined for plaintext; refuses a half-given pair. */
+function tlsFiles(opts: { tlsCert?: string; tlsKey?: string; tlsClientCa?: string; tlsReloadCheckMs: number }) {
+  if (!opts.tlsCert && !opts.tlsKey && !opts.tlsClientCa) return undefined;
+  if (!opts.tlsCert || !opts.tlsKey) refuseToStart('--tls-cert and --tls-key go together (and --tls-client-ca needs both)');
+  return { certFile: opts.tlsCert, keyFile: opts.tlsKey, clientCaFile: opts.tlsClientCa, reloadCheckMs: opts.tlsReloadCheckMs };
+}
 
 /** Ends the process this long after SIGTERM/SIGINT even if something hangs. */
 const EXIT_DEADLINE_MS = 10_000;
@@ -20,6 +37,11 @@ export function serveCommand(): Command {
   return new Command('serve')
     .description('run the lock server (with a private redis-server child unless --redis is given)')
     .addOption(new Option('--listen <host:port>', 'gRPC listen address').env('HOLDFAST_LISTEN').default('127.0.0.1:50051'))
+    .addOption(new Option('--tls-cert <file>', "serve TLS with this PEM certificate (chain); re-read when it changes").env('HOLDFAST_TLS_CERT'))
+    .addOption(new Option('--tls-key <file>', "the certificate's PEM private key").env('HOLDFAST_TLS_KEY'))
+    .addOption(new Option('--tls-client-ca <file>', 'mutual TLS: require a client certificate signed by this PEM CA').env('HOLDFAST_TLS_CLIENT_CA'))
+    .addOption(new Option('--tls-reload-check-ms <ms>', 'how often the TLS files are checked for change').env('HOLDFAST_TLS_RELOAD_CHECK_MS').argParser(millis).default(5000))
+    .addOption(new Option('--insecure', 'allow a non-loopback --listen address without TLS or API keys (protected mode off)').env('HOLDFAST_INSECURE').default(false))
     .addOption(new Option('--redis <url>', 'Redis URL; omit to start a private redis-server').env('HOLDFAST_REDIS_URL'))
     .addOption(
       new Option('--redis-cluster <host:port,...>', 'seed nodes of a Redis Cluster, instead of --redis')
@@ -72,10 +94,14 @@ export function serveCommand(): Command {
       if (opts.maxTtlMs < opts.defaultTtlMs || opts.maxTtlMs > MAX_TTL_MS) {
         throw new Error(`--max-ttl-ms must be between --default-ttl-ms and ${MAX_TTL_MS}`);
       }
+      const tls = tlsFiles(opts);
+      const refusal = protectedModeRefusal({ listen: opts.listen, tls: !!tls, authConfigured: false, insecure: opts.insecure });
+      if (refusal) refuseToStart(refusal);
       let server;
       try {
         server = await startServer({
           listen: opts.listen,
+          tls,
           redisUrl: opts.redis,
           redisClusterNodes: opts.redisCluster,
           redisSentinels: opts.redisSentinels,
@@ -98,6 +124,7 @@ export function serveCommand(): Command {
           logger,
         });
       } catch (err) {
+        if (err instanceof TlsFilesError) refuseToStart(err.message);
         if (err instanceof RedisBinaryMissing) {
           process.stderr.write(`holdfast: ${err.message}\n`);
           process.exit(1);

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import type { LockInfo } from '../../clients/ts';
-import { addrOption, exitWith, withClient } from './client-options';
+import { exitWith, withClient, withConnectionFlags, type ConnectionFlags } from './client-options';
 import { formatTable } from './table';
 
 const HEADER = ['LOCK', 'OWNER', 'MODE', 'FENCING', 'TTL LEFT', 'HOLDS', 'WAITERS'];
@@ -25,13 +25,12 @@ function rowsOf(info: LockInfo): string[][] {
 }
 
 export function statusCommand(): Command {
-  return new Command('status')
+  return withConnectionFlags(new Command('status'))
     .description('print a table of the holders and waiters of each NAME')
     .argument('<name...>', 'lock names')
-    .addOption(addrOption())
-    .action((names: string[], flags: { addr: string }) =>
+    .action((names: string[], flags: ConnectionFlags) =>
       exitWith(() =>
-        withClient(flags.addr, async (client) => {
+        withClient(flags, async (client) => {
           const infos = await Promise.all(names.map((name) => client.inspect(name)));
           const pausedMs = Math.max(0, ...infos.map((info) => info.grantsResumeInMs));
           if (pausedMs > 0) {

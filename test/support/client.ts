@@ -1,5 +1,5 @@
 // A real gRPC client (ts-proto stubs over grpc-js) with promise-returning calls for tests.
-import { credentials, Metadata, type ChannelOptions, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
+import { credentials, Metadata, type ChannelCredentials, type ChannelOptions, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
 import {
   LockServiceClient,
   type AcquireRequest,
@@ -33,8 +33,8 @@ export interface HoldStream {
   ended: Promise<{ code: number; details: string }>;
 }
 
-export function connect(addr: string, channelOptions: ChannelOptions = {}) {
-  const client = new LockServiceClient(addr, credentials.createInsecure(), channelOptions);
+export function connect(addr: string, channelOptions: ChannelOptions = {}, creds: ChannelCredentials = credentials.createInsecure()) {
+  const client = new LockServiceClient(addr, creds, channelOptions);
   const acquireRaw = promisify<AcquireRequest, AcquireResponse>(client, client.acquire as never);
   // ts-proto writes a missing string field as "undefined": every field is filled in.
   const releaseRaw = promisify<ReleaseRequest, ReleaseResponse>(client, client.release as never);
