@@ -13,6 +13,7 @@
   ARGV[7] waiter id     '' to try once; otherwise queue under this id when not granted
   ARGV[8] entry lease   ms a queue entry lives unless its server refreshes it
   ARGV[9] hold id       names the hold when a Hold stream asks; '' for Acquire
+  ARGV[10] max waiters  queue no one past this many waiters; '' or 0 for no cap
 
   Returns
     {1, token, fence, leaseLeft, holdCount}   granted (or re-entered, or the request id's live grant)
@@ -21,11 +22,13 @@
     {-3, limit}                               the lock has another limit
     {-4}                                      owner holds it shared and asks for exclusive
     {-5}                                      the request id was used by another owner or with other parameters
+    {-6, maxWaiters}                          not queued: the lock has max waiters queued already
 ]]
 local holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, owner, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local mode, limit, requestId = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local waiterId, entryLease, holdId = ARGV[7], tonumber(ARGV[8]), ARGV[9]
+local maxWaiters = tonumber(ARGV[10]) or 0
 local request = { o = owner, m = mode, l = limit, t = ttl, r = requestId, h = holdId }
 
 --- @include "includes/clock"
@@ -71,6 +74,7 @@ if redis.call('ZCARD', queueKey) == 0 and fits(mode, limit) then
 end
 
 if waiterId == '' then return refuse({ 0, msToNextExpiry() }) end
+if maxWaiters > 0 and redis.call('ZCARD', queueKey) >= maxWaiters then return refuse({ -6, maxWaiters }) end
 
 local arrival = redis.call('HINCRBY', dataKey, 'seq', 1)
 redis.call('ZADD', queueKey, arrival, waiterId)

@@ -21,6 +21,8 @@ import { guardRequests, type Rejection } from './transport/decode';
 import { addHealthService } from './transport/health';
 import { lockService } from './transport/lock-service';
 import { readRequestShapes } from './transport/wire';
+import { CallLimits, DEFAULT_LIMITS, serverOptionsFor, type ServerLimits } from './transport/limits';
+import { enforcePingPolicy } from './transport/ping-policy';
 import { packageRoot } from './package-root';
 import { serverTls, type ServerTlsFiles } from './tls/server-credentials';
 
@@ -55,6 +57,8 @@ export interface ServerConfig {
   keepaliveTimeoutMs: number;
   deadlineMarginMs: number;
   keyPrefix: string;
+  /** Caps on message size, streams, pings, waiters and Hold streams; DEFAULT_LIMITS for any left out. */
+  limits?: Partial<ServerLimits>;
   logger: Logger;
 }
 
@@ -123,10 +127,12 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       : undefined,
     onChange: () => onGuardChange(),
   });
+  const limits: ServerLimits = { ...DEFAULT_LIMITS, ...config.limits };
   const engine = new LockEngine(redis.commands, redis.subscriber, {
     keyPrefix: config.keyPrefix,
     guard,
     maxTtlMs: config.maxTtlMs,
+    maxWaitersPerLock: limits.maxWaitersPerLock,
     onBackgroundError: (err) => {
       const message = String((err as Error)?.message ?? err);
       if (message !== lastBackgroundError) log.warn({ err: message }, 'background Redis call failed');
@@ -176,8 +182,11 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   }
 
   const calls = new CallCounter();
+  const callLimits = new CallLimits(limits);
   const server = new Server({
-    interceptors: [calls.interceptor], // counts calls in flight for GetServerStats
+    // Counts calls in flight for GetServerStats; caps waiters and Hold streams.
+    interceptors: [calls.interceptor, callLimits.interceptor],
+    ...serverOptionsFor(limits),
     'grpc.keepalive_time_ms': config.keepaliveTimeMs,
     'grpc.keepalive_timeout_ms': config.keepaliveTimeoutMs,
   });
@@ -224,6 +233,11 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     await embedded?.stop();
     throw new Error(`cannot listen on ${config.listen}: ${(err as Error).message}`);
   }
+  enforcePingPolicy(server, {
+    ...limits,
+    connection: (session) => callLimits.connection(session),
+    onTooManyPings: (session) => log.warn({ peer: `${session.socket?.remoteAddress}:${session.socket?.remotePort}` }, 'closed a connection that pinged too often (GOAWAY too_many_pings)'),
+  });
   log.info({ listen: config.listen, port, tls: tls ? (tls.mutual ? 'mutual' : 'server') : 'off' }, 'holdfast listening');
 
   let stopping: Promise<void> | undefined;

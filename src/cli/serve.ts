@@ -3,9 +3,10 @@ import pino from 'pino';
 import { RedisBinaryMissing } from '../redis/embedded';
 import type { SyncReplicas } from '../redis/replica-acks';
 import { startServer } from '../server';
+import { DEFAULT_LIMITS } from '../transport/limits';
 import { MAX_TTL_MS, MIN_TTL_MS } from '../transport/requests';
 import { TlsFilesError } from '../tls/option-file';
-import { millis } from './options';
+import { count, millis } from './options';
 import { protectedModeRefusal } from './protected-mode';
 
 /** Exit code of a setting that cannot work (as for an invalid option). */
@@ -84,6 +85,15 @@ export function serveCommand(): Command {
     .addOption(new Option('--keepalive-timeout-ms <ms>', 'how long a ping may go unanswered').argParser(millis).default(5_000))
     .addOption(new Option('--deadline-margin-ms <ms>', "stop waiting this long before a call's deadline").argParser(millis).default(50))
     .addOption(new Option('--key-prefix <prefix>', 'first part of every Redis key').default('hf'))
+    .addOption(new Option('--max-message-bytes <n>', 'largest request message accepted (RESOURCE_EXHAUSTED above)').argParser(count).default(DEFAULT_LIMITS.maxMessageBytes))
+    .addOption(new Option('--max-concurrent-streams <n>', 'calls open at once on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS)').argParser(count).default(DEFAULT_LIMITS.maxConcurrentStreams))
+    .addOption(new Option('--max-waiters-per-connection <n>', 'waiting Acquire calls and not yet granted Hold streams per connection').argParser(count).default(DEFAULT_LIMITS.maxWaitersPerConnection))
+    .addOption(new Option('--max-holds-per-connection <n>', 'open Hold streams per connection').argParser(count).default(DEFAULT_LIMITS.maxHoldsPerConnection))
+    .addOption(new Option('--max-waiters-per-namespace <n>', 'waiting calls per namespace on this server').argParser(count).default(DEFAULT_LIMITS.maxWaitersPerNamespace))
+    .addOption(new Option('--max-holds-per-namespace <n>', 'open Hold streams per namespace on this server').argParser(count).default(DEFAULT_LIMITS.maxHoldsPerNamespace))
+    .addOption(new Option('--max-waiters-per-lock <n>', 'queued waiters per lock across all servers (0: no cap)').argParser(count).default(DEFAULT_LIMITS.maxWaitersPerLock))
+    .addOption(new Option('--min-ping-interval-ms <ms>', "shortest interval between a client's pings when the server sent nothing in between").argParser(millis).default(DEFAULT_LIMITS.minPingIntervalMs))
+    .addOption(new Option('--max-ping-strikes <n>', 'pings sooner than that allowed before the connection is closed (GOAWAY too_many_pings)').argParser(count).default(DEFAULT_LIMITS.maxPingStrikes))
     .addOption(new Option('--log-level <level>', 'pino log level').env('HOLDFAST_LOG_LEVEL').default('info'))
     .action(async (opts) => {
       const logger = pino({ level: opts.logLevel });
@@ -121,6 +131,17 @@ export function serveCommand(): Command {
           keepaliveTimeoutMs: opts.keepaliveTimeoutMs,
           deadlineMarginMs: opts.deadlineMarginMs,
           keyPrefix: opts.keyPrefix,
+          limits: {
+            maxMessageBytes: opts.maxMessageBytes,
+            maxConcurrentStreams: opts.maxConcurrentStreams,
+            maxWaitersPerConnection: opts.maxWaitersPerConnection,
+            maxHoldsPerConnection: opts.maxHoldsPerConnection,
+            maxWaitersPerNamespace: opts.maxWaitersPerNamespace,
+            maxHoldsPerNamespace: opts.maxHoldsPerNamespace,
+            maxWaitersPerLock: opts.maxWaitersPerLock,
+            minPingIntervalMs: opts.minPingIntervalMs,
+            maxPingStrikes: opts.maxPingStrikes,
+          },
           logger,
         });
       } catch (err) {

@@ -23,6 +23,8 @@ export interface EngineOptions {
   guard?: WriteGuard;
   /** The longest lease granted or renewed (a failover quarantine waits this long); default: no cap here. */
   maxTtlMs?: number;
+  /** Queued waiters per lock, across all servers on this Redis; 0 or absent: no cap. */
+  maxWaitersPerLock?: number;
 }
 
 type Reply = (string | number | Reply)[];
@@ -50,6 +52,7 @@ export class LockEngine {
   private readonly watchdog: Watchdog;
   private readonly guard?: WriteGuard;
   private readonly maxTtlMs: number;
+  private readonly maxWaitersPerLock: number;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -61,6 +64,7 @@ export class LockEngine {
     defineScripts(redis);
     this.guard = options.guard;
     this.maxTtlMs = options.maxTtlMs ?? Infinity;
+    this.maxWaitersPerLock = options.maxWaitersPerLock ?? 0;
     if (this.guard?.connection) defineScripts(this.guard.connection);
     const onBackgroundError = options.onBackgroundError ?? (() => {});
     this.room = new WaitRoom(this, subscriber, { refreshMs: options.entryRefreshMs ?? 1000, onBackgroundError });
@@ -180,7 +184,7 @@ export class LockEngine {
     const blocked = this.grantsBlocked(name);
     if (blocked) throw new LockError('unavailable', `lock "${name}": ${blocked}`);
     const sentAt = performance.now();
-    const args = [token, owner, ttlMs, mode, limit, requestId, waiterId, this.entryLeaseMs, holdId];
+    const args = [token, owner, ttlMs, mode, limit, requestId, waiterId, this.entryLeaseMs, holdId, this.maxWaitersPerLock];
     const { reply, confirmed } = await this.runConfirmed('acquire', name, args);
     switch (reply[0]) {
       case ScriptCode.GRANTED: {
@@ -322,6 +326,9 @@ export function requestIdReused(): LockError {
 
 export function conflictError(name: string, reply: Reply, limit: number): LockError {
   if (reply[0] === ScriptCode.REQUEST_ID_REUSED) return requestIdReused();
+  if (reply[0] === ScriptCode.TOO_MANY_WAITERS) {
+    return new LockError('exhausted', `lock "${name}" has ${reply[1]} waiters queued, the most max-waiters-per-lock allows; try again later`);
+  }
   if (reply[0] === ScriptCode.LIMIT_MISMATCH) {
     return new LockError(
       'conflict',

@@ -6,7 +6,8 @@ export type LockErrorKind =
   | 'conflict' // the request contradicts the lock's state (limit, upgrade)
   | 'unavailable' // Redis cannot be reached, or the server is shutting down
   | 'timeout' // not acquired in time (streams only; unary Acquire answers acquired=false)
-  | 'lost'; // a held lease ended
+  | 'lost' // a held lease ended
+  | 'exhausted'; // a limit was reached (waiters per lock)
 
 export class LockError extends Error {
   constructor(
@@ -27,6 +28,7 @@ export const ScriptCode = {
   LIMIT_MISMATCH: -3,
   UPGRADE_REFUSED: -4,
   REQUEST_ID_REUSED: -5,
+  TOO_MANY_WAITERS: -6,
 } as const;
 
 /** Why renew-3 renewed nothing (the value after NOT_FOUND). */

@@ -51,7 +51,16 @@ function isUp(session: Http2Session | undefined): boolean {
  * test/e2e/hold-ends.test.ts then fails on "a cancel frees the lock at once".
  */
 function http2StreamOf(call: ServerSurfaceCall): Http2Stream | undefined {
-  let inner = (call as unknown as { call?: unknown }).call as { stream?: Http2Stream; nextCall?: unknown } | undefined;
+  return streamBelow((call as unknown as { call?: unknown }).call);
+}
+
+/** The HTTP/2 session (connection) a server interceptor's call arrived on, found as http2StreamOf does. */
+export function sessionOf(interceptingCall: unknown): Http2Session | undefined {
+  return streamBelow(interceptingCall)?.session;
+}
+
+function streamBelow(call: unknown): Http2Stream | undefined {
+  let inner = call as { stream?: Http2Stream; nextCall?: unknown } | undefined;
   for (let depth = 0; inner && depth < 16; depth++) {
     if (inner.stream) return inner.stream;
     inner = inner.nextCall as typeof inner;

@@ -10,6 +10,7 @@ const STATUS_OF: Record<LockErrorKind, status> = {
   unavailable: status.UNAVAILABLE,
   timeout: status.DEADLINE_EXCEEDED,
   lost: status.ABORTED,
+  exhausted: status.RESOURCE_EXHAUSTED,
 };
 
 export function serviceError(code: status, details: string): ServiceError {

@@ -1,6 +1,7 @@
 // What the fuzzer asserts about each answer and about the server afterwards.
 import { status } from '@grpc/grpc-js';
 import type { GetServerStatsResponse } from '../../clients/ts/gen/holdfast/v1/admin';
+import { DEFAULT_LIMITS } from '../../src/transport/limits';
 import type { TestClient } from '../support/client';
 import type { Outcome } from './calls';
 import type { Failure } from './run';
@@ -30,8 +31,8 @@ export const ALLOWED: Record<Method, readonly status[]> = {
 export const REDIS_UNAVAILABLE = 'Redis is unavailable';
 const REDIS_CALLS = new Set<Method>(['acquire', 'release', 'renew', 'hold', 'inspect', 'checkFencingToken']);
 
-/** gRPC's default limit on a received message; a larger request is RESOURCE_EXHAUSTED before any handler. */
-const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+/** The server's default --max-message-bytes; a larger request is RESOURCE_EXHAUSTED before any handler. */
+const MAX_MESSAGE_BYTES = DEFAULT_LIMITS.maxMessageBytes;
 
 /** What is wrong with how a call ended, or undefined. `connectionCut`: the fuzzer cut its connection (UNAVAILABLE). */
 export function checkOutcome(method: Method, outcome: Outcome, bodyBytes: number, connectionCut = false): string | undefined {

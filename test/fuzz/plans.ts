@@ -70,7 +70,7 @@ const INT_EDGES = [
   2n ** 53n, 2n ** 53n + 1n, 2n ** 63n - 1n, 2n ** 63n, 2n ** 64n - 1n, -1n, -2n, -10n, -(2n ** 31n), -(2n ** 63n),
 ];
 const NOT_UTF8 = [[0x61, 0xff, 0x62], [0x61, 0xc0, 0xaf], [0xed, 0xa0, 0x80], [0x61, 0xe2, 0x82], [0xf4, 0x90, 0x80, 0x80], [0x80]];
-/** Around the 512-byte limits, large, and one just over grpc-js's 4 MiB message limit (RESOURCE_EXHAUSTED). */
+/** Around the 512-byte limits, large (over the server's 16 KiB message limit: RESOURCE_EXHAUSTED), and one just over grpc-js's own 4 MiB. */
 const HUGE_SIZES = [511, 512, 513, 4096, 65_536, 1 << 20];
 const OVER_MESSAGE_LIMIT = 4 * 1024 * 1024 + 1;
 

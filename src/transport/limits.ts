@@ -1,0 +1,214 @@
+// Per-connection and per-namespace caps on waiting calls and Hold streams, enforced by one server
+// interceptor at the transport boundary: no handler counts anything. A call over a cap is answered
+// RESOURCE_EXHAUSTED naming the cap before its handler runs; every other call goes on as before.
+// The caps on message size, concurrent streams and pings are grpc-js and HTTP/2 settings
+// (serverOptionsFor, ping-policy.ts); the cap on waiters per lock is kept in Redis (acquire-4).
+import type { Http2Session } from 'node:http2';
+import {
+  Metadata,
+  ServerInterceptingCall,
+  status,
+  type ServerInterceptingCallInterface,
+  type ServerInterceptor,
+  type ServerOptions,
+} from '@grpc/grpc-js';
+import { sessionOf } from './call-context';
+
+export interface ServerLimits {
+  /** grpc.max_receive_message_length: larger requests are RESOURCE_EXHAUSTED before decoding. */
+  maxMessageBytes: number;
+  /** HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: calls open at once on one connection. */
+  maxConcurrentStreams: number;
+  /** Waiting calls (Acquire with wait_timeout_ms > 0 until answered, Hold until granted) per connection. */
+  maxWaitersPerConnection: number;
+  /** Open Hold streams (waiting or holding) per connection. */
+  maxHoldsPerConnection: number;
+  /** The same, per namespace, on this server process. */
+  maxWaitersPerNamespace: number;
+  maxHoldsPerNamespace: number;
+  /** Queued waiters per lock across all servers (acquire-4 checks it); 0: no cap. */
+  maxWaitersPerLock: number;
+  /** Pings closer together than this, with nothing sent in between, are strikes (ping-policy.ts). */
+  minPingIntervalMs: number;
+  /** Strikes allowed before the connection is closed with GOAWAY ENHANCE_YOUR_CALM. */
+  maxPingStrikes: number;
+}
+
+/**
+ * Production defaults, from the README's "Resources and limits" figures (about 13 KiB of server
+ * RSS per waiter or Hold stream; a 1 000-waiter queue refresh is one ~6 ms script).
+ */
+export const DEFAULT_LIMITS: ServerLimits = {
+  maxMessageBytes: 16 * 1024,
+  maxConcurrentStreams: 1000,
+  maxWaitersPerConnection: 500,
+  maxHoldsPerConnection: 900,
+  maxWaitersPerNamespace: 10_000,
+  maxHoldsPerNamespace: 10_000,
+  maxWaitersPerLock: 1000,
+  minPingIntervalMs: 5000,
+  maxPingStrikes: 2,
+};
+
+/** The grpc-js server options that carry the limits grpc-js enforces itself. */
+export function serverOptionsFor(limits: ServerLimits): ServerOptions {
+  return {
+    'grpc.max_receive_message_length': limits.maxMessageBytes,
+    'grpc.max_concurrent_streams': limits.maxConcurrentStreams,
+  };
+}
+
+/** Gives the namespace a call belongs to, from its metadata (auth decides); '' is the default namespace. */
+export type NamespaceOf = (metadata: Metadata) => string;
+
+interface Counts {
+  waiters: number;
+  holds: number;
+}
+
+/** What the server knows of one connection: its counts, and whether it sent anything since the client's last ping. */
+export interface ConnectionState extends Counts {
+  sentSincePing: boolean;
+}
+
+const ACQUIRE_PATH = '/holdfast.v1.LockService/Acquire';
+const HOLD_PATH = '/holdfast.v1.LockService/Hold';
+
+export class CallLimits {
+  private readonly connections = new WeakMap<Http2Session, ConnectionState>();
+  private readonly namespaces = new Map<string, Counts>();
+
+  constructor(
+    private readonly limits: ServerLimits,
+    private readonly namespaceOf: NamespaceOf = () => '',
+  ) {}
+
+  /** The state of a connection, made on first use. */
+  connection(session: Http2Session): ConnectionState {
+    let state = this.connections.get(session);
+    if (!state) this.connections.set(session, (state = { waiters: 0, holds: 0, sentSincePing: false }));
+    return state;
+  }
+
+  readonly interceptor: ServerInterceptor = (method, call: ServerInterceptingCallInterface) => {
+    const session = sessionOf(call);
+    const connection = session ? this.connection(session) : { waiters: 0, holds: 0, sentSincePing: false };
+    const isHold = method.path === HOLD_PATH;
+    if (!isHold && method.path !== ACQUIRE_PATH) {
+      // Still noted for the ping policy: a response is data sent on the connection.
+      return new ServerInterceptingCall(call, {
+        sendMetadata: (metadata, next) => {
+          connection.sentSincePing = true;
+          next(metadata);
+        },
+        sendMessage: (message, next) => {
+          connection.sentSincePing = true;
+          next(message);
+        },
+      });
+    }
+    let namespace = '';
+    let admitted = false;
+    let waiting = false;
+    let refused = false;
+    const stopWaiting = () => {
+      if (!waiting) return;
+      waiting = false;
+      connection.waiters--;
+      this.namespaceCounts(namespace).waiters--;
+    };
+    const end = () => {
+      if (!admitted) return;
+      admitted = false;
+      stopWaiting();
+      if (isHold) {
+        connection.holds--;
+        this.namespaceCounts(namespace).holds--;
+      }
+      this.dropIfIdle(namespace);
+    };
+    const intercepting: ServerInterceptingCall = new ServerInterceptingCall(call, {
+      start: (next) =>
+        next({
+          onReceiveMetadata: (metadata, nextMetadata) => {
+            namespace = this.namespaceOf(metadata);
+            nextMetadata(metadata);
+          },
+          onReceiveMessage: (message, nextMessage) => {
+            const waits = isHold || Number((message as { waitTimeoutMs?: unknown })?.waitTimeoutMs ?? 0) > 0;
+            const refusal = this.refusal(connection, namespace, isHold, waits);
+            if (refusal) {
+              refused = true;
+              intercepting.sendStatus({ code: status.RESOURCE_EXHAUSTED, details: refusal, metadata: new Metadata() });
+              return;
+            }
+            this.admit(connection, namespace, isHold, waits);
+            admitted = true;
+            waiting = waits;
+            nextMessage(message);
+          },
+          onReceiveHalfClose: (nextHalfClose) => {
+            if (!refused) nextHalfClose();
+          },
+          onCancel: end,
+        }),
+      sendMetadata: (metadata, next) => {
+        connection.sentSincePing = true;
+        next(metadata);
+      },
+      sendMessage: (message, next) => {
+        connection.sentSincePing = true;
+        stopWaiting(); // a Hold's first message says it was granted
+        next(message);
+      },
+      sendStatus: (statusObject, next) => {
+        end();
+        next(statusObject);
+      },
+    });
+    return intercepting;
+  };
+
+  /** Why this call may not start, naming the limit, or undefined. */
+  private refusal(connection: Counts, namespace: string, isHold: boolean, waits: boolean): string | undefined {
+    const ns = this.namespaces.get(namespace) ?? { waiters: 0, holds: 0 };
+    const { limits } = this;
+    const where = namespace === '' ? 'the default namespace' : `namespace "${namespace}"`;
+    if (isHold && connection.holds >= limits.maxHoldsPerConnection) {
+      return `this connection has ${connection.holds} Hold streams open, the most max-holds-per-connection allows; open another connection or end some`;
+    }
+    if (waits && connection.waiters >= limits.maxWaitersPerConnection) {
+      return `this connection has ${connection.waiters} calls waiting for locks, the most max-waiters-per-connection allows; open another connection or wait for fewer locks at once`;
+    }
+    if (isHold && ns.holds >= limits.maxHoldsPerNamespace) {
+      return `${where} has ${ns.holds} Hold streams open on this server, the most max-holds-per-namespace allows`;
+    }
+    if (waits && ns.waiters >= limits.maxWaitersPerNamespace) {
+      return `${where} has ${ns.waiters} calls waiting for locks on this server, the most max-waiters-per-namespace allows`;
+    }
+    return undefined;
+  }
+
+  private admit(connection: Counts, namespace: string, isHold: boolean, waits: boolean): void {
+    const ns = this.namespaceCounts(namespace);
+    if (isHold) {
+      connection.holds++;
+      ns.holds++;
+    }
+    if (waits) {
+      connection.waiters++;
+      ns.waiters++;
+    }
+  }
+
+  private namespaceCounts(namespace: string): Counts {
+    let counts = this.namespaces.get(namespace);
+    if (!counts) this.namespaces.set(namespace, (counts = { waiters: 0, holds: 0 }));
+    return counts;
+  }
+
+  private dropIfIdle(namespace: string): void {
+    const counts = this.namespaces.get(namespace);
+    if (counts && counts.waiters === 0 && counts.holds === 0) this.namespaces.delete(namespace);
+  }
+}
