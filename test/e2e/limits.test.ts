@@ -186,7 +186,7 @@ describe('limits', () => {
       clearInterval(timer);
       flooder.destroy();
     }
-    expect(env.servers[0].logs.some((l) => l.includes('pinged too often'))).toBe(true);
+    await waitFor('the log line', async () => env.servers[0].logs.some((l) => l.includes('pinged too often')));
     expect((await ownConnection().acquire({ name: uniqueName() })).acquired).toBe(true);
   });
 
