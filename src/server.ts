@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { AdminServiceService } from '../clients/ts/gen/holdfast/v1/admin';
 import { LockServiceService } from '../clients/ts/gen/holdfast/v1/lock';
 import { LockEngine } from './engine/engine';
-import { connectRedis, type RedisTarget } from './redis/connect';
+import { connectRedis, redactRedisUrl, type RedisSecurity, type RedisTarget } from './redis/connect';
 import { createWriteGuard } from './redis/guard';
 import { minReplicasProblem } from './redis/min-replicas';
 import { epochKey, shardEpochKey } from './engine/keys';
@@ -37,6 +37,8 @@ export interface ServerConfig {
   /** Sentinels (host:port) that name the master `redisMaster`, instead of redisUrl. */
   redisSentinels?: string[];
   redisMaster?: string;
+  /** Credentials and TLS for a given Redis (not the embedded one). */
+  redisSecurity?: RedisSecurity;
   /** Replicas that must acknowledge every grant and renewal (WAIT); 0 or absent: none. */
   syncReplicas?: SyncReplicas;
   syncTimeoutMs?: number;
@@ -64,7 +66,7 @@ export interface ServerConfig {
 
 export interface RunningServer {
   port: number;
-  /** The Redis URL, or the cluster's seed nodes joined with commas. */
+  /** The Redis URL (its password masked), or the cluster's seed nodes joined with commas. */
   redisUrl: string;
   engine: LockEngine;
   /** Stops taking calls, ends waits and holds with UNAVAILABLE (releasing their locks), stops Redis if embedded. */
@@ -108,7 +110,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     redisUrl = embedded.url;
     log.info({ redisPid: embedded.pid, port: embedded.port, dataDir: embedded.dataDir }, 'started embedded redis-server (pass --redis URL to use your own)');
   }
-  const redis = connectRedis(target ?? { url: redisUrl });
+  const redis = target ? connectRedis(target, config.redisSecurity) : connectRedis({ url: redisUrl });
   const logError = (err: unknown) => log.error({ err }, 'unexpected error');
   let lastBackgroundError = '';
   const quarantineMarginMs = config.quarantineMarginMs ?? 1000;
@@ -163,7 +165,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   });
   if (redisReady) refreshHealth();
   else if (!(await readyWithin(redis.commands, REDIS_STARTUP_WAIT_MS))) {
-    log.warn({ redis: redisUrl }, 'Redis is not reachable yet; listening anyway and answering UNAVAILABLE until it is');
+    log.warn({ redis: redactRedisUrl(redisUrl) }, 'Redis is not reachable yet; listening anyway and answering UNAVAILABLE until it is');
   }
 
   if (config.syncReplicas || config.failoverQuarantine) {
@@ -263,5 +265,5 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
         log.info('stopped embedded redis-server');
       }
     })());
-  return { port, redisUrl, engine, stop };
+  return { port, redisUrl: redactRedisUrl(redisUrl), engine, stop };
 }

@@ -5,7 +5,8 @@ import type { SyncReplicas } from '../redis/replica-acks';
 import { startServer } from '../server';
 import { DEFAULT_LIMITS } from '../transport/limits';
 import { MAX_TTL_MS, MIN_TTL_MS } from '../transport/requests';
-import { TlsFilesError } from '../tls/option-file';
+import type { RedisSecurity } from '../redis/connect';
+import { readOptionFile, TlsFilesError } from '../tls/option-file';
 import { count, millis } from './options';
 import { protectedModeRefusal } from './protected-mode';
 
@@ -22,6 +23,26 @@ function tlsFiles(opts: { tlsCert?: string; tlsKey?: string; tlsClientCa?: strin
   if (!opts.tlsCert && !opts.tlsKey && !opts.tlsClientCa) return undefined;
   if (!opts.tlsCert || !opts.tlsKey) refuseToStart('--tls-cert and --tls-key go together (and --tls-client-ca needs both)');
   return { certFile: opts.tlsCert, keyFile: opts.tlsKey, clientCaFile: opts.tlsClientCa, reloadCheckMs: opts.tlsReloadCheckMs };
+}
+
+interface RedisSecurityFlags {
+  redisTls: boolean;
+  redisTlsCa?: string;
+  redisUsername?: string;
+  redisPassword?: string;
+  redisSentinelUsername?: string;
+  redisSentinelPassword?: string;
+}
+
+function redisSecurity(opts: RedisSecurityFlags): RedisSecurity {
+  return {
+    tls: opts.redisTls,
+    ca: opts.redisTlsCa ? readOptionFile('--redis-tls-ca', opts.redisTlsCa) : undefined,
+    username: opts.redisUsername,
+    password: opts.redisPassword,
+    sentinelUsername: opts.redisSentinelUsername,
+    sentinelPassword: opts.redisSentinelPassword,
+  };
 }
 
 /** Ends the process this long after SIGTERM/SIGINT even if something hangs. */
@@ -56,6 +77,12 @@ export function serveCommand(): Command {
         .conflicts(['redis', 'redisCluster'])
         .argParser((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
     )
+    .addOption(new Option('--redis-tls', 'connect to Redis (and Sentinels) over TLS; rediss:// and --redis-tls-ca imply it').env('HOLDFAST_REDIS_TLS').default(false))
+    .addOption(new Option('--redis-tls-ca <file>', "PEM CA to verify Redis's certificate with (default: the system's)").env('HOLDFAST_REDIS_TLS_CA'))
+    .addOption(new Option('--redis-username <user>', 'Redis ACL user, when the URL names none').env('HOLDFAST_REDIS_USERNAME'))
+    .addOption(new Option('--redis-password <password>', 'Redis password, when the URL has none (prefer the env variable: arguments show in ps)').env('HOLDFAST_REDIS_PASSWORD'))
+    .addOption(new Option('--redis-sentinel-username <user>', "the Sentinels' own ACL user").env('HOLDFAST_REDIS_SENTINEL_USERNAME'))
+    .addOption(new Option('--redis-sentinel-password <password>', "the Sentinels' own password (prefer the env variable)").env('HOLDFAST_REDIS_SENTINEL_PASSWORD'))
     .addOption(new Option('--redis-master <name>', 'the master name the Sentinels monitor').env('HOLDFAST_REDIS_MASTER').default('mymaster'))
     .addOption(
       new Option('--sync-replicas <n|auto>', 'replicas that must acknowledge every grant and renewal (WAIT) before it is reported; auto: every replica the master lists')
@@ -105,6 +132,7 @@ export function serveCommand(): Command {
         throw new Error(`--max-ttl-ms must be between --default-ttl-ms and ${MAX_TTL_MS}`);
       }
       const tls = tlsFiles(opts);
+
       const refusal = protectedModeRefusal({ listen: opts.listen, tls: !!tls, authConfigured: false, insecure: opts.insecure });
       if (refusal) refuseToStart(refusal);
       let server;
@@ -116,6 +144,7 @@ export function serveCommand(): Command {
           redisClusterNodes: opts.redisCluster,
           redisSentinels: opts.redisSentinels,
           redisMaster: opts.redisMaster,
+          redisSecurity: redisSecurity(opts), // an unreadable --redis-tls-ca: TlsFilesError, below
           syncReplicas: opts.syncReplicas,
           syncTimeoutMs: opts.syncTimeoutMs,
           allowMinReplicasZero: opts.allowMinReplicasZero,

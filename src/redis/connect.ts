@@ -6,6 +6,19 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 
 export type RedisTarget = { url: string } | { clusterNodes: string[] } | { sentinels: string[]; masterName: string };
 
+/** How to authenticate to Redis and whether to use TLS, for every target kind. */
+export interface RedisSecurity {
+  /** ACL user and password; a URL's own (redis://user:pass@host) come first. */
+  username?: string;
+  password?: string;
+  /** TLS to Redis (rediss:// turns it on too); verified against `ca` when given, else the system's CAs. */
+  tls?: boolean;
+  ca?: Buffer;
+  /** The Sentinels' own user and password, when they require one. */
+  sentinelUsername?: string;
+  sentinelPassword?: string;
+}
+
 export interface RedisConnections {
   commands: Redis | Cluster;
   subscriber: Redis | Cluster;
@@ -37,10 +50,14 @@ function hostPort(node: string): { host: string; port: number } {
  * hangs (SIGSTOP, partition) instead of closing. A write refused with READONLY (a demoted
  * master) reconnects too.
  */
-function sentinelClient(sentinels: string[], masterName: string, options: RedisOptions, name: string): Redis {
+function sentinelClient(sentinels: string[], masterName: string, options: RedisOptions, name: string, security: RedisSecurity): Redis {
   return new Redis({
     ...options,
     sentinels: sentinels.map(hostPort),
+    sentinelUsername: security.sentinelUsername,
+    sentinelPassword: security.sentinelPassword,
+    // Sentinels that guard TLS masters speak TLS themselves.
+    ...(options.tls ? { sentinelTLS: options.tls, enableTLSForSentinelMode: true } : {}),
     name: masterName,
     role: 'master',
     connectionName: name,
@@ -63,10 +80,22 @@ function clusterClient(nodes: string[], options: RedisOptions, name: string, sha
   );
 }
 
-export function connectRedis(target: RedisTarget): RedisConnections {
-  const client = (options: RedisOptions, name: string, sharded: boolean): Redis | Cluster => {
+/** Credentials and TLS as ioredis options, leaving out what is not set. */
+function securityOptions(security: RedisSecurity): RedisOptions {
+  const options: RedisOptions = {};
+  if (security.username) options.username = security.username;
+  if (security.password) options.password = security.password;
+  if (security.tls || security.ca) options.tls = security.ca ? { ca: security.ca } : {};
+  return options;
+}
+
+export function connectRedis(target: RedisTarget, security: RedisSecurity = {}): RedisConnections {
+  const secured = securityOptions(security);
+  const client = (tuning: RedisOptions, name: string, sharded: boolean): Redis | Cluster => {
+    const options = { ...tuning, ...secured };
+    // A URL's own user and password win: ioredis fills only what the URL leaves out.
     if ('url' in target) return new Redis(target.url, { ...options, connectionName: name });
-    if ('sentinels' in target) return sentinelClient(target.sentinels, target.masterName, options, name);
+    if ('sentinels' in target) return sentinelClient(target.sentinels, target.masterName, options, name, security);
     return clusterClient(target.clusterNodes, options, name, sharded);
   };
   const commands = client({ ...FAIL_FAST, ...AUTO_PIPELINE }, 'holdfast', false);
@@ -82,4 +111,16 @@ export function connectRedis(target: RedisTarget): RedisConnections {
       subscriber.disconnect();
     },
   };
+}
+
+/** The URL with its password replaced by ***, for logs. */
+export function redactRedisUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (!parsed.password) return url;
+    parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return url.replace(/\/\/[^@/]*@/, '//***@'); // not a URL: keep nothing that could be a credential
+  }
 }

@@ -18,11 +18,11 @@ export interface ServerProcess {
 
 export const CLI = join(__dirname, '..', '..', 'dist', 'src', 'cli.js');
 
-export async function startServerProcess(redisUrl: string | undefined, extraArgs: string[] = []): Promise<ServerProcess> {
+export async function startServerProcess(redisUrl: string | undefined, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
   const port = await freePort();
   const args = [CLI, 'serve', '--listen', `127.0.0.1:${port}`, '--log-level', 'info', ...extraArgs];
   if (redisUrl) args.push('--redis', redisUrl);
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   const logs: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
