@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs the Python and Go clients' tests and examples against one live holdfast server.
+# Runs the Python, Go and Java clients' tests and examples against one live holdfast server.
 # Starts a private redis-server and the server on free loopback ports, kills both by PID on exit.
 # Installs nothing: it needs node_modules (npm ci), redis-server, Debian's python3-grpcio and
 # python3-protobuf (for /usr/bin/python3, or $PYTHON), golang-go, golang-google-grpc-dev,
-# golang-google-protobuf-dev and golang-github-golang-protobuf-1-5-dev.
+# golang-google-protobuf-dev and golang-github-golang-protobuf-1-5-dev, and the Java packages
+# clients/java/java.sh lists (openjdk-17-jdk-headless, libgrpc-java, junit5, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-/usr/bin/python3}"
@@ -12,7 +13,7 @@ START_TIMEOUT_S=20
 say() { echo "test-clients: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-for tool in node redis-server redis-cli go "$PYTHON"; do
+for tool in node redis-server redis-cli go javac "$PYTHON"; do
   command -v "$tool" >/dev/null || die "$tool is missing"
 done
 "$PYTHON" -c 'import grpc, google.protobuf' 2>/dev/null || die "$PYTHON cannot import grpc: install python3-grpcio python3-protobuf"
@@ -82,6 +83,8 @@ step "python example" "$PYTHON" clients/python/examples/example.py --addr "$addr
 step "go vet" clients/go/go.sh vet ./...
 step "go test" clients/go/go.sh test -count=1 -v ./...
 step "go example" clients/go/go.sh run ./examples/hold --addr "$addr" "go-$example_name"
+step "java tests" clients/java/java.sh test
+step "java example" clients/java/java.sh example --addr "$addr" "java-$example_name"
 
 if ! kill -0 "$server_pid" 2>/dev/null; then
   failed=$((failed + 1))

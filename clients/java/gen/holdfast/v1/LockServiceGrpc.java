@@ -1,0 +1,734 @@
+package holdfast.v1;
+
+import static io.grpc.MethodDescriptor.generateFullMethodName;
+
+/**
+ * <pre>
+ * LockService grants, renews, releases and reports named locks whose state lives in Redis.
+ * </pre>
+ */
+@javax.annotation.Generated(
+    value = "by gRPC proto compiler",
+    comments = "Source: holdfast/v1/lock.proto")
+@io.grpc.stub.annotations.GrpcGenerated
+public final class LockServiceGrpc {
+
+  private LockServiceGrpc() {}
+
+  public static final String SERVICE_NAME = "holdfast.v1.LockService";
+
+  // Static method descriptors that strictly reflect the proto.
+  private static volatile io.grpc.MethodDescriptor<holdfast.v1.Lock.AcquireRequest,
+      holdfast.v1.Lock.AcquireResponse> getAcquireMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "Acquire",
+      requestType = holdfast.v1.Lock.AcquireRequest.class,
+      responseType = holdfast.v1.Lock.AcquireResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<holdfast.v1.Lock.AcquireRequest,
+      holdfast.v1.Lock.AcquireResponse> getAcquireMethod() {
+    io.grpc.MethodDescriptor<holdfast.v1.Lock.AcquireRequest, holdfast.v1.Lock.AcquireResponse> getAcquireMethod;
+    if ((getAcquireMethod = LockServiceGrpc.getAcquireMethod) == null) {
+      synchronized (LockServiceGrpc.class) {
+        if ((getAcquireMethod = LockServiceGrpc.getAcquireMethod) == null) {
+          LockServiceGrpc.getAcquireMethod = getAcquireMethod =
+              io.grpc.MethodDescriptor.<holdfast.v1.Lock.AcquireRequest, holdfast.v1.Lock.AcquireResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "Acquire"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.AcquireRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.AcquireResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LockServiceMethodDescriptorSupplier("Acquire"))
+              .build();
+        }
+      }
+    }
+    return getAcquireMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<holdfast.v1.Lock.ReleaseRequest,
+      holdfast.v1.Lock.ReleaseResponse> getReleaseMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "Release",
+      requestType = holdfast.v1.Lock.ReleaseRequest.class,
+      responseType = holdfast.v1.Lock.ReleaseResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<holdfast.v1.Lock.ReleaseRequest,
+      holdfast.v1.Lock.ReleaseResponse> getReleaseMethod() {
+    io.grpc.MethodDescriptor<holdfast.v1.Lock.ReleaseRequest, holdfast.v1.Lock.ReleaseResponse> getReleaseMethod;
+    if ((getReleaseMethod = LockServiceGrpc.getReleaseMethod) == null) {
+      synchronized (LockServiceGrpc.class) {
+        if ((getReleaseMethod = LockServiceGrpc.getReleaseMethod) == null) {
+          LockServiceGrpc.getReleaseMethod = getReleaseMethod =
+              io.grpc.MethodDescriptor.<holdfast.v1.Lock.ReleaseRequest, holdfast.v1.Lock.ReleaseResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "Release"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.ReleaseRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.ReleaseResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LockServiceMethodDescriptorSupplier("Release"))
+              .build();
+        }
+      }
+    }
+    return getReleaseMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<holdfast.v1.Lock.RenewRequest,
+      holdfast.v1.Lock.RenewResponse> getRenewMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "Renew",
+      requestType = holdfast.v1.Lock.RenewRequest.class,
+      responseType = holdfast.v1.Lock.RenewResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<holdfast.v1.Lock.RenewRequest,
+      holdfast.v1.Lock.RenewResponse> getRenewMethod() {
+    io.grpc.MethodDescriptor<holdfast.v1.Lock.RenewRequest, holdfast.v1.Lock.RenewResponse> getRenewMethod;
+    if ((getRenewMethod = LockServiceGrpc.getRenewMethod) == null) {
+      synchronized (LockServiceGrpc.class) {
+        if ((getRenewMethod = LockServiceGrpc.getRenewMethod) == null) {
+          LockServiceGrpc.getRenewMethod = getRenewMethod =
+              io.grpc.MethodDescriptor.<holdfast.v1.Lock.RenewRequest, holdfast.v1.Lock.RenewResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "Renew"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.RenewRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.RenewResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LockServiceMethodDescriptorSupplier("Renew"))
+              .build();
+        }
+      }
+    }
+    return getRenewMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<holdfast.v1.Lock.HoldRequest,
+      holdfast.v1.Lock.HoldResponse> getHoldMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "Hold",
+      requestType = holdfast.v1.Lock.HoldRequest.class,
+      responseType = holdfast.v1.Lock.HoldResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.SERVER_STREAMING)
+  public static io.grpc.MethodDescriptor<holdfast.v1.Lock.HoldRequest,
+      holdfast.v1.Lock.HoldResponse> getHoldMethod() {
+    io.grpc.MethodDescriptor<holdfast.v1.Lock.HoldRequest, holdfast.v1.Lock.HoldResponse> getHoldMethod;
+    if ((getHoldMethod = LockServiceGrpc.getHoldMethod) == null) {
+      synchronized (LockServiceGrpc.class) {
+        if ((getHoldMethod = LockServiceGrpc.getHoldMethod) == null) {
+          LockServiceGrpc.getHoldMethod = getHoldMethod =
+              io.grpc.MethodDescriptor.<holdfast.v1.Lock.HoldRequest, holdfast.v1.Lock.HoldResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.SERVER_STREAMING)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "Hold"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.HoldRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.HoldResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LockServiceMethodDescriptorSupplier("Hold"))
+              .build();
+        }
+      }
+    }
+    return getHoldMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<holdfast.v1.Lock.InspectRequest,
+      holdfast.v1.Lock.InspectResponse> getInspectMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "Inspect",
+      requestType = holdfast.v1.Lock.InspectRequest.class,
+      responseType = holdfast.v1.Lock.InspectResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<holdfast.v1.Lock.InspectRequest,
+      holdfast.v1.Lock.InspectResponse> getInspectMethod() {
+    io.grpc.MethodDescriptor<holdfast.v1.Lock.InspectRequest, holdfast.v1.Lock.InspectResponse> getInspectMethod;
+    if ((getInspectMethod = LockServiceGrpc.getInspectMethod) == null) {
+      synchronized (LockServiceGrpc.class) {
+        if ((getInspectMethod = LockServiceGrpc.getInspectMethod) == null) {
+          LockServiceGrpc.getInspectMethod = getInspectMethod =
+              io.grpc.MethodDescriptor.<holdfast.v1.Lock.InspectRequest, holdfast.v1.Lock.InspectResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "Inspect"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.InspectRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.InspectResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LockServiceMethodDescriptorSupplier("Inspect"))
+              .build();
+        }
+      }
+    }
+    return getInspectMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<holdfast.v1.Lock.CheckFencingTokenRequest,
+      holdfast.v1.Lock.CheckFencingTokenResponse> getCheckFencingTokenMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "CheckFencingToken",
+      requestType = holdfast.v1.Lock.CheckFencingTokenRequest.class,
+      responseType = holdfast.v1.Lock.CheckFencingTokenResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<holdfast.v1.Lock.CheckFencingTokenRequest,
+      holdfast.v1.Lock.CheckFencingTokenResponse> getCheckFencingTokenMethod() {
+    io.grpc.MethodDescriptor<holdfast.v1.Lock.CheckFencingTokenRequest, holdfast.v1.Lock.CheckFencingTokenResponse> getCheckFencingTokenMethod;
+    if ((getCheckFencingTokenMethod = LockServiceGrpc.getCheckFencingTokenMethod) == null) {
+      synchronized (LockServiceGrpc.class) {
+        if ((getCheckFencingTokenMethod = LockServiceGrpc.getCheckFencingTokenMethod) == null) {
+          LockServiceGrpc.getCheckFencingTokenMethod = getCheckFencingTokenMethod =
+              io.grpc.MethodDescriptor.<holdfast.v1.Lock.CheckFencingTokenRequest, holdfast.v1.Lock.CheckFencingTokenResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "CheckFencingToken"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.CheckFencingTokenRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.CheckFencingTokenResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LockServiceMethodDescriptorSupplier("CheckFencingToken"))
+              .build();
+        }
+      }
+    }
+    return getCheckFencingTokenMethod;
+  }
+
+  /**
+   * Creates a new async stub that supports all call types for the service
+   */
+  public static LockServiceStub newStub(io.grpc.Channel channel) {
+    io.grpc.stub.AbstractStub.StubFactory<LockServiceStub> factory =
+      new io.grpc.stub.AbstractStub.StubFactory<LockServiceStub>() {
+        @java.lang.Override
+        public LockServiceStub newStub(io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+          return new LockServiceStub(channel, callOptions);
+        }
+      };
+    return LockServiceStub.newStub(factory, channel);
+  }
+
+  /**
+   * Creates a new blocking-style stub that supports unary and streaming output calls on the service
+   */
+  public static LockServiceBlockingStub newBlockingStub(
+      io.grpc.Channel channel) {
+    io.grpc.stub.AbstractStub.StubFactory<LockServiceBlockingStub> factory =
+      new io.grpc.stub.AbstractStub.StubFactory<LockServiceBlockingStub>() {
+        @java.lang.Override
+        public LockServiceBlockingStub newStub(io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+          return new LockServiceBlockingStub(channel, callOptions);
+        }
+      };
+    return LockServiceBlockingStub.newStub(factory, channel);
+  }
+
+  /**
+   * Creates a new ListenableFuture-style stub that supports unary calls on the service
+   */
+  public static LockServiceFutureStub newFutureStub(
+      io.grpc.Channel channel) {
+    io.grpc.stub.AbstractStub.StubFactory<LockServiceFutureStub> factory =
+      new io.grpc.stub.AbstractStub.StubFactory<LockServiceFutureStub>() {
+        @java.lang.Override
+        public LockServiceFutureStub newStub(io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+          return new LockServiceFutureStub(channel, callOptions);
+        }
+      };
+    return LockServiceFutureStub.newStub(factory, channel);
+  }
+
+  /**
+   * <pre>
+   * LockService grants, renews, releases and reports named locks whose state lives in Redis.
+   * </pre>
+   */
+  public static abstract class LockServiceImplBase implements io.grpc.BindableService {
+
+    /**
+     * <pre>
+     * Acquires a lock, waiting up to wait_timeout_ms in a fair FIFO queue when it is taken.
+     * A lock that is not granted in time is answered with OK and acquired=false.
+     * </pre>
+     */
+    public void acquire(holdfast.v1.Lock.AcquireRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.AcquireResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getAcquireMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Releases one hold of a grant; the lock is freed when the hold count reaches zero.
+     * A token that holds nothing (wrong, expired or released) is answered with NOT_FOUND.
+     * </pre>
+     */
+    public void release(holdfast.v1.Lock.ReleaseRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.ReleaseResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getReleaseMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Renews the lease of a live grant; a token that holds nothing is answered with NOT_FOUND.
+     * </pre>
+     */
+    public void renew(holdfast.v1.Lock.RenewRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.RenewResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getRenewMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Holds a lock for as long as the stream stays open: the server renews the lease until the stream ends.
+     * A Release or a cancel by the client frees the lock at once; any other end leaves the lease to run out first.
+     * </pre>
+     */
+    public void hold(holdfast.v1.Lock.HoldRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.HoldResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getHoldMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Inspects a lock: its holders, waiters and last fencing token. Never returns a token.
+     * </pre>
+     */
+    public void inspect(holdfast.v1.Lock.InspectRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.InspectResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getInspectMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer).
+     * </pre>
+     */
+    public void checkFencingToken(holdfast.v1.Lock.CheckFencingTokenRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.CheckFencingTokenResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getCheckFencingTokenMethod(), responseObserver);
+    }
+
+    @java.lang.Override public final io.grpc.ServerServiceDefinition bindService() {
+      return io.grpc.ServerServiceDefinition.builder(getServiceDescriptor())
+          .addMethod(
+            getAcquireMethod(),
+            io.grpc.stub.ServerCalls.asyncUnaryCall(
+              new MethodHandlers<
+                holdfast.v1.Lock.AcquireRequest,
+                holdfast.v1.Lock.AcquireResponse>(
+                  this, METHODID_ACQUIRE)))
+          .addMethod(
+            getReleaseMethod(),
+            io.grpc.stub.ServerCalls.asyncUnaryCall(
+              new MethodHandlers<
+                holdfast.v1.Lock.ReleaseRequest,
+                holdfast.v1.Lock.ReleaseResponse>(
+                  this, METHODID_RELEASE)))
+          .addMethod(
+            getRenewMethod(),
+            io.grpc.stub.ServerCalls.asyncUnaryCall(
+              new MethodHandlers<
+                holdfast.v1.Lock.RenewRequest,
+                holdfast.v1.Lock.RenewResponse>(
+                  this, METHODID_RENEW)))
+          .addMethod(
+            getHoldMethod(),
+            io.grpc.stub.ServerCalls.asyncServerStreamingCall(
+              new MethodHandlers<
+                holdfast.v1.Lock.HoldRequest,
+                holdfast.v1.Lock.HoldResponse>(
+                  this, METHODID_HOLD)))
+          .addMethod(
+            getInspectMethod(),
+            io.grpc.stub.ServerCalls.asyncUnaryCall(
+              new MethodHandlers<
+                holdfast.v1.Lock.InspectRequest,
+                holdfast.v1.Lock.InspectResponse>(
+                  this, METHODID_INSPECT)))
+          .addMethod(
+            getCheckFencingTokenMethod(),
+            io.grpc.stub.ServerCalls.asyncUnaryCall(
+              new MethodHandlers<
+                holdfast.v1.Lock.CheckFencingTokenRequest,
+                holdfast.v1.Lock.CheckFencingTokenResponse>(
+                  this, METHODID_CHECK_FENCING_TOKEN)))
+          .build();
+    }
+  }
+
+  /**
+   * <pre>
+   * LockService grants, renews, releases and reports named locks whose state lives in Redis.
+   * </pre>
+   */
+  public static final class LockServiceStub extends io.grpc.stub.AbstractAsyncStub<LockServiceStub> {
+    private LockServiceStub(
+        io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+      super(channel, callOptions);
+    }
+
+    @java.lang.Override
+    protected LockServiceStub build(
+        io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+      return new LockServiceStub(channel, callOptions);
+    }
+
+    /**
+     * <pre>
+     * Acquires a lock, waiting up to wait_timeout_ms in a fair FIFO queue when it is taken.
+     * A lock that is not granted in time is answered with OK and acquired=false.
+     * </pre>
+     */
+    public void acquire(holdfast.v1.Lock.AcquireRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.AcquireResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getAcquireMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Releases one hold of a grant; the lock is freed when the hold count reaches zero.
+     * A token that holds nothing (wrong, expired or released) is answered with NOT_FOUND.
+     * </pre>
+     */
+    public void release(holdfast.v1.Lock.ReleaseRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.ReleaseResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getReleaseMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Renews the lease of a live grant; a token that holds nothing is answered with NOT_FOUND.
+     * </pre>
+     */
+    public void renew(holdfast.v1.Lock.RenewRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.RenewResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getRenewMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Holds a lock for as long as the stream stays open: the server renews the lease until the stream ends.
+     * A Release or a cancel by the client frees the lock at once; any other end leaves the lease to run out first.
+     * </pre>
+     */
+    public void hold(holdfast.v1.Lock.HoldRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.HoldResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncServerStreamingCall(
+          getChannel().newCall(getHoldMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Inspects a lock: its holders, waiters and last fencing token. Never returns a token.
+     * </pre>
+     */
+    public void inspect(holdfast.v1.Lock.InspectRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.InspectResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getInspectMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer).
+     * </pre>
+     */
+    public void checkFencingToken(holdfast.v1.Lock.CheckFencingTokenRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.CheckFencingTokenResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getCheckFencingTokenMethod(), getCallOptions()), request, responseObserver);
+    }
+  }
+
+  /**
+   * <pre>
+   * LockService grants, renews, releases and reports named locks whose state lives in Redis.
+   * </pre>
+   */
+  public static final class LockServiceBlockingStub extends io.grpc.stub.AbstractBlockingStub<LockServiceBlockingStub> {
+    private LockServiceBlockingStub(
+        io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+      super(channel, callOptions);
+    }
+
+    @java.lang.Override
+    protected LockServiceBlockingStub build(
+        io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+      return new LockServiceBlockingStub(channel, callOptions);
+    }
+
+    /**
+     * <pre>
+     * Acquires a lock, waiting up to wait_timeout_ms in a fair FIFO queue when it is taken.
+     * A lock that is not granted in time is answered with OK and acquired=false.
+     * </pre>
+     */
+    public holdfast.v1.Lock.AcquireResponse acquire(holdfast.v1.Lock.AcquireRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getAcquireMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Releases one hold of a grant; the lock is freed when the hold count reaches zero.
+     * A token that holds nothing (wrong, expired or released) is answered with NOT_FOUND.
+     * </pre>
+     */
+    public holdfast.v1.Lock.ReleaseResponse release(holdfast.v1.Lock.ReleaseRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getReleaseMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Renews the lease of a live grant; a token that holds nothing is answered with NOT_FOUND.
+     * </pre>
+     */
+    public holdfast.v1.Lock.RenewResponse renew(holdfast.v1.Lock.RenewRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getRenewMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Holds a lock for as long as the stream stays open: the server renews the lease until the stream ends.
+     * A Release or a cancel by the client frees the lock at once; any other end leaves the lease to run out first.
+     * </pre>
+     */
+    public java.util.Iterator<holdfast.v1.Lock.HoldResponse> hold(
+        holdfast.v1.Lock.HoldRequest request) {
+      return io.grpc.stub.ClientCalls.blockingServerStreamingCall(
+          getChannel(), getHoldMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Inspects a lock: its holders, waiters and last fencing token. Never returns a token.
+     * </pre>
+     */
+    public holdfast.v1.Lock.InspectResponse inspect(holdfast.v1.Lock.InspectRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getInspectMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer).
+     * </pre>
+     */
+    public holdfast.v1.Lock.CheckFencingTokenResponse checkFencingToken(holdfast.v1.Lock.CheckFencingTokenRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getCheckFencingTokenMethod(), getCallOptions(), request);
+    }
+  }
+
+  /**
+   * <pre>
+   * LockService grants, renews, releases and reports named locks whose state lives in Redis.
+   * </pre>
+   */
+  public static final class LockServiceFutureStub extends io.grpc.stub.AbstractFutureStub<LockServiceFutureStub> {
+    private LockServiceFutureStub(
+        io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+      super(channel, callOptions);
+    }
+
+    @java.lang.Override
+    protected LockServiceFutureStub build(
+        io.grpc.Channel channel, io.grpc.CallOptions callOptions) {
+      return new LockServiceFutureStub(channel, callOptions);
+    }
+
+    /**
+     * <pre>
+     * Acquires a lock, waiting up to wait_timeout_ms in a fair FIFO queue when it is taken.
+     * A lock that is not granted in time is answered with OK and acquired=false.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<holdfast.v1.Lock.AcquireResponse> acquire(
+        holdfast.v1.Lock.AcquireRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getAcquireMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Releases one hold of a grant; the lock is freed when the hold count reaches zero.
+     * A token that holds nothing (wrong, expired or released) is answered with NOT_FOUND.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<holdfast.v1.Lock.ReleaseResponse> release(
+        holdfast.v1.Lock.ReleaseRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getReleaseMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Renews the lease of a live grant; a token that holds nothing is answered with NOT_FOUND.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<holdfast.v1.Lock.RenewResponse> renew(
+        holdfast.v1.Lock.RenewRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getRenewMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Inspects a lock: its holders, waiters and last fencing token. Never returns a token.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<holdfast.v1.Lock.InspectResponse> inspect(
+        holdfast.v1.Lock.InspectRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getInspectMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer).
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<holdfast.v1.Lock.CheckFencingTokenResponse> checkFencingToken(
+        holdfast.v1.Lock.CheckFencingTokenRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getCheckFencingTokenMethod(), getCallOptions()), request);
+    }
+  }
+
+  private static final int METHODID_ACQUIRE = 0;
+  private static final int METHODID_RELEASE = 1;
+  private static final int METHODID_RENEW = 2;
+  private static final int METHODID_HOLD = 3;
+  private static final int METHODID_INSPECT = 4;
+  private static final int METHODID_CHECK_FENCING_TOKEN = 5;
+
+  private static final class MethodHandlers<Req, Resp> implements
+      io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
+      io.grpc.stub.ServerCalls.ServerStreamingMethod<Req, Resp>,
+      io.grpc.stub.ServerCalls.ClientStreamingMethod<Req, Resp>,
+      io.grpc.stub.ServerCalls.BidiStreamingMethod<Req, Resp> {
+    private final LockServiceImplBase serviceImpl;
+    private final int methodId;
+
+    MethodHandlers(LockServiceImplBase serviceImpl, int methodId) {
+      this.serviceImpl = serviceImpl;
+      this.methodId = methodId;
+    }
+
+    @java.lang.Override
+    @java.lang.SuppressWarnings("unchecked")
+    public void invoke(Req request, io.grpc.stub.StreamObserver<Resp> responseObserver) {
+      switch (methodId) {
+        case METHODID_ACQUIRE:
+          serviceImpl.acquire((holdfast.v1.Lock.AcquireRequest) request,
+              (io.grpc.stub.StreamObserver<holdfast.v1.Lock.AcquireResponse>) responseObserver);
+          break;
+        case METHODID_RELEASE:
+          serviceImpl.release((holdfast.v1.Lock.ReleaseRequest) request,
+              (io.grpc.stub.StreamObserver<holdfast.v1.Lock.ReleaseResponse>) responseObserver);
+          break;
+        case METHODID_RENEW:
+          serviceImpl.renew((holdfast.v1.Lock.RenewRequest) request,
+              (io.grpc.stub.StreamObserver<holdfast.v1.Lock.RenewResponse>) responseObserver);
+          break;
+        case METHODID_HOLD:
+          serviceImpl.hold((holdfast.v1.Lock.HoldRequest) request,
+              (io.grpc.stub.StreamObserver<holdfast.v1.Lock.HoldResponse>) responseObserver);
+          break;
+        case METHODID_INSPECT:
+          serviceImpl.inspect((holdfast.v1.Lock.InspectRequest) request,
+              (io.grpc.stub.StreamObserver<holdfast.v1.Lock.InspectResponse>) responseObserver);
+          break;
+        case METHODID_CHECK_FENCING_TOKEN:
+          serviceImpl.checkFencingToken((holdfast.v1.Lock.CheckFencingTokenRequest) request,
+              (io.grpc.stub.StreamObserver<holdfast.v1.Lock.CheckFencingTokenResponse>) responseObserver);
+          break;
+        default:
+          throw new AssertionError();
+      }
+    }
+
+    @java.lang.Override
+    @java.lang.SuppressWarnings("unchecked")
+    public io.grpc.stub.StreamObserver<Req> invoke(
+        io.grpc.stub.StreamObserver<Resp> responseObserver) {
+      switch (methodId) {
+        default:
+          throw new AssertionError();
+      }
+    }
+  }
+
+  private static abstract class LockServiceBaseDescriptorSupplier
+      implements io.grpc.protobuf.ProtoFileDescriptorSupplier, io.grpc.protobuf.ProtoServiceDescriptorSupplier {
+    LockServiceBaseDescriptorSupplier() {}
+
+    @java.lang.Override
+    public com.google.protobuf.Descriptors.FileDescriptor getFileDescriptor() {
+      return holdfast.v1.Lock.getDescriptor();
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Descriptors.ServiceDescriptor getServiceDescriptor() {
+      return getFileDescriptor().findServiceByName("LockService");
+    }
+  }
+
+  private static final class LockServiceFileDescriptorSupplier
+      extends LockServiceBaseDescriptorSupplier {
+    LockServiceFileDescriptorSupplier() {}
+  }
+
+  private static final class LockServiceMethodDescriptorSupplier
+      extends LockServiceBaseDescriptorSupplier
+      implements io.grpc.protobuf.ProtoMethodDescriptorSupplier {
+    private final String methodName;
+
+    LockServiceMethodDescriptorSupplier(String methodName) {
+      this.methodName = methodName;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Descriptors.MethodDescriptor getMethodDescriptor() {
+      return getServiceDescriptor().findMethodByName(methodName);
+    }
+  }
+
+  private static volatile io.grpc.ServiceDescriptor serviceDescriptor;
+
+  public static io.grpc.ServiceDescriptor getServiceDescriptor() {
+    io.grpc.ServiceDescriptor result = serviceDescriptor;
+    if (result == null) {
+      synchronized (LockServiceGrpc.class) {
+        result = serviceDescriptor;
+        if (result == null) {
+          serviceDescriptor = result = io.grpc.ServiceDescriptor.newBuilder(SERVICE_NAME)
+              .setSchemaDescriptor(new LockServiceFileDescriptorSupplier())
+              .addMethod(getAcquireMethod())
+              .addMethod(getReleaseMethod())
+              .addMethod(getRenewMethod())
+              .addMethod(getHoldMethod())
+              .addMethod(getInspectMethod())
+              .addMethod(getCheckFencingTokenMethod())
+              .build();
+        }
+      }
+    }
+    return result;
+  }
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Builds and runs the Java client with javac against Debian's jars, no Maven and no network:
+#   clients/java/java.sh build                      compile gen/, src/, examples/ and test/ into build/
+#                                                   (skipped while build/ is newer than them)
+#   clients/java/java.sh test                       build, then the JUnit 5 tests (HOLDFAST_ADDR: a live server)
+#   clients/java/java.sh example ARGS...            build, then examples/HoldExample.java
+# Jars: libgrpc-java, libprotobuf-java, libguava-java, libnetty-java, libperfmark-java,
+# libgoogle-gson-java, libgeronimo-annotation-1.3-spec-java (javax.annotation.Generated, which the
+# stubs name, at compile time only), junit5 (its console launcher runs the tests), openjdk-17-jdk-headless.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+jars=/usr/share/java
+build="$here/build"
+export HOLDFAST_REPO_ROOT="${HOLDFAST_REPO_ROOT:-$(dirname "$(dirname "$here")")}"
+
+runtime=(grpc-api grpc-core grpc-context grpc-stub grpc-protobuf grpc-protobuf-lite grpc-netty protobuf guava
+  failureaccess perfmark-api gson netty-buffer netty-codec netty-codec-http netty-codec-http2 netty-common
+  netty-handler netty-handler-proxy netty-codec-socks netty-resolver netty-transport jsr305
+  error-prone-annotations)
+classpath=""
+for jar in "${runtime[@]}"; do
+  [ -f "$jars/$jar.jar" ] || continue # failureaccess ships inside Debian's guava
+  classpath+="$jars/$jar.jar:"
+done
+for jar in grpc-api grpc-stub protobuf netty-codec-http2 geronimo-annotation-1.3-spec; do
+  [ -f "$jars/$jar.jar" ] || { echo "java.sh: $jars/$jar.jar is missing (see the header for the packages)" >&2; exit 1; }
+done
+junit="$jars/junit-platform-console-standalone.jar"
+
+# Compiles unless build/ is newer than every source file.
+compile() {
+  if [ -f "$build/stamp" ] && [ -z "$(find "$here/gen" "$here/src" "$here/examples" "$here/test" -newer "$build/stamp" -print -quit)" ]; then
+    return
+  fi
+  command -v javac >/dev/null || { echo "java.sh: javac is missing: apt-get install openjdk-17-jdk-headless" >&2; exit 1; }
+  [ -f "$junit" ] || { echo "java.sh: $junit is missing: apt-get install junit5" >&2; exit 1; }
+  rm -rf "$build"
+  mkdir -p "$build/main" "$build/test"
+  # -nowarn: the generated stubs use APIs protobuf 3.21 marks deprecated.
+  javac -nowarn --release 11 -encoding UTF-8 -d "$build/main" -cp "$classpath$jars/geronimo-annotation-1.3-spec.jar" \
+    $(find "$here/gen" "$here/src" "$here/examples" -name '*.java')
+  javac --release 11 -encoding UTF-8 -Xlint:all,-try -Werror -d "$build/test" -cp "$build/main:$classpath$junit" \
+    $(find "$here/test" -name '*.java')
+  touch "$build/stamp"
+}
+
+case "${1:-}" in
+  build) compile ;;
+  test)
+    compile
+    shift
+    java -jar "$junit" --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests \
+      --class-path "$build/main:$build/test:${classpath%:}" --scan-class-path "$build/test" "$@"
+    ;;
+  example)
+    compile
+    shift
+    java -cp "$build/main:${classpath%:}" holdfast.examples.HoldExample "$@"
+    ;;
+  *)
+    echo "usage: clients/java/java.sh build|test|example ARGS..." >&2
+    exit 2
+    ;;
+esac

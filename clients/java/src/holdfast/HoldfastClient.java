@@ -1,0 +1,148 @@
+package holdfast;
+
+import holdfast.v1.Lock.AcquireRequest;
+import holdfast.v1.Lock.AcquireResponse;
+import holdfast.v1.Lock.HoldRequest;
+import holdfast.v1.Lock.InspectRequest;
+import holdfast.v1.Lock.InspectResponse;
+import holdfast.v1.Lock.ReleaseRequest;
+import holdfast.v1.LockServiceGrpc;
+import io.grpc.Channel;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The Java client of the holdfast lock server.
+ *
+ * <pre>{@code
+ * try (HoldfastClient client = HoldfastClient.connect("127.0.0.1:50051");
+ *     Lease lease = client.hold("orders/42", HoldOptions.builder().ttl(Duration.ofSeconds(10)).build())) {
+ *   lease.check(); // before a side effect: throws LeaseLostException once the lease is gone
+ *   writeOrder(lease.fencingToken());
+ * }
+ * }</pre>
+ *
+ * <p>{@link #hold} keeps the lock through the Hold stream (the server renews it) with a local deadline;
+ * {@link #acquire}, {@link #release} and {@link #inspect} are one-shot calls for callers that manage a
+ * lease themselves. Thread-safe; one client serves any number of leases.
+ */
+public final class HoldfastClient implements AutoCloseable {
+  /** Extra time to wait for the server's own answer after the wait timeout has passed. */
+  static final Duration ACQUIRE_GRACE = Duration.ofSeconds(2);
+  /** The deadline of Release and Inspect. */
+  static final Duration CALL_TIMEOUT = Duration.ofSeconds(10);
+
+  private final ManagedChannel ownedChannel;
+  private final LockServiceGrpc.LockServiceStub stub;
+  private final LockServiceGrpc.LockServiceBlockingStub blocking;
+  private final ScheduledExecutorService timer;
+
+  /** A client on {@code channel}, which stays the caller's to configure (TLS, API key) and shut down. */
+  public HoldfastClient(Channel channel) {
+    this(channel, null);
+  }
+
+  private HoldfastClient(Channel channel, ManagedChannel owned) {
+    Objects.requireNonNull(channel, "channel");
+    this.ownedChannel = owned;
+    this.stub = LockServiceGrpc.newStub(channel);
+    this.blocking = LockServiceGrpc.newBlockingStub(channel);
+    this.timer = Executors.newSingleThreadScheduledExecutor(task -> {
+      Thread thread = new Thread(task, "holdfast-lease-deadline");
+      thread.setDaemon(true);
+      return thread;
+    });
+  }
+
+  /** A client with its own plaintext channel to {@code target} (host:port), shut down by {@link #close()}. */
+  public static HoldfastClient connect(String target) {
+    ManagedChannel channel = ManagedChannelBuilder.forTarget(target).usePlaintext().build();
+    return new HoldfastClient(channel, channel);
+  }
+
+  /**
+   * Holds {@code name} through the Hold stream until the returned lease is closed.
+   *
+   * @throws NotAcquiredException when the lock is not granted within the wait timeout
+   * @throws LeaseLostException when the grant arrives after its lease could have ended
+   * @throws io.grpc.StatusRuntimeException when the server refuses the request (bad name, ttl, ...)
+   */
+  public Lease hold(String name, HoldOptions options)
+      throws NotAcquiredException, LeaseLostException, InterruptedException {
+    HoldRequest request = HoldRequest.newBuilder()
+        .setName(name)
+        .setOwner(options.owner())
+        .setTtlMs(options.ttl().toMillis())
+        .setWaitTimeoutMs(options.waitTimeout().toMillis())
+        .setMode(options.mode())
+        .setLimit(options.limit())
+        .setMaxHoldMs(options.maxHold().toMillis())
+        .setReleaseOnDisconnect(options.releaseOnDisconnect())
+        .build();
+    Lease lease = new Lease(name, request, stub, blocking, timer);
+    lease.open(options.waitTimeout().plus(ACQUIRE_GRACE).toNanos());
+    return lease;
+  }
+
+  /**
+   * Acquires {@code name} once, with no renewals: mind the ttl. Nothing keeps a local deadline for this
+   * grant; count its lease from a {@code System.nanoTime()} read before the call, with
+   * {@link LeaseDeadline#of}. Ignores maxHold and releaseOnDisconnect (Hold only).
+   *
+   * @throws NotAcquiredException when the lock is not granted within the wait timeout
+   */
+  public AcquireResponse acquire(String name, HoldOptions options) throws NotAcquiredException {
+    AcquireRequest request = AcquireRequest.newBuilder()
+        .setName(name)
+        .setOwner(options.owner())
+        .setTtlMs(options.ttl().toMillis())
+        .setWaitTimeoutMs(options.waitTimeout().toMillis())
+        .setMode(options.mode())
+        .setLimit(options.limit())
+        .build();
+    AcquireResponse grant = blocking
+        .withDeadlineAfter(options.waitTimeout().plus(ACQUIRE_GRACE).toMillis(), TimeUnit.MILLISECONDS)
+        .acquire(request);
+    if (!grant.getAcquired()) {
+      throw new NotAcquiredException(
+          "lock \"" + name + "\" was not acquired within " + options.waitTimeout().toMillis() + " ms");
+    }
+    return grant;
+  }
+
+  /** Releases one hold of a grant; true when the lock was freed. A token that holds nothing is NOT_FOUND. */
+  public boolean release(String name, String token) {
+    return release(name, token, "");
+  }
+
+  /** Releases exactly the hold {@code holdId} of a grant (a Hold stream's); true when the lock was freed. */
+  public boolean release(String name, String token, String holdId) {
+    ReleaseRequest request = ReleaseRequest.newBuilder().setName(name).setToken(token).setHoldId(holdId).build();
+    return blocking.withDeadlineAfter(CALL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).release(request).getReleased();
+  }
+
+  /** The lock's holders, waiters and last fencing token (never a token). */
+  public InspectResponse inspect(String name) {
+    return blocking.withDeadlineAfter(CALL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
+        .inspect(InspectRequest.newBuilder().setName(name).build());
+  }
+
+  /** Stops the deadline timer, and shuts down the channel when {@link #connect} made it. Close leases first. */
+  @Override
+  public void close() {
+    timer.shutdownNow();
+    if (ownedChannel != null) {
+      ownedChannel.shutdownNow();
+      try {
+        ownedChannel.awaitTermination(5, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+}

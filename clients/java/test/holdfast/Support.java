@@ -1,0 +1,187 @@
+package holdfast;
+
+import holdfast.v1.Lock.InspectRequest;
+import holdfast.v1.LockServiceGrpc;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+/**
+ * Real processes for the tests: a redis-server and a holdfast server on free loopback ports, each
+ * killed by PID. HOLDFAST_ADDR and HOLDFAST_REDIS_URL point the tests at a running server instead;
+ * tests that must stop their server always start their own.
+ */
+final class Support {
+  static final Duration WAIT = Duration.ofSeconds(10);
+  private static final Duration START_TIMEOUT = Duration.ofSeconds(20);
+  private static final SecureRandom RANDOM = new SecureRandom();
+
+  private Support() {}
+
+  static String randomName() {
+    return String.format("java-%016x", RANDOM.nextLong());
+  }
+
+  /** The Redis keys of one lock, as src/engine/keys.ts builds them (names without % { }). */
+  static String[] lockKeys(String name) {
+    return new String[] {"hf:{" + name + "}:h", "hf:{" + name + "}:q", "hf:{" + name + "}:d"};
+  }
+
+  /** Sends one command over RESP and returns the reply line, or a bulk string's value. */
+  static String redisCommand(String url, String... args) throws IOException {
+    String[] hostPort = url.replaceFirst("^redis://", "").replaceAll("/$", "").split(":");
+    StringBuilder payload = new StringBuilder("*" + args.length + "\r\n");
+    for (String arg : args) {
+      payload.append('$').append(arg.getBytes(StandardCharsets.UTF_8).length).append("\r\n").append(arg).append("\r\n");
+    }
+    try (Socket socket = new Socket()) {
+      socket.connect(new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1])), 5000);
+      socket.setSoTimeout(5000);
+      OutputStream out = socket.getOutputStream();
+      out.write(payload.toString().getBytes(StandardCharsets.UTF_8));
+      out.flush();
+      BufferedReader reply = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
+      String line = reply.readLine();
+      if (line.startsWith("$") && !line.equals("$-1")) {
+        return reply.readLine();
+      }
+      return line;
+    }
+  }
+
+  static int freePort() throws IOException {
+    try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      return socket.getLocalPort();
+    }
+  }
+
+  /** Polls until {@code condition} holds; the server pushes no event for what the tests wait on. */
+  static void waitUntil(BooleanSupplier condition, String what) throws InterruptedException {
+    long deadline = System.nanoTime() + WAIT.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() - deadline > 0) {
+        throw new AssertionError("timed out waiting for " + what);
+      }
+      Thread.sleep(20);
+    }
+  }
+
+  /** A channel that is ready: the first call waits for the server to listen. */
+  static ManagedChannel readyChannel(String addr) {
+    ManagedChannel channel = ManagedChannelBuilder.forTarget(addr).usePlaintext().build();
+    LockServiceGrpc.newBlockingStub(channel).withWaitForReady()
+        .withDeadlineAfter(START_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
+        .inspect(InspectRequest.newBuilder().setName("java-ready-check").build());
+    return channel;
+  }
+
+  /** A redis-server and a holdfast server (with extra serve arguments), killed by PID on close(). */
+  static final class Processes implements AutoCloseable {
+    final String addr;
+    final String redisUrl;
+    private final Process redis;
+    private final Process server;
+
+    Processes(String... serverArgs) throws IOException, InterruptedException {
+      int redisPort = freePort();
+      redisUrl = "redis://127.0.0.1:" + redisPort;
+      redis = new ProcessBuilder("redis-server", "--port", String.valueOf(redisPort), "--bind", "127.0.0.1",
+          "--save", "", "--appendonly", "no").redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD)
+          .start();
+      Process started = null;
+      try {
+        waitForRedis();
+        Path root = repoRoot();
+        Path cli = root.resolve("dist/src/cli.js");
+        if (!Files.exists(cli)) {
+          throw new IllegalStateException(cli + " is missing: build the server first (npx tsc -p .)");
+        }
+        addr = "127.0.0.1:" + freePort();
+        List<String> command = new ArrayList<>(List.of("node", cli.toString(), "serve", "--listen", addr,
+            "--redis", redisUrl, "--log-level", "warn"));
+        command.addAll(List.of(serverArgs));
+        started = new ProcessBuilder(command).directory(root.toFile()).inheritIO().start();
+        readyChannel(addr).shutdownNow();
+      } catch (IOException | InterruptedException | RuntimeException e) {
+        kill(started);
+        kill(redis);
+        throw e;
+      }
+      server = started;
+    }
+
+    private void waitForRedis() throws IOException, InterruptedException {
+      long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
+      while (true) { // redis-server announces nothing to wait on: ask until it answers
+        if (!redis.isAlive()) {
+          throw new IllegalStateException("redis-server exited with " + redis.exitValue());
+        }
+        try {
+          if ("+PONG".equals(redisCommand(redisUrl, "PING"))) {
+            return;
+          }
+        } catch (IOException e) {
+          if (System.nanoTime() - deadline > 0) {
+            throw e;
+          }
+        }
+        Thread.sleep(20);
+      }
+    }
+
+    /** Freezes the holdfast server (SIGSTOP): the network goes silent, nothing is released. */
+    void pause() throws IOException, InterruptedException {
+      signal("STOP");
+    }
+
+    void resume() throws IOException, InterruptedException {
+      signal("CONT");
+    }
+
+    private void signal(String name) throws IOException, InterruptedException {
+      int exit = new ProcessBuilder("kill", "-" + name, String.valueOf(server.pid())).inheritIO().start().waitFor();
+      if (exit != 0) {
+        throw new IOException("kill -" + name + " " + server.pid() + " exited with " + exit);
+      }
+    }
+
+    @Override
+    public void close() {
+      kill(server); // SIGKILL ends a stopped process too
+      kill(redis);
+    }
+
+    private static void kill(Process process) {
+      if (process == null) {
+        return;
+      }
+      process.destroyForcibly();
+      try {
+        process.waitFor(10, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  static Path repoRoot() {
+    String root = System.getenv("HOLDFAST_REPO_ROOT");
+    return root != null ? Paths.get(root) : Paths.get("").toAbsolutePath();
+  }
+}
