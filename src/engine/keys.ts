@@ -18,6 +18,12 @@ export function lockKeys(prefix: string, name: string): LockKeys {
   return { holders: `${base}:h`, queue: `${base}:q`, data: `${base}:d`, channel: `${base}:c` };
 }
 
+/** A lock's keys on each Redlock node (src/redlock): its vote, its highest fencing token, its wake-up channel. */
+export function redlockKeys(prefix: string, name: string): { lease: string; fence: string; channel: string } {
+  const base = `${prefix}:{${tagOf(name)}}`;
+  return { lease: `${base}:rl`, fence: `${base}:rf`, channel: `${base}:rc` };
+}
+
 /** Where a request id is tied to the request it was first used for: its own slot, since it spans locks. */
 export function requestIdKey(prefix: string, requestId: string): string {
   return `${prefix}:rid:{${tagOf(requestId)}}`;

@@ -3,7 +3,7 @@
 // flight are counted here, by one server interceptor, since only the transport sees every call.
 import { ServerInterceptingCall, type ServerInterceptingCallInterface, type ServerInterceptor } from '@grpc/grpc-js';
 import type { AdminServiceServer } from '../../clients/ts/gen/holdfast/v1/admin';
-import type { LockEngine } from '../engine/engine';
+import type { LockBackend } from '../engine/backend';
 
 const ADMIN_PATHS = '/holdfast.v1.AdminService/';
 const HOLD_PATH = '/holdfast.v1.LockService/Hold';
@@ -33,7 +33,7 @@ export class CallCounter {
   };
 }
 
-export function adminService(engine: LockEngine, calls: CallCounter): AdminServiceServer {
+export function adminService(engine: LockBackend, calls: CallCounter): AdminServiceServer {
   return {
     getServerStats: (_call, callback) => {
       const stats = engine.stats();

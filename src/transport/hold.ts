@@ -3,7 +3,8 @@
 // other end leaves the lease to run out, since the client may not know its stream is over.
 import { status, type ServerWritableStream } from '@grpc/grpc-js';
 import { LostReason, type HoldRequest, type HoldResponse } from '../../clients/ts/gen/holdfast/v1/lock';
-import { newHoldId, type LockEngine } from '../engine/engine';
+import type { LockBackend } from '../engine/backend';
+import { newHoldId } from '../engine/engine';
 import { LockError } from '../engine/errors';
 import type { LostReason as EngineLostReason } from '../engine/watchdog';
 import { boundedWait, callScope } from './call-context';
@@ -35,7 +36,7 @@ const LOST_CODE: Record<EngineLostReason, LostReason> = {
 
 type HoldCall = ServerWritableStream<HoldRequest, HoldResponse>;
 
-export function holdHandler(engine: LockEngine, options: HoldOptions) {
+export function holdHandler(engine: LockBackend, options: HoldOptions) {
   return (call: HoldCall) => {
     hold(engine, options, call).catch((err) => call.emit('error', toServiceError(err, options.logError)));
   };
@@ -47,7 +48,7 @@ function maxHoldOf(requested: number, server: number): number {
   return server === 0 ? requested : Math.min(requested, server);
 }
 
-async function hold(engine: LockEngine, options: HoldOptions, call: HoldCall): Promise<void> {
+async function hold(engine: LockBackend, options: HoldOptions, call: HoldCall): Promise<void> {
   // Every time sent to the client counts from here: it anchors them at when it sent the request.
   const receivedAt = performance.now();
   const sinceRequest = (at: number) => String(Math.max(0, Math.floor(at - receivedAt)));

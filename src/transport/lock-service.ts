@@ -2,7 +2,7 @@
 // response. Errors go through the one status table.
 import type { sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
 import type { LockServiceServer } from '../../clients/ts/gen/holdfast/v1/lock';
-import type { LockEngine } from '../engine/engine';
+import type { LockBackend } from '../engine/backend';
 import { boundedWait, callScope } from './call-context';
 import { checkFencingToken, checkHoldId, checkName, checkToken, checkTtl, toAcquireParams } from './requests';
 import { grantFields } from './responses';
@@ -27,7 +27,7 @@ function unary<Req, Res>(logError: (err: unknown) => void, handle: (req: Req, ca
 
 const NOT_ACQUIRED = { acquired: false, token: '', fencingToken: '0', ttlMs: '0', holdCount: 0, leaseStartedAfterMs: '0' };
 
-export function lockService(engine: LockEngine, options: ServiceOptions): LockServiceServer {
+export function lockService(engine: LockBackend, options: ServiceOptions): LockServiceServer {
   const { logError } = options;
   return {
     acquire: unary(logError, async (req, call) => {

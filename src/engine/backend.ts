@@ -1,0 +1,16 @@
+// What the transport asks of a lock backend. LockEngine (one Redis, Sentinel or Cluster) and
+// RedlockEngine (a majority of independent Redis masters, src/redlock) both provide it.
+import type { EngineStats } from './engine';
+import type { AcquireParams, FenceCheck, Grant, LockInfo, ReleaseOptions, ReleaseResult } from './types';
+import type { KeepRequest, KeptLease, LeaseEvents } from './watchdog';
+
+export interface LockBackend {
+  acquire(params: AcquireParams, signal?: AbortSignal): Promise<Grant | null>;
+  release(name: string, token: string, options?: ReleaseOptions): Promise<ReleaseResult>;
+  renew(name: string, token: string, ttlMs: number): Promise<{ ttlMs: number }>;
+  inspect(name: string): Promise<LockInfo>;
+  checkFencingToken(name: string, fencingToken: string): Promise<FenceCheck>;
+  keep(request: KeepRequest, events: LeaseEvents, leaseStart: number, grantedMs?: number): KeptLease;
+  stats(): EngineStats;
+  close(): Promise<void>;
+}

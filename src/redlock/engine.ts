@@ -1,0 +1,396 @@
+// Redlock mode: a lock is granted by a majority of N independent Redis masters (no
+// replication between them), within the lease's validity, behind the same gRPC API.
+//
+// Grant: every voting node runs redlock-acquire-2 in parallel with a short per-node timeout.
+// With a majority of votes, the grant's fencing token is written back to a majority
+// (redlock-fence-2) before anyone is told of it; otherwise every node is asked to forget it.
+// The client is told the validity left: ttl minus the time the rounds took minus a drift
+// allowance, counted from when the last round answered.
+//
+// Why fencing tokens never go backwards (ABD-style: read from a majority, write to a majority):
+//   Let G1 be a reported grant with token F1, and G2 a later grant of the same lock. G1 was
+//   reported only after F1 was written on a majority W1 of nodes, each of which still held G1's
+//   vote when it took the write. G2 needs the votes of a majority V2, and a node votes for G2
+//   only once G1's vote there has expired or been released, so after it took F1 if it is in W1.
+//   Two majorities of one N always share a node: some node in W1 ∩ V2 answers G2's vote with a
+//   highest token of at least F1, and G2's token is max(highest seen + 1, Redis TIME in µs) > F1.
+//   This holds as long as a node keeps what it wrote: a node that restarts without persistence
+//   forgets both its votes and its tokens, so it votes for nothing until every lease it may
+//   have granted has run out (the restart watch in nodes.ts), and the TIME floor keeps tokens
+//   rising across such a restart while clocks agree within that wait.
+// Mutual exclusion assumes what Redlock assumes: the nodes' clocks run at about the same rate
+// (the drift allowance covers 1% of the lease), and no process pauses longer than the validity
+// left (the SDKs' conservative deadline, counted from the send time, covers the client's side).
+import { randomBytes } from 'node:crypto';
+import type { LockBackend } from '../engine/backend';
+import type { EngineStats } from '../engine/engine';
+import { LockError } from '../engine/errors';
+import { redlockKeys } from '../engine/keys';
+import { Mode, type AcquireParams, type FenceCheck, type Grant, type LockInfo, type ReleaseOptions, type ReleaseResult } from '../engine/types';
+import type { KeepRequest, KeptLease, LeaseEvents, LostReason } from '../engine/watchdog';
+import { connectNodes, type RedlockNode, type Reply } from './nodes';
+
+export interface RedlockOptions {
+  urls: string[];
+  keyPrefix: string;
+  /** Longest lease granted; also how long a restarted node sits out. */
+  maxTtlMs: number;
+  quarantineMarginMs: number;
+  /** Per-node answer timeout. */
+  nodeTimeoutMs: number;
+  epochKey: string;
+  onQuarantine?: (url: string, why: string, ms: number) => void;
+  onChange?: () => void;
+}
+
+/** How long a node remembers a lock's highest fencing token after its latest grant. */
+const FENCE_RETAIN_MS = 7 * 24 * 3600 * 1000;
+/** A node's clock may run this much faster than the server's (Redlock's clock drift factor). */
+const CLOCK_DRIFT = 0.01;
+/** The first retry after a refusal; doubles up to MAX_BACKOFF_MS, always with jitter. */
+const MIN_BACKOFF_MS = 10;
+const MAX_BACKOFF_MS = 250;
+
+function drift(ttlMs: number): number {
+  return Math.ceil(ttlMs * CLOCK_DRIFT) + 2;
+}
+
+function unsupported(what: string): LockError {
+  return new LockError('conflict', `${what} is not supported in Redlock mode (--redlock): it grants exclusive locks only, without reentrancy or request ids`);
+}
+
+interface Kept extends KeepRequest {
+  events: LeaseEvents;
+  timer?: NodeJS.Timeout;
+  /** performance.now() by which a renewal must be confirmed, or the lease is reported lost. */
+  lostAt: number;
+  maxHoldAt: number;
+  ended: boolean;
+}
+
+export class RedlockEngine implements LockBackend {
+  private readonly nodes: RedlockNode[];
+  private readonly closeNodes: () => void;
+  readonly quorum: number;
+  /** Wake-ups by channel: each sleeping waiter's resolver. */
+  private readonly wakers = new Map<string, Set<() => void>>();
+  /** Waiting calls by channel (awake or asleep): the channel is subscribed while any remain. */
+  private readonly listeners = new Map<string, number>();
+  private readonly kept = new Map<string, Kept>();
+
+  constructor(private readonly options: RedlockOptions) {
+    const connected = connectNodes(options.urls, {
+      timeoutMs: options.nodeTimeoutMs,
+      epochKey: options.epochKey,
+      quarantineMs: options.maxTtlMs + options.quarantineMarginMs,
+      onMessage: (channel) => this.wake(channel),
+      onQuarantine: options.onQuarantine,
+      onChange: options.onChange,
+    });
+    this.nodes = connected.nodes;
+    this.closeNodes = connected.close;
+    this.quorum = Math.floor(this.nodes.length / 2) + 1;
+  }
+
+  /** Why no grant can be made now (fewer voting nodes than a majority), or null. */
+  grantsBlocked(): string | null {
+    const voting = this.nodes.filter((n) => n.votes()).length;
+    return voting >= this.quorum ? null : `only ${voting} of ${this.nodes.length} Redis masters can vote for a grant now; Redlock needs ${this.quorum}`;
+  }
+
+  /** How long until a majority votes again (0 when it does now; an estimate). */
+  grantsResumeInMs(): number {
+    if (!this.grantsBlocked()) return 0;
+    return this.nodes.map((n) => n.votesInMs()).sort((a, b) => a - b)[this.quorum - 1];
+  }
+
+  private keys(name: string) {
+    return redlockKeys(this.options.keyPrefix, name);
+  }
+
+  /** Runs a script on every node (or `on`), in parallel; a node that fails or times out answers null. */
+  private all(script: Parameters<RedlockNode['run']>[0], keys: string[], args: (string | number)[], on = this.nodes): Promise<(Reply | null)[]> {
+    return Promise.all(on.map((n) => n.run(script, keys, args).catch(() => null)));
+  }
+
+  private async forget(name: string, token: string): Promise<number> {
+    const { lease, channel } = this.keys(name);
+    const replies = await this.all('release', [lease, channel], [token]);
+    return replies.filter((r) => r === 1).length;
+  }
+
+  /** One grant attempt: the grant, or how long until the holder's lease ends (a hint for the retry). */
+  private async attempt(params: AcquireParams): Promise<{ grant?: Grant; retryInMs: number }> {
+    const blocked = this.grantsBlocked();
+    if (blocked) throw new LockError('unavailable', `lock "${params.name}": ${blocked}`);
+    const { lease, fence } = this.keys(params.name);
+    const token = randomBytes(16).toString('base64url');
+    const voters = this.nodes.filter((n) => n.votes());
+    const start = performance.now();
+    const replies = await this.all('acquire', [lease, fence], [token, params.ttlMs, params.owner], voters);
+    const votes = voters.filter((_, i) => Array.isArray(replies[i]) && (replies[i] as Reply[])[0] === 1);
+    let highest = 0n; // the highest token the answering nodes have seen
+    let clock = 0n; // the latest Redis TIME (µs) among the votes: tokens never fall below it
+    let retryInMs = MAX_BACKOFF_MS;
+    for (const reply of replies) {
+      if (!Array.isArray(reply)) continue;
+      if (BigInt(reply[1]) > highest) highest = BigInt(reply[1]);
+      if (reply[0] === 1) {
+        if (BigInt(reply[2]) > clock) clock = BigInt(reply[2]);
+      } else {
+        retryInMs = Math.min(retryInMs, Math.max(0, Number(reply[2])));
+        if (params.owner && reply[3] === params.owner) {
+          await this.forget(params.name, token);
+          throw unsupported('re-entering a lock its owner holds');
+        }
+      }
+    }
+    if (votes.length < this.quorum) {
+      if (votes.length > 0) await this.forget(params.name, token);
+      return { retryInMs };
+    }
+    const fencingToken = (highest + 1n > clock ? highest + 1n : clock).toString();
+    const written = await this.all('fence', [lease, fence], [token, fencingToken, FENCE_RETAIN_MS], votes);
+    const now = performance.now();
+    const validity = params.ttlMs - (now - start) - drift(params.ttlMs);
+    if (written.filter((r) => r === 1).length < this.quorum || validity <= 0) {
+      await this.forget(params.name, token);
+      return { retryInMs: MIN_BACKOFF_MS };
+    }
+    return { grant: { token, fencingToken, ttlMs: Math.floor(validity), holdCount: 1, leaseStart: now }, retryInMs: 0 };
+  }
+
+  async acquire(params: AcquireParams, signal?: AbortSignal): Promise<Grant | null> {
+    if (params.mode !== Mode.EXCLUSIVE || params.limit !== 1) throw unsupported('a shared lock or a semaphore');
+    if (params.requestId) throw unsupported('request_id');
+    if (params.ttlMs > this.options.maxTtlMs) {
+      throw new LockError('invalid', `ttl_ms ${params.ttlMs} is longer than this server's longest lease (${this.options.maxTtlMs} ms)`);
+    }
+    const deadline = performance.now() + params.waitMs;
+    const { channel } = this.keys(params.name);
+    let backoff = MIN_BACKOFF_MS;
+    let subscribed = false;
+    try {
+      for (;;) {
+        let result: { grant?: Grant; retryInMs: number };
+        try {
+          result = await this.attempt(params);
+        } catch (err) {
+          // Too few nodes to vote: a waiting caller waits for them, a try-once caller is told.
+          if (!(err instanceof LockError && err.kind === 'unavailable' && params.waitMs > 0)) throw err;
+          result = { retryInMs: Math.max(this.grantsResumeInMs(), MIN_BACKOFF_MS) };
+        }
+        if (result.grant) {
+          if (!signal?.aborted) return result.grant;
+          await this.forget(params.name, result.grant.token);
+          return null;
+        }
+        const left = deadline - performance.now();
+        if (left <= 0 || signal?.aborted) return null;
+        if (!subscribed) {
+          subscribed = true;
+          await this.listen(channel);
+          continue; // a release may have come before the subscription: look once more
+        }
+        // No queue: wait for a wake-up from any node, or the holder's lease end, or a backoff,
+        // then retry after a random part of the backoff so woken waiters do not all collide.
+        await this.wakeUpOrAfter(channel, Math.min(left, Math.max(result.retryInMs, backoff)), signal);
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * backoff));
+        backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+      }
+    } finally {
+      if (subscribed) await this.unlisten(channel);
+    }
+  }
+
+  private async listen(channel: string): Promise<void> {
+    const users = this.listeners.get(channel) ?? 0;
+    this.listeners.set(channel, users + 1);
+    if (users > 0) return;
+    this.wakers.set(channel, new Set());
+    await Promise.all(this.nodes.map((n) => n.subscribe(channel).catch(() => {})));
+  }
+
+  private async unlisten(channel: string): Promise<void> {
+    const users = (this.listeners.get(channel) ?? 1) - 1;
+    if (users > 0) {
+      this.listeners.set(channel, users);
+      return;
+    }
+    this.listeners.delete(channel);
+    this.wakers.delete(channel);
+    await Promise.all(this.nodes.map((n) => n.unsubscribe(channel).catch(() => {})));
+  }
+
+  private wake(channel: string): void {
+    const set = this.wakers.get(channel);
+    if (!set) return;
+    for (const resolve of [...set]) resolve();
+  }
+
+  private wakeUpOrAfter(channel: string, ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const set = this.wakers.get(channel) ?? new Set();
+      const done = () => {
+        clearTimeout(timer);
+        set.delete(done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      set.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  async release(name: string, token: string, options: ReleaseOptions = {}): Promise<ReleaseResult> {
+    const kept = this.kept.get(token);
+    if (options.vanished && !kept?.releaseOnDisconnect) return { released: false, holdCount: 1, holdId: options.holdId ?? '' };
+    const released = await this.forget(name, token);
+    if (released === 0) throw new LockError('not_found', `lock "${name}": the token holds nothing (wrong, expired or already released)`);
+    if (kept) this.end(kept, 'released', 'the hold was released with its token');
+    return { released: true, holdCount: 0, holdId: kept?.holdId ?? '' };
+  }
+
+  /**
+   * Renews on every node (ttlMs 0: the grant's own lease length); confirmed only by a majority
+   * within the validity, which counts from the start of the round.
+   */
+  private async renewOnce(name: string, token: string, ttlMs: number): Promise<{ validity: number; at: number } | { gone: boolean }> {
+    const start = performance.now();
+    const replies = await this.all('renew', [this.keys(name).lease], [token, ttlMs]);
+    const renewed = replies.filter((r): r is number => typeof r === 'number' && r > 0);
+    const gone = replies.filter((r) => r === 0).length;
+    const at = performance.now();
+    const ttl = Math.min(...renewed);
+    const validity = ttl - (at - start) - drift(ttl);
+    if (renewed.length >= this.quorum && validity > 0) return { validity, at };
+    // A majority answered that the vote is gone: no later renewal can bring it back.
+    return { gone: gone > this.nodes.length - this.quorum };
+  }
+
+  async renew(name: string, token: string, ttlMs: number): Promise<{ ttlMs: number }> {
+    if (ttlMs > this.options.maxTtlMs) {
+      throw new LockError('invalid', `ttl_ms ${ttlMs} is longer than this server's longest lease (${this.options.maxTtlMs} ms)`);
+    }
+    const result = await this.renewOnce(name, token, ttlMs);
+    if ('validity' in result) return { ttlMs: Math.floor(result.validity) };
+    if (result.gone) throw new LockError('not_found', `lock "${name}": the token holds nothing on a majority of the Redis masters (expired or released)`);
+    throw new LockError('unavailable', `lock "${name}": the renewal was not confirmed by a majority of the Redis masters in time; count on the lease you had`);
+  }
+
+  keep(request: KeepRequest, events: LeaseEvents, leaseStart: number, grantedMs = request.ttlMs): KeptLease {
+    const lease: Kept = {
+      ...request,
+      events,
+      lostAt: leaseStart + grantedMs, // grantedMs is the validity: drift already taken off
+      maxHoldAt: request.maxHoldMs > 0 ? leaseStart + request.maxHoldMs : Infinity,
+      ended: false,
+    };
+    this.kept.set(request.token, lease);
+    this.schedule(lease, request.ttlMs / 3);
+    return {
+      letGo: async () => {
+        if (this.stop(lease)) await this.forget(lease.name, lease.token);
+      },
+      abandon: async () => {
+        // Vanished: the lock stays closed until the votes run out on their own (the lease the
+        // client was told of ends first), unless it asked to be freed on disconnect.
+        if (this.stop(lease) && lease.releaseOnDisconnect) await this.forget(lease.name, lease.token);
+      },
+    };
+  }
+
+  private schedule(lease: Kept, inMs: number): void {
+    lease.timer = setTimeout(() => void this.renewKept(lease), Math.max(0, inMs));
+  }
+
+  private async renewKept(lease: Kept): Promise<void> {
+    if (lease.ended) return;
+    const now = performance.now();
+    if (now >= lease.maxHoldAt) return this.end(lease, 'max_hold', `the hold reached its max hold time (${lease.maxHoldMs} ms)`);
+    const ttl = Math.max(1, Math.min(lease.ttlMs, Math.ceil(lease.maxHoldAt - now)));
+    const result = await this.renewOnce(lease.name, lease.token, ttl);
+    if (lease.ended) return;
+    if ('validity' in result) {
+      lease.lostAt = result.at + result.validity;
+      lease.events.onRenewed(Math.floor(result.validity), result.at);
+      return this.schedule(lease, lease.ttlMs / 3);
+    }
+    if (result.gone) return this.end(lease, 'expired', 'the grant is gone from a majority of the Redis masters (it expired or was released)');
+    if (performance.now() >= lease.lostAt - 100) {
+      return this.end(lease, 'backend_unavailable', 'a majority of the Redis masters did not confirm a renewal before the lease ran out');
+    }
+    this.schedule(lease, 100); // try again soon: the lease still runs
+  }
+
+  /** Stops renewing; true when it was still kept. */
+  private stop(lease: Kept): boolean {
+    if (lease.ended) return false;
+    lease.ended = true;
+    clearTimeout(lease.timer);
+    this.kept.delete(lease.token);
+    return true;
+  }
+
+  private end(lease: Kept, reason: LostReason, message: string): void {
+    if (this.stop(lease)) lease.events.onLost(reason, message);
+  }
+
+  /** What the nodes say; a holder is one that a majority agrees on. */
+  private async survey(name: string): Promise<{ holder?: { owner: string; fence: string; ttlMs: number }; latest: string }> {
+    const { lease, fence } = this.keys(name);
+    const replies = (await this.all('inspect', [lease, fence], [])).filter(Array.isArray) as (string | number)[][];
+    let latest = 0n;
+    const byHolder = new Map<string, (string | number)[][]>();
+    for (const reply of replies) {
+      if (BigInt(reply[3]) > latest) latest = BigInt(reply[3]);
+      if (Number(reply[2]) > 0 && reply[4]) byHolder.set(String(reply[4]), [...(byHolder.get(String(reply[4])) ?? []), reply]);
+    }
+    for (const agreeing of byHolder.values()) {
+      if (agreeing.length < this.quorum) continue;
+      const ttlMs = Math.min(...agreeing.map((r) => Number(r[2])));
+      return { holder: { owner: String(agreeing[0][0]), fence: String(agreeing[0][1]), ttlMs }, latest: latest.toString() };
+    }
+    return { latest: latest.toString() };
+  }
+
+  async inspect(name: string): Promise<LockInfo> {
+    const { holder, latest } = await this.survey(name);
+    return {
+      name,
+      holders: holder ? [{ owner: holder.owner, fencingToken: holder.fence, ttlMs: holder.ttlMs, holdCount: 1, mode: Mode.EXCLUSIVE }] : [],
+      waiters: this.wakers.get(this.keys(name).channel)?.size ?? 0,
+      fencingToken: latest,
+      limit: 1,
+      grantsResumeInMs: this.grantsResumeInMs(),
+    };
+  }
+
+  async checkFencingToken(name: string, fencingToken: string): Promise<FenceCheck> {
+    const { holder, latest } = await this.survey(name);
+    const live = holder?.fence === fencingToken;
+    return { live, ttlMs: live ? holder!.ttlMs : 0, mode: live ? Mode.EXCLUSIVE : 0, latestFencingToken: latest };
+  }
+
+  stats(): EngineStats {
+    let waiters = 0;
+    for (const set of this.wakers.values()) waiters += set.size;
+    return {
+      waiters,
+      lines: this.wakers.size,
+      subscriptions: this.wakers.size,
+      lineTimers: 0,
+      claimsInFlight: 0,
+      keptLeases: this.kept.size,
+      namedHolds: this.kept.size,
+      timerArmed: this.kept.size > 0,
+    };
+  }
+
+  async close(): Promise<void> {
+    for (const lease of [...this.kept.values()]) this.end(lease, 'server_shutdown', 'the server is shutting down');
+    for (const channel of this.wakers.keys()) this.wake(channel);
+    this.closeNodes();
+  }
+}
