@@ -1,5 +1,5 @@
-// Wiring only: Redis (given or embedded), the lock engine, the gRPC server with health and
-// reflection, and an orderly stop.
+// Wiring only: the backend (Redis given or embedded, or Redlock's masters, src/backend) with its
+// lock engine, the gRPC server with health and reflection, and an orderly stop.
 import { join } from 'node:path';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -7,15 +7,13 @@ import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import { AdminServiceService } from '../clients/ts/gen/holdfast/v1/admin';
+import type { Backend } from './backend/backend';
+import { startRedisBackend } from './backend/redis';
+import { startRedlockBackend } from './backend/redlock';
+import type { LockBackend } from './engine/backend';
+import type { RedisSecurity } from './redis/connect';
+import type { SyncReplicas } from './redis/replica-acks';
 import { LockServiceService } from '../clients/ts/gen/holdfast/v1/lock';
-import { LockEngine } from './engine/engine';
-import { connectRedis, redactRedisUrl, type RedisSecurity, type RedisTarget } from './redis/connect';
-import { createWriteGuard } from './redis/guard';
-import { minReplicasProblem } from './redis/min-replicas';
-import { epochKey, shardEpochKey } from './engine/keys';
-import { MAX_TTL_MS } from './transport/requests';
-import { listedReplicas, type SyncReplicas } from './redis/replica-acks';
-import { startEmbeddedRedis, type EmbeddedRedis } from './redis/embedded';
 import { adminService, CallCounter } from './transport/admin';
 import { guardRequests, type Rejection } from './transport/decode';
 import { addHealthService } from './transport/health';
@@ -61,6 +59,10 @@ export interface ServerConfig {
   keyPrefix: string;
   /** Caps on message size, streams, pings, waiters and Hold streams; DEFAULT_LIMITS for any left out. */
   limits?: Partial<ServerLimits>;
+  /** Redis URLs of independent masters: Redlock mode instead of one Redis (src/redlock). */
+  redlock?: string[];
+  /** How long one Redlock node may take to answer. */
+  redlockNodeTimeoutMs?: number;
   logger: Logger;
 }
 
@@ -68,31 +70,12 @@ export interface RunningServer {
   port: number;
   /** The Redis URL (its password masked), or the cluster's seed nodes joined with commas. */
   redisUrl: string;
-  engine: LockEngine;
+  engine: LockBackend;
   /** Stops taking calls, ends waits and holds with UNAVAILABLE (releasing their locks), stops Redis if embedded. */
   stop(): Promise<void>;
 }
 
 const SERVICE = 'holdfast.v1.LockService';
-/** Calls answered before Redis is connected would all be UNAVAILABLE: wait this long for it first. */
-const REDIS_STARTUP_WAIT_MS = 5000;
-
-function readyWithin(redis: { once(event: 'ready', cb: () => void): unknown }, ms: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), ms);
-    redis.once('ready', () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
-}
-
-function redisTarget(config: ServerConfig): RedisTarget | undefined {
-  if (config.redisClusterNodes?.length) return { clusterNodes: config.redisClusterNodes };
-  if (config.redisSentinels?.length) return { sentinels: config.redisSentinels, masterName: config.redisMaster ?? 'mymaster' };
-  return config.redisUrl ? { url: config.redisUrl } : undefined;
-}
-
 export async function startServer(config: ServerConfig): Promise<RunningServer> {
   const log = config.logger;
   // First: unusable certificate files fail the start before anything is started.
@@ -102,86 +85,21 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       onReloaded: () => log.info('TLS certificate files changed: new connections get the new certificate'),
       onReloadFailed: (problem) => log.warn({ problem }, 'TLS certificate files changed but cannot be used yet; still serving the previous ones'),
     });
-  let embedded: EmbeddedRedis | undefined;
-  const target = redisTarget(config);
-  let redisUrl = config.redisUrl ?? config.redisClusterNodes?.join(',') ?? config.redisSentinels?.join(',');
-  if (!redisUrl) {
-    embedded = await startEmbeddedRedis({ dataDir: join(config.dataDir, 'redis') });
-    redisUrl = embedded.url;
-    log.info({ redisPid: embedded.pid, port: embedded.port, dataDir: embedded.dataDir }, 'started embedded redis-server (pass --redis URL to use your own)');
-  }
-  const redis = target ? connectRedis(target, config.redisSecurity) : connectRedis({ url: redisUrl });
   const logError = (err: unknown) => log.error({ err }, 'unexpected error');
-  let lastBackgroundError = '';
-  const quarantineMarginMs = config.quarantineMarginMs ?? 1000;
-  let onGuardChange = () => {};
-  const guard = createWriteGuard(redis.commands, {
-    syncReplicas: config.syncReplicas,
-    syncTimeoutMs: config.syncTimeoutMs,
-    quarantine: config.failoverQuarantine
-      ? {
-          ms: (config.maxTtlMs ?? MAX_TTL_MS) + quarantineMarginMs,
-          epochKey: epochKey(config.keyPrefix),
-          shardEpochKey: (tag) => shardEpochKey(config.keyPrefix, tag),
-          onQuarantine: (why, ms) => log.warn({ why, ms }, 'quarantine: no new grants until every lease the old master may have granted has run out'),
-          onError: (err) => log.debug({ err: String((err as Error)?.message ?? err) }, 'could not check which Redis master this is'),
-        }
-      : undefined,
-    onChange: () => onGuardChange(),
-  });
   const limits: ServerLimits = { ...DEFAULT_LIMITS, ...config.limits };
-  const engine = new LockEngine(redis.commands, redis.subscriber, {
-    keyPrefix: config.keyPrefix,
-    guard,
-    maxTtlMs: config.maxTtlMs,
-    maxWaitersPerLock: limits.maxWaitersPerLock,
-    onBackgroundError: (err) => {
-      const message = String((err as Error)?.message ?? err);
-      if (message !== lastBackgroundError) log.warn({ err: message }, 'background Redis call failed');
-      lastBackgroundError = message;
-    },
-  });
-
   const health = new HealthImplementation({ '': 'NOT_SERVING', [SERVICE]: 'NOT_SERVING' });
   const setHealth = (serving: boolean) => {
     const state = serving ? 'SERVING' : 'NOT_SERVING';
     health.setStatus('', state);
     health.setStatus(SERVICE, state);
   };
-  // SERVING while Redis answers and new grants may be made (not while a new master is quarantined).
-  let redisReady = redis.commands.status === 'ready';
-  const refreshHealth = () => setHealth(redisReady && !guard?.grantsBlocked());
-  onGuardChange = refreshHealth;
-  redis.commands.on('ready', () => {
-    lastBackgroundError = '';
-    redisReady = true;
-    refreshHealth();
-    log.info('redis ready');
-  });
-  redis.commands.on('close', () => {
-    redisReady = false;
-    refreshHealth();
-    log.warn('redis connection lost; answering UNAVAILABLE until it is back');
-  });
-  if (redisReady) refreshHealth();
-  else if (!(await readyWithin(redis.commands, REDIS_STARTUP_WAIT_MS))) {
-    log.warn({ redis: redactRedisUrl(redisUrl) }, 'Redis is not reachable yet; listening anyway and answering UNAVAILABLE until it is');
-  }
-
-  if (config.syncReplicas || config.failoverQuarantine) {
-    const problem = await minReplicasProblem(redis.commands, { syncReplicas: !!config.syncReplicas, quarantineMarginMs });
-    if (problem?.refuse && !config.allowMinReplicasZero) {
-      guard?.close();
-      await redis.close();
-      await embedded?.stop();
-      throw new Error(`${problem.message}, or pass --allow-min-replicas-zero`);
-    }
-    if (problem) log.warn(problem.message);
-    const listed = typeof config.syncReplicas === 'number' ? await listedReplicas(redis.commands) : undefined;
-    if (listed !== undefined && listed < (config.syncReplicas as number)) {
-      log.warn({ listed, syncReplicas: config.syncReplicas }, '--sync-replicas: the master lists fewer replicas than asked for; every grant is answered UNAVAILABLE until enough are connected');
-    }
-  }
+  // SERVING while the backend can make new grants (Redis answers, no quarantine; a Redlock majority).
+  let backend: Backend | undefined;
+  const refreshHealth = () => setHealth(backend?.serving() ?? false);
+  backend = config.redlock ? await startRedlockBackend(config, refreshHealth) : await startRedisBackend(config, limits, refreshHealth);
+  refreshHealth();
+  const { engine } = backend;
+  const running = backend;
 
   const calls = new CallCounter();
   const callLimits = new CallLimits(limits);
@@ -231,8 +149,8 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   } catch (err) {
     // Leave nothing behind: an embedded redis-server would outlive us as an orphan.
     server.forceShutdown();
-    await redis.close();
-    await embedded?.stop();
+    await engine.close();
+    await running.close();
     throw new Error(`cannot listen on ${config.listen}: ${(err as Error).message}`);
   }
   enforcePingPolicy(server, {
@@ -258,12 +176,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
           resolve();
         });
       });
-      guard?.close();
-      await redis.close();
-      if (embedded) {
-        await embedded.stop();
-        log.info('stopped embedded redis-server');
-      }
+      await running.close();
     })());
-  return { port, redisUrl: redactRedisUrl(redisUrl), engine, stop };
+  return { port, redisUrl: running.description, engine, stop };
 }

@@ -45,6 +45,9 @@ function redisSecurity(opts: RedisSecurityFlags): RedisSecurity {
   };
 }
 
+/** --max-ttl-ms unless given, with --redlock: how long a restarted master sits out. */
+const REDLOCK_MAX_TTL_MS = 60_000;
+
 /** Ends the process this long after SIGTERM/SIGINT even if something hangs. */
 const EXIT_DEADLINE_MS = 10_000;
 
@@ -77,6 +80,13 @@ export function serveCommand(): Command {
         .conflicts(['redis', 'redisCluster'])
         .argParser((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
     )
+    .addOption(
+      new Option('--redlock <redis-url,...>', 'independent Redis masters (3 or 5): Redlock mode, each grant needs a majority of them (exclusive locks only); instead of --redis')
+        .env('HOLDFAST_REDLOCK')
+        .conflicts(['redis', 'redisCluster', 'redisSentinels', 'failoverQuarantine'])
+        .argParser((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
+    )
+    .addOption(new Option('--redlock-node-timeout-ms <ms>', 'how long one Redlock master may take to answer (its vote is lost after)').argParser(millis).default(100))
     .addOption(new Option('--redis-tls', 'connect to Redis (and Sentinels) over TLS; rediss:// and --redis-tls-ca imply it').env('HOLDFAST_REDIS_TLS').default(false))
     .addOption(new Option('--redis-tls-ca <file>', "PEM CA to verify Redis's certificate with (default: the system's)").env('HOLDFAST_REDIS_TLS_CA'))
     .addOption(new Option('--redis-username <user>', 'Redis ACL user, when the URL names none').env('HOLDFAST_REDIS_USERNAME'))
@@ -122,11 +132,17 @@ export function serveCommand(): Command {
     .addOption(new Option('--min-ping-interval-ms <ms>', "shortest interval between a client's pings when the server sent nothing in between").argParser(millis).default(DEFAULT_LIMITS.minPingIntervalMs))
     .addOption(new Option('--max-ping-strikes <n>', 'pings sooner than that allowed before the connection is closed (GOAWAY too_many_pings)').argParser(count).default(DEFAULT_LIMITS.maxPingStrikes))
     .addOption(new Option('--log-level <level>', 'pino log level').env('HOLDFAST_LOG_LEVEL').default('info'))
-    .action(async (opts) => {
+    .action(async (opts, command: Command) => {
       const logger = pino({ level: opts.logLevel });
       if (opts.syncTimeoutMs < 1 || opts.syncTimeoutMs > 900) throw new Error('--sync-timeout-ms must be between 1 and 900 (under the 1 s command timeout)');
       if (opts.defaultTtlMs < MIN_TTL_MS || opts.defaultTtlMs > MAX_TTL_MS) {
         throw new Error(`--default-ttl-ms must be between ${MIN_TTL_MS} and ${MAX_TTL_MS}`);
+      }
+      if (opts.redlock) {
+        if (opts.redlock.length < 3) throw new Error('--redlock needs at least 3 Redis masters (a majority of 1 or 2 survives no failure)');
+        if (opts.syncReplicas) throw new Error('--sync-replicas does not apply to --redlock (its masters have no replicas)');
+        // A restarted master sits out the longest lease: keep it short unless asked otherwise.
+        if (command.getOptionValueSource('maxTtlMs') === 'default') opts.maxTtlMs = REDLOCK_MAX_TTL_MS;
       }
       if (opts.maxTtlMs < opts.defaultTtlMs || opts.maxTtlMs > MAX_TTL_MS) {
         throw new Error(`--max-ttl-ms must be between --default-ttl-ms and ${MAX_TTL_MS}`);
@@ -143,6 +159,8 @@ export function serveCommand(): Command {
           redisUrl: opts.redis,
           redisClusterNodes: opts.redisCluster,
           redisSentinels: opts.redisSentinels,
+          redlock: opts.redlock,
+          redlockNodeTimeoutMs: opts.redlockNodeTimeoutMs,
           redisMaster: opts.redisMaster,
           redisSecurity: redisSecurity(opts), // an unreadable --redis-tls-ca: TlsFilesError, below
           syncReplicas: opts.syncReplicas,

@@ -1,0 +1,13 @@
+// What the server needs from the place lock state lives, whichever it is: one Redis (given or
+// embedded), Sentinel or Cluster (redis.ts), or Redlock's independent masters (redlock.ts).
+import type { LockBackend } from '../engine/backend';
+
+export interface Backend {
+  engine: LockBackend;
+  /** Where the state lives, for logs (passwords masked). */
+  description: string;
+  /** Whether new grants can be made now (health SERVING). */
+  serving(): boolean;
+  /** Stops the engine's connections (and an embedded redis-server). The engine is closed first by the server. */
+  close(): Promise<void>;
+}

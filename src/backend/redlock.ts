@@ -1,0 +1,29 @@
+// The Redlock backend: N independent Redis masters (src/redlock), no embedded Redis.
+import type { ServerConfig } from '../server';
+import { epochKey } from '../engine/keys';
+import { redactRedisUrl } from '../redis/connect';
+import { RedlockEngine } from '../redlock/engine';
+import { MAX_TTL_MS } from '../transport/requests';
+import type { Backend } from './backend';
+
+export async function startRedlockBackend(config: ServerConfig, onChange: () => void): Promise<Backend> {
+  const log = config.logger;
+  const urls = config.redlock!;
+  const engine = new RedlockEngine({
+    urls,
+    keyPrefix: config.keyPrefix,
+    maxTtlMs: config.maxTtlMs ?? MAX_TTL_MS,
+    quarantineMarginMs: config.quarantineMarginMs ?? 1000,
+    nodeTimeoutMs: config.redlockNodeTimeoutMs ?? 100,
+    epochKey: epochKey(config.keyPrefix),
+    onQuarantine: (url, why, ms) => log.warn({ node: redactRedisUrl(url), why, ms }, 'Redlock: this master votes for no new grant until every lease it may have granted has run out'),
+    onChange,
+  });
+  log.info({ nodes: urls.map(redactRedisUrl), quorum: engine.quorum }, 'Redlock mode: grants need a majority of these Redis masters');
+  return {
+    engine,
+    description: urls.map(redactRedisUrl).join(','),
+    serving: () => engine.grantsBlocked() === null,
+    close: async () => {},
+  };
+}
