@@ -4,18 +4,17 @@ import { RedisBinaryMissing } from '../redis/embedded';
 import type { SyncReplicas } from '../redis/replica-acks';
 import { startServer } from '../server';
 import { DEFAULT_LIMITS } from '../transport/limits';
-import { MAX_TTL_MS, MIN_TTL_MS } from '../transport/requests';
+import { MAX_TTL_MS } from '../transport/requests';
+import { addEnvVars, ConfigError, EXIT_BAD_CONFIG, printableConfig, resolveServeConfig } from '../config/load';
+import type { ServeConfig } from '../config/schema';
 import type { RedisSecurity } from '../redis/connect';
 import { readOptionFile, TlsFilesError } from '../tls/option-file';
 import { count, millis } from './options';
 import { protectedModeRefusal } from './protected-mode';
 
-/** Exit code of a setting that cannot work (as for an invalid option). */
-const EXIT_BAD_SETTING = 2;
-
 function refuseToStart(message: string): never {
   process.stderr.write(`holdfast: ${message}\n`);
-  process.exit(EXIT_BAD_SETTING);
+  process.exit(EXIT_BAD_CONFIG);
 }
 
 /** The TLS files to serve with, or undefined for plaintext; refuses a half-given pair. */
@@ -45,8 +44,6 @@ function redisSecurity(opts: RedisSecurityFlags): RedisSecurity {
   };
 }
 
-/** --max-ttl-ms unless given, with --redlock: how long a restarted master sits out. */
-const REDLOCK_MAX_TTL_MS = 60_000;
 
 /** Ends the process this long after SIGTERM/SIGINT even if something hangs. */
 const EXIT_DEADLINE_MS = 10_000;
@@ -58,8 +55,21 @@ function syncReplicas(value: string): SyncReplicas {
   return n;
 }
 
+/** The checked settings; a bad one ends the process with one line and exit 2. */
+function settingsOrExit(command: Command): ServeConfig {
+  try {
+    const resolved = resolveServeConfig(command);
+    if (resolved.config.printConfig) process.stdout.write(printableConfig(resolved));
+    return resolved.config;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`holdfast: ${err.message}\n`);
+    process.exit(EXIT_BAD_CONFIG);
+  }
+}
+
 export function serveCommand(): Command {
-  return new Command('serve')
+  const command = new Command('serve')
     .description('run the lock server (with a private redis-server child unless --redis is given)')
     .addOption(new Option('--listen <host:port>', 'gRPC listen address').env('HOLDFAST_LISTEN').default('127.0.0.1:50051'))
     .addOption(new Option('--tls-cert <file>', "serve TLS with this PEM certificate (chain); re-read when it changes").env('HOLDFAST_TLS_CERT'))
@@ -132,21 +142,12 @@ export function serveCommand(): Command {
     .addOption(new Option('--min-ping-interval-ms <ms>', "shortest interval between a client's pings when the server sent nothing in between").argParser(millis).default(DEFAULT_LIMITS.minPingIntervalMs))
     .addOption(new Option('--max-ping-strikes <n>', 'pings sooner than that allowed before the connection is closed (GOAWAY too_many_pings)').argParser(count).default(DEFAULT_LIMITS.maxPingStrikes))
     .addOption(new Option('--log-level <level>', 'pino log level').env('HOLDFAST_LOG_LEVEL').default('info'))
-    .action(async (opts, command: Command) => {
+    .addOption(new Option('--config <file>', 'YAML file of settings (keys spelled as the flags); flags and env override it').env('HOLDFAST_CONFIG'))
+    .addOption(new Option('--print-config', 'print the effective settings (secrets masked) and exit').default(false))
+    .action(async (_flags, command: Command) => {
+      const opts = settingsOrExit(command);
+      if (opts.printConfig) return;
       const logger = pino({ level: opts.logLevel });
-      if (opts.syncTimeoutMs < 1 || opts.syncTimeoutMs > 900) throw new Error('--sync-timeout-ms must be between 1 and 900 (under the 1 s command timeout)');
-      if (opts.defaultTtlMs < MIN_TTL_MS || opts.defaultTtlMs > MAX_TTL_MS) {
-        throw new Error(`--default-ttl-ms must be between ${MIN_TTL_MS} and ${MAX_TTL_MS}`);
-      }
-      if (opts.redlock) {
-        if (opts.redlock.length < 3) throw new Error('--redlock needs at least 3 Redis masters (a majority of 1 or 2 survives no failure)');
-        if (opts.syncReplicas) throw new Error('--sync-replicas does not apply to --redlock (its masters have no replicas)');
-        // A restarted master sits out the longest lease: keep it short unless asked otherwise.
-        if (command.getOptionValueSource('maxTtlMs') === 'default') opts.maxTtlMs = REDLOCK_MAX_TTL_MS;
-      }
-      if (opts.maxTtlMs < opts.defaultTtlMs || opts.maxTtlMs > MAX_TTL_MS) {
-        throw new Error(`--max-ttl-ms must be between --default-ttl-ms and ${MAX_TTL_MS}`);
-      }
       const tls = tlsFiles(opts);
 
       const refusal = protectedModeRefusal({ listen: opts.listen, tls: !!tls, authConfigured: false, insecure: opts.insecure });
@@ -214,4 +215,9 @@ export function serveCommand(): Command {
       process.once('SIGTERM', () => shutdown('SIGTERM'));
       process.once('SIGINT', () => shutdown('SIGINT'));
     });
+  addEnvVars(command);
+  // A bad flag or env value is a bad setting too: commander's message on one line, then exit 2.
+  return command
+    .configureOutput({ outputError: (text, write) => write(`holdfast: ${text.replace(/^error: /, '').trim().replace(/\s*\n\s*/g, ' ')}\n`) })
+    .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : EXIT_BAD_CONFIG));
 }
