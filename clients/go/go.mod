@@ -1,4 +1,4 @@
-module holdfast/clients/go
+module github.com/holdfast/holdfast/clients/go
 
 // The versions Debian 12 ships (golang-google-grpc-dev, golang-google-protobuf-dev,
 // golang-github-golang-protobuf-1-5-dev); go.sh builds against those in GOPATH mode.

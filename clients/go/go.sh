@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the go command on this client with Debian's Go packages and no network:
 # GOPATH mode over /usr/share/gocode (golang-google-grpc-dev, golang-google-protobuf-dev),
-# with this folder linked in as holdfast/clients/go. Example: clients/go/go.sh test ./...
+# with this folder linked in at its module path. Example: clients/go/go.sh test ./...
 set -euo pipefail
 # grpc 1.33 decodes through github.com/golang/protobuf; the 1.3 package cannot decode
 # protoc-gen-go 1.28 messages (it panics), so Debian's 1.5 package must be the one installed.
@@ -12,10 +12,11 @@ fi
 here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/src/holdfast/clients"
-ln -s "$here" "$work/src/holdfast/clients/go"
-cd "$work/src/holdfast/clients/go"
-export PWD="$work/src/holdfast/clients/go"
+module="$(sed -n 's/^module //p' "$here/go.mod")"
+mkdir -p "$(dirname "$work/src/$module")"
+ln -s "$here" "$work/src/$module"
+cd "$work/src/$module"
+export PWD="$work/src/$module"
 export HOLDFAST_REPO_ROOT="$(dirname "$(dirname "$here")")"
 export GO111MODULE=off GOPROXY=off GOFLAGS= GOPATH="$work:/usr/share/gocode"
 export GOCACHE="${GOCACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/go-build}"

@@ -3,7 +3,7 @@
 // LeaseDeadline of the latest confirmation (see deadline.go); it only moves forward, and a grant or
 // renewal that arrives after its own deadline ends the lease at once.
 //
-// The generated stubs are in holdfast/clients/go/gen/holdfast/v1.
+// The generated stubs are in github.com/holdfast/holdfast/clients/go/gen/holdfast/v1.
 package holdfast
 
 import (
@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	holdfastv1 "holdfast/clients/go/gen/holdfast/v1"
+	holdfastv1 "github.com/holdfast/holdfast/clients/go/gen/holdfast/v1"
 )
 
 // Options shape one Hold. The zero value asks for the server's default lease and no waiting.

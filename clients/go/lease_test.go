@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	holdfastv1 "holdfast/clients/go/gen/holdfast/v1"
+	holdfastv1 "github.com/holdfast/holdfast/clients/go/gen/holdfast/v1"
 )
 
 const waitLimit = 10 * time.Second

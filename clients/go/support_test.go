@@ -21,7 +21,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	holdfastv1 "holdfast/clients/go/gen/holdfast/v1"
+	holdfastv1 "github.com/holdfast/holdfast/clients/go/gen/holdfast/v1"
 )
 
 const startTimeout = 20 * time.Second

@@ -3,11 +3,17 @@
     with holdfast.lock(channel, "reports", ttl_ms=10_000, wait_ms=5_000) as lease:
         write_report(fencing_token=lease.fencing_token)
 
+    async with holdfast.alock(aio_channel, "reports", ttl_ms=10_000, wait_ms=5_000) as lease:  # grpc.aio
+        await write_report(fencing_token=lease.fencing_token)
+
+holdfast.aio has the asyncio lease and acquire/release/inspect coroutines.
+
 The generated stubs live in holdfast.v1 (lock_pb2, lock_pb2_grpc).
 """
 
+from holdfast.aio import AsyncLease, alock
 from holdfast.calls import acquire, inspect, release
 from holdfast.lease import CLOCK_DRIFT, Lease, LeaseLost, NotAcquired, drift_margin_ms, lease_deadline, lock
 
-__all__ = ["CLOCK_DRIFT", "Lease", "LeaseLost", "NotAcquired", "acquire", "drift_margin_ms", "inspect", "lease_deadline",
-           "lock", "release"]
+__all__ = ["CLOCK_DRIFT", "AsyncLease", "Lease", "LeaseLost", "NotAcquired", "acquire", "drift_margin_ms", "inspect", "lease_deadline",
+           "alock", "lock", "release"]

@@ -10,10 +10,18 @@ def acquire(channel, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0,
     Nothing keeps a local deadline for this grant. Count its lease from a time.monotonic() read
     before the call, not after it returns: lease_deadline(sent_at, grant.lease_started_after_ms, grant.ttl_ms).
     """
+    request = acquire_request(name, ttl_ms, wait_ms, owner, shared, limit)
+    return granted(lock_pb2_grpc.LockServiceStub(channel).Acquire(request, timeout=timeout), name, wait_ms)
+
+
+def acquire_request(name, ttl_ms, wait_ms, owner, shared, limit):
     mode = lock_pb2.LOCK_MODE_SHARED if shared else lock_pb2.LOCK_MODE_EXCLUSIVE
-    request = lock_pb2.AcquireRequest(name=name, owner=owner, ttl_ms=ttl_ms, wait_timeout_ms=wait_ms, mode=mode,
-                                      limit=limit)
-    grant = lock_pb2_grpc.LockServiceStub(channel).Acquire(request, timeout=timeout)
+    return lock_pb2.AcquireRequest(name=name, owner=owner, ttl_ms=ttl_ms, wait_timeout_ms=wait_ms, mode=mode,
+                                   limit=limit)
+
+
+def granted(grant, name, wait_ms):
+    """Returns the AcquireResponse when it is a grant; raises NotAcquired when it is not."""
     if not grant.acquired:
         raise NotAcquired(f'lock "{name}" was not acquired within {wait_ms} ms')
     return grant

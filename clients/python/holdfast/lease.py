@@ -48,8 +48,20 @@ def lease_deadline(sent_at, lease_started_after_ms, ttl_ms):
     return sent_at + (counted_ms - drift_margin_ms(counted_ms)) / 1000.0
 
 
-class Lease:
-    """One grant kept alive by an open Hold stream. Built by `lock`; read its fields inside the block."""
+# Why a lease counts as lost when nothing but the local clock said so.
+PAST_DEADLINE = "no renewal was confirmed before the local deadline"
+
+
+def hold_request(name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0, max_hold_ms=0,
+                 release_on_disconnect=False):
+    """The HoldRequest both `lock` and `alock` send."""
+    mode = lock_pb2.LOCK_MODE_SHARED if shared else lock_pb2.LOCK_MODE_EXCLUSIVE
+    return lock_pb2.HoldRequest(name=name, owner=owner, ttl_ms=ttl_ms, wait_timeout_ms=wait_ms, mode=mode,
+                                limit=limit, max_hold_ms=max_hold_ms, release_on_disconnect=release_on_disconnect)
+
+
+class LeaseState:
+    """The fields a lease shows, and what one Hold event does to them (callers do their own locking)."""
 
     def __init__(self, stub, name, request):
         self.name = name
@@ -58,21 +70,66 @@ class Lease:
         self.fencing_token = 0
         self.hold_count = 0
         self.ttl_ms = 0
-        # Set once the lease can no longer be trusted; never cleared.
-        self.lost = threading.Event()
         self.lost_reason = None
         # A holdfast.v1.LostReason value; LOST_REASON_UNSPECIFIED when the client decided alone.
         self.lost_code = lock_pb2.LOST_REASON_UNSPECIFIED
-        self._stub = stub
         self._request = request
         self._sent_at = None  # time.monotonic() just before the Hold call started
-        self._cond = threading.Condition()
         self._acquired = False
+        self._deadline = None  # time.monotonic(): the lease ends no earlier than this
+        self._stub = stub
+        self._call = None
         self._ended = False
         self._closing = False
         self._error = None
-        self._deadline = None  # time.monotonic(): the lease ends no earlier than this
-        self._call = None
+
+    def _record(self, response):
+        """Applies one HoldResponse; returns (reason, code) when it makes the lease lost."""
+        kind = response.WhichOneof("event")
+        if kind == "lost":
+            return response.lost.reason, response.lost.code
+        if kind == "acquired":
+            grant = response.acquired
+            self.token, self.hold_id, self.fencing_token = grant.token, grant.hold_id, grant.fencing_token
+            self.hold_count, self.ttl_ms = grant.hold_count, grant.ttl_ms
+            self._acquired = True
+            confirmed, what = grant, "the grant"
+        elif kind == "renewed":
+            confirmed, what = response.renewed, "a renewal"
+        else:
+            return None
+        deadline = lease_deadline(self._sent_at, confirmed.lease_started_after_ms, confirmed.ttl_ms)
+        self._deadline = deadline if self._deadline is None else max(self._deadline, deadline)
+        if self._deadline <= time.monotonic():
+            return f"{what} arrived after the lease could have ended", lock_pb2.LOST_REASON_UNSPECIFIED
+        return None
+
+    def _open_failure(self, error):
+        """What a Hold that was never granted raises: NotAcquired when its wait ran out, else the refusal."""
+        if error is None or (isinstance(error, grpc.RpcError) and error.code() == grpc.StatusCode.DEADLINE_EXCEEDED):
+            return NotAcquired(f'lock "{self.name}" was not acquired within {self._request.wait_timeout_ms} ms')
+        return error
+
+    @staticmethod
+    def _ended_reason(error):
+        """Why a held lease is lost when its stream ends without a lost event."""
+        return "the Hold stream ended" if error is None else f"the Hold stream ended: {error.code().name} {error.details()}"
+
+    def check(self):
+        """Raises LeaseLost when the lease is lost (a fencing point before a side effect)."""
+        if self.lost.is_set() or time.monotonic() >= (self.deadline or 0):
+            self._lose(PAST_DEADLINE, lock_pb2.LOST_REASON_UNSPECIFIED)
+            raise LeaseLost(f'lock "{self.name}": {self.lost_reason}')
+
+
+class Lease(LeaseState):
+    """One grant kept alive by an open Hold stream. Built by `lock`; read its fields inside the block."""
+
+    def __init__(self, stub, name, request):
+        super().__init__(stub, name, request)
+        # Set once the lease can no longer be trusted; never cleared.
+        self.lost = threading.Event()
+        self._cond = threading.Condition()
         self._threads = []
 
     @property
@@ -80,12 +137,6 @@ class Lease:
         """The conservative end of the lease (time.monotonic()); it counts as lost from then on."""
         with self._cond:
             return self._deadline
-
-    def check(self):
-        """Raises LeaseLost when the lease is lost (a fencing point before a side effect)."""
-        if self.lost.is_set() or time.monotonic() >= (self.deadline or 0):
-            self._lose("no renewal was confirmed before the local deadline", lock_pb2.LOST_REASON_UNSPECIFIED)
-            raise LeaseLost(f'lock "{self.name}": {self.lost_reason}')
 
     def _open(self, wait_s):
         self._sent_at = time.monotonic()
@@ -104,10 +155,7 @@ class Lease:
             except LeaseLost as lost:
                 error = lost
         self._close_stream()  # frees the hold at once if the server still keeps it and can hear us
-        if not acquired and (error is None or (isinstance(error, grpc.RpcError)
-                                               and error.code() == grpc.StatusCode.DEADLINE_EXCEEDED)):
-            raise NotAcquired(f'lock "{self.name}" was not acquired within {self._request.wait_timeout_ms} ms')
-        raise error
+        raise error if acquired else self._open_failure(error)
 
     def _read(self):
         error = None
@@ -122,33 +170,14 @@ class Lease:
             self._cond.notify_all()
             if not self._acquired or self._closing:
                 return
-        detail = "the Hold stream ended" if error is None else f"the Hold stream ended: {error.code().name} {error.details()}"
-        self._lose(detail, lock_pb2.LOST_REASON_UNSPECIFIED)
+        self._lose(self._ended_reason(error), lock_pb2.LOST_REASON_UNSPECIFIED)
 
     def _on_event(self, response):
-        kind = response.WhichOneof("event")
-        if kind == "lost":
-            self._lose(response.lost.reason, response.lost.code)
-            return
         with self._cond:
-            if kind == "acquired":
-                grant = response.acquired
-                self.token, self.hold_id, self.fencing_token = grant.token, grant.hold_id, grant.fencing_token
-                self.hold_count, self.ttl_ms = grant.hold_count, grant.ttl_ms
-                self._acquired = True
-                confirmed = grant
-                what = "the grant"
-            elif kind == "renewed":
-                confirmed = response.renewed
-                what = "a renewal"
-            else:
-                return
-            deadline = lease_deadline(self._sent_at, confirmed.lease_started_after_ms, confirmed.ttl_ms)
-            self._deadline = deadline if self._deadline is None else max(self._deadline, deadline)
-            late = self._deadline <= time.monotonic()
+            lost = self._record(response)
             self._cond.notify_all()
-        if late:
-            self._lose(f"{what} arrived after the lease could have ended", lock_pb2.LOST_REASON_UNSPECIFIED)
+        if lost:
+            self._lose(*lost)
 
     def _watch(self):
         with self._cond:
@@ -162,7 +191,7 @@ class Lease:
                 self._cond.wait(timeout=left)
             else:
                 return
-        self._lose("no renewal was confirmed before the local deadline", lock_pb2.LOST_REASON_UNSPECIFIED)
+        self._lose(PAST_DEADLINE, lock_pb2.LOST_REASON_UNSPECIFIED)
 
     def _lose(self, reason, code):
         with self._cond:
@@ -214,10 +243,7 @@ class lock:  # noqa: N801 - used like a function: `with holdfast.lock(...) as le
 
     def __init__(self, channel, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0, max_hold_ms=0,
                  release_on_disconnect=False):
-        mode = lock_pb2.LOCK_MODE_SHARED if shared else lock_pb2.LOCK_MODE_EXCLUSIVE
-        request = lock_pb2.HoldRequest(name=name, owner=owner, ttl_ms=ttl_ms, wait_timeout_ms=wait_ms, mode=mode,
-                                       limit=limit, max_hold_ms=max_hold_ms,
-                                       release_on_disconnect=release_on_disconnect)
+        request = hold_request(name, ttl_ms, wait_ms, owner, shared, limit, max_hold_ms, release_on_disconnect)
         self._wait_s = wait_ms / 1000.0 + ACQUIRE_GRACE_S
         self._lease = Lease(lock_pb2_grpc.LockServiceStub(channel), name, request)
 

@@ -13,8 +13,8 @@ import (
 
 	"google.golang.org/grpc"
 
-	holdfast "holdfast/clients/go"
-	holdfastv1 "holdfast/clients/go/gen/holdfast/v1"
+	holdfast "github.com/holdfast/holdfast/clients/go"
+	holdfastv1 "github.com/holdfast/holdfast/clients/go/gen/holdfast/v1"
 )
 
 func main() {
