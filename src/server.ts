@@ -21,6 +21,8 @@ import { lockService } from './transport/lock-service';
 import { readRequestShapes } from './transport/wire';
 import { CallLimits, DEFAULT_LIMITS, serverOptionsFor, type ServerLimits } from './transport/limits';
 import { enforcePingPolicy } from './transport/ping-policy';
+import { startHttpListener, type HttpListener } from './http/listener';
+import { Metrics } from './observability/metrics';
 import { packageRoot } from './package-root';
 import { serverTls, type ServerTlsFiles } from './tls/server-credentials';
 
@@ -63,6 +65,8 @@ export interface ServerConfig {
   redlock?: string[];
   /** How long one Redlock node may take to answer. */
   redlockNodeTimeoutMs?: number;
+  /** HOST:PORT for /metrics, /healthz and /readyz; absent: no metrics are kept. */
+  metricsListen?: string;
   logger: Logger;
 }
 
@@ -71,6 +75,8 @@ export interface RunningServer {
   /** The Redis URL (its password masked), or the cluster's seed nodes joined with commas. */
   redisUrl: string;
   engine: LockBackend;
+  /** The port of /metrics, /healthz and /readyz, with metricsListen. */
+  metricsPort?: number;
   /** Stops taking calls, ends waits and holds with UNAVAILABLE (releasing their locks), stops Redis if embedded. */
   stop(): Promise<void>;
 }
@@ -88,24 +94,29 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const logError = (err: unknown) => log.error({ err }, 'unexpected error');
   const limits: ServerLimits = { ...DEFAULT_LIMITS, ...config.limits };
   const health = new HealthImplementation({ '': 'NOT_SERVING', [SERVICE]: 'NOT_SERVING' });
-  const setHealth = (serving: boolean) => {
-    const state = serving ? 'SERVING' : 'NOT_SERVING';
+  let serving = false;
+  const setHealth = (servingNow: boolean) => {
+    serving = servingNow;
+    const state = servingNow ? 'SERVING' : 'NOT_SERVING';
     health.setStatus('', state);
     health.setStatus(SERVICE, state);
   };
   // SERVING while the backend can make new grants (Redis answers, no quarantine; a Redlock majority).
   let backend: Backend | undefined;
   const refreshHealth = () => setHealth(backend?.serving() ?? false);
-  backend = config.redlock ? await startRedlockBackend(config, refreshHealth) : await startRedisBackend(config, limits, refreshHealth);
+  const metrics = config.metricsListen ? new Metrics() : undefined;
+  const observer = metrics;
+  backend = config.redlock ? await startRedlockBackend(config, refreshHealth) : await startRedisBackend(config, limits, refreshHealth, observer);
   refreshHealth();
   const { engine } = backend;
   const running = backend;
+  metrics?.watch({ stats: () => engine.stats(), redisUp: () => running.redisUp?.() ?? running.serving(), grantsBlocked: () => !!running.grantsBlocked?.() });
 
   const calls = new CallCounter();
   const callLimits = new CallLimits(limits);
   const server = new Server({
     // Counts calls in flight for GetServerStats; caps waiters and Hold streams.
-    interceptors: [calls.interceptor, callLimits.interceptor],
+    interceptors: [calls.interceptor, callLimits.interceptor, ...(metrics ? [metrics.rpcInterceptor] : [])],
     ...serverOptionsFor(limits),
     'grpc.keepalive_time_ms': config.keepaliveTimeMs,
     'grpc.keepalive_timeout_ms': config.keepaliveTimeoutMs,
@@ -158,6 +169,23 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     connection: (session) => callLimits.connection(session),
     onTooManyPings: (session) => log.warn({ peer: `${session.socket?.remoteAddress}:${session.socket?.remotePort}` }, 'closed a connection that pinged too often (GOAWAY too_many_pings)'),
   });
+  let http: HttpListener | undefined;
+  if (config.metricsListen && metrics) {
+    const notReady = () => {
+      if (serving) return null;
+      if (running.redisUp?.() === false) return 'Redis is not reachable';
+      return running.grantsBlocked?.() ?? 'the server is starting or stopping, or cannot grant now';
+    };
+    try {
+      http = await startHttpListener(config.metricsListen, { metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }), notReady });
+    } catch (err) {
+      server.forceShutdown();
+      await engine.close();
+      await running.close();
+      throw err;
+    }
+    log.info({ metricsListen: config.metricsListen, port: http.port }, 'serving /metrics, /healthz and /readyz');
+  }
   log.info({ listen: config.listen, port, tls: tls ? (tls.mutual ? 'mutual' : 'server') : 'off' }, 'holdfast listening');
 
   let stopping: Promise<void> | undefined;
@@ -176,7 +204,8 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
           resolve();
         });
       });
+      await http?.close();
       await running.close();
     })());
-  return { port, redisUrl: running.description, engine, stop };
+  return { port, redisUrl: running.description, engine, metricsPort: http?.port, stop };
 }

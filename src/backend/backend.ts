@@ -8,6 +8,10 @@ export interface Backend {
   description: string;
   /** Whether new grants can be made now (health SERVING). */
   serving(): boolean;
+  /** Whether Redis answers (for metrics and /readyz; absent: serving() says it). */
+  redisUp?(): boolean;
+  /** Why new grants are held back (a failover quarantine), or null. */
+  grantsBlocked?(): string | null;
   /** Stops the engine's connections (and an embedded redis-server). The engine is closed first by the server. */
   close(): Promise<void>;
 }

@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import type { ServerConfig } from '../server';
 import { LockEngine } from '../engine/engine';
+import type { EngineObserver } from '../engine/observer';
 import { epochKey, shardEpochKey } from '../engine/keys';
 import { connectRedis, redactRedisUrl, type RedisTarget } from '../redis/connect';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../redis/embedded';
@@ -34,7 +35,7 @@ function redisTarget(config: ServerConfig): RedisTarget | undefined {
 }
 
 /** Connects (or starts) Redis and the engine; `onChange` is called whenever serving() may have changed. */
-export async function startRedisBackend(config: ServerConfig, limits: ServerLimits, onChange: () => void): Promise<Backend> {
+export async function startRedisBackend(config: ServerConfig, limits: ServerLimits, onChange: () => void, observer?: EngineObserver): Promise<Backend> {
   const log = config.logger;
   let embedded: EmbeddedRedis | undefined;
   const target = redisTarget(config);
@@ -63,6 +64,7 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
     onChange: () => onGuardChange(),
   });
   const engine = new LockEngine(redis.commands, redis.subscriber, {
+    observer,
     keyPrefix: config.keyPrefix,
     guard,
     maxTtlMs: config.maxTtlMs,
@@ -111,6 +113,8 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
     engine,
     description: redactRedisUrl(redisUrl),
     serving: () => redisReady && !guard?.grantsBlocked(),
+    redisUp: () => redisReady,
+    grantsBlocked: () => guard?.grantsBlocked() ?? null,
     async close() {
       guard?.close();
       await redis.close();

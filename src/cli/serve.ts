@@ -132,6 +132,7 @@ export function serveCommand(): Command {
     .addOption(new Option('--keepalive-timeout-ms <ms>', 'how long a ping may go unanswered').argParser(millis).default(5_000))
     .addOption(new Option('--deadline-margin-ms <ms>', "stop waiting this long before a call's deadline").argParser(millis).default(50))
     .addOption(new Option('--key-prefix <prefix>', 'first part of every Redis key').default('hf'))
+    .addOption(new Option('--metrics-listen <host:port>', 'serve Prometheus /metrics, /healthz and /readyz over HTTP here (off when absent)').env('HOLDFAST_METRICS_LISTEN'))
     .addOption(new Option('--max-message-bytes <n>', 'largest request message accepted (RESOURCE_EXHAUSTED above)').argParser(count).default(DEFAULT_LIMITS.maxMessageBytes))
     .addOption(new Option('--max-concurrent-streams <n>', 'calls open at once on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS)').argParser(count).default(DEFAULT_LIMITS.maxConcurrentStreams))
     .addOption(new Option('--max-waiters-per-connection <n>', 'waiting Acquire calls and not yet granted Hold streams per connection').argParser(count).default(DEFAULT_LIMITS.maxWaitersPerConnection))
@@ -190,6 +191,7 @@ export function serveCommand(): Command {
             minPingIntervalMs: opts.minPingIntervalMs,
             maxPingStrikes: opts.maxPingStrikes,
           },
+          metricsListen: opts.metricsListen,
           logger,
         });
       } catch (err) {

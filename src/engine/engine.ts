@@ -5,6 +5,7 @@ import { Cluster, type Redis } from 'ioredis';
 import type { WriteGuard } from '../redis/guard';
 import { LockError, ScriptCode, fromRedisError } from './errors';
 import { lockKeys, requestIdKey, scriptKeys } from './keys';
+import { NO_OBSERVER, type EngineObserver } from './observer';
 import { commandName, defineScripts, isGranting, scriptKeyCount, type ScriptName } from './scripts';
 import type { AcquireParams, FenceCheck, Grant, HolderInfo, LockInfo, Mode, ReleaseOptions, ReleaseResult } from './types';
 import { WaitRoom, type WaitRoomStats } from './wait-room';
@@ -25,6 +26,8 @@ export interface EngineOptions {
   maxTtlMs?: number;
   /** Queued waiters per lock, across all servers on this Redis; 0 or absent: no cap. */
   maxWaitersPerLock?: number;
+  /** Told of lock events and timings (metrics, traces); none by default. */
+  observer?: EngineObserver;
 }
 
 type Reply = (string | number | Reply)[];
@@ -53,6 +56,7 @@ export class LockEngine {
   private readonly guard?: WriteGuard;
   private readonly maxTtlMs: number;
   private readonly maxWaitersPerLock: number;
+  readonly observer: EngineObserver;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -65,17 +69,26 @@ export class LockEngine {
     this.guard = options.guard;
     this.maxTtlMs = options.maxTtlMs ?? Infinity;
     this.maxWaitersPerLock = options.maxWaitersPerLock ?? 0;
+    this.observer = options.observer ?? NO_OBSERVER;
     if (this.guard?.connection) defineScripts(this.guard.connection);
     const onBackgroundError = options.onBackgroundError ?? (() => {});
     this.room = new WaitRoom(this, subscriber, { refreshMs: options.entryRefreshMs ?? 1000, onBackgroundError });
-    this.watchdog = new Watchdog(redis, this.prefix, (name, token, how) => this.release(name, token, how), onBackgroundError, options.guard);
+    this.watchdog = new Watchdog(redis, this.prefix, (name, token, how) => this.release(name, token, how), onBackgroundError, options.guard, this.observer);
   }
 
   /** Runs one lock script; Redis trouble becomes LockError('unavailable'). */
   async run(script: ScriptName, name: string, args: (string | number)[]): Promise<Reply> {
     const keys = scriptKeys(lockKeys(this.prefix, name), scriptKeyCount(script));
     const [command, guardedArgs] = this.commandFor(script, keys[0], args);
-    return this.runOn(keys, command, guardedArgs);
+    const probe = this.observer.scriptStart(script);
+    let failed = true;
+    try {
+      const reply = await this.runOn(keys, command, guardedArgs);
+      failed = false;
+      return reply;
+    } finally {
+      this.observer.scriptEnd(probe, script, failed);
+    }
   }
 
   /**
@@ -116,12 +129,15 @@ export class LockEngine {
     (pipeline as unknown as Record<string, (...a: unknown[]) => void>)[command].call(pipeline, ...keys, ...guardedArgs);
     const check = this.guard.confirmAfter(pipeline);
     let results: [Error | null, unknown][];
+    const probe = this.observer.scriptStart(script);
     try {
       results = (await pipeline.exec()) ?? [];
     } catch (err) {
+      this.observer.scriptEnd(probe, script, true);
       throw this.fromRedisError(err);
     }
     const [err, reply] = results[0] ?? [new Error('no reply'), null];
+    this.observer.scriptEnd(probe, script, !!err);
     if (err) {
       if (/^(MOVED|ASK|MASTERCHANGED) /.test(err.message) && connection instanceof Cluster) connection.refreshSlotsCache();
       throw fromRedisError(err);
@@ -157,6 +173,18 @@ export class LockEngine {
    * time, or when `signal` aborted (a grant that raced the abort is released first).
    */
   async acquire(params: AcquireParams, signal?: AbortSignal): Promise<Grant | null> {
+    const probe = this.observer.acquireStart();
+    try {
+      const grant = await this.grantOrWait(params, signal);
+      this.observer.acquireEnd(probe, grant ? 'granted' : 'not_granted');
+      return grant;
+    } catch (err) {
+      this.observer.acquireEnd(probe, 'error');
+      throw err;
+    }
+  }
+
+  private async grantOrWait(params: AcquireParams, signal?: AbortSignal): Promise<Grant | null> {
     this.checkTtl(params.ttlMs);
     if (params.requestId) await this.tieRequestId(params);
     const deadline = performance.now() + params.waitMs;
@@ -171,7 +199,15 @@ export class LockEngine {
       return null;
     }
     if (!reply.queued) return null;
-    return this.room.wait({ params, token, waiterId, deadline, nextExpiryMs: reply.nextExpiryMs }, signal);
+    const probe = this.observer.waitStart();
+    try {
+      const grant = await this.room.wait({ params, token, waiterId, deadline, nextExpiryMs: reply.nextExpiryMs }, signal);
+      this.observer.waitEnd(probe, grant ? 'granted' : 'not_granted');
+      return grant;
+    } catch (err) {
+      this.observer.waitEnd(probe, 'error');
+      throw err;
+    }
   }
 
   /** One run of acquire-4: granted, refused, or queued under waiterId (when not ''). */
@@ -209,7 +245,13 @@ export class LockEngine {
     const { name, owner, mode, limit, ttlMs, waitMs, requestId } = params;
     const asked = JSON.stringify([name, owner, mode, limit, ttlMs]);
     const rememberMs = waitMs + ttlMs + REQUEST_ID_RETAIN_MS;
-    const tied: unknown = await this.runOn([requestIdKey(this.prefix, requestId)], commandName('requestId'), [asked, rememberMs]);
+    const probe = this.observer.scriptStart('requestId');
+    let tied: unknown;
+    try {
+      tied = await this.runOn([requestIdKey(this.prefix, requestId)], commandName('requestId'), [asked, rememberMs]);
+    } finally {
+      this.observer.scriptEnd(probe, 'requestId', tied === undefined);
+    }
     if (tied !== 1) throw requestIdReused();
   }
 
@@ -220,7 +262,11 @@ export class LockEngine {
   async release(name: string, token: string, options: ReleaseOptions = {}): Promise<ReleaseResult> {
     const { holdId = '', vanished = false, lockDelayMs = 0, vanishedLeaseMs } = options;
     const reply = await this.run('release', name, [token, holdId, vanished ? 1 : 0, lockDelayMs, vanishedLeaseMs ?? '']);
-    if (reply[0] === ScriptCode.NOT_FOUND) throw notHeld(name);
+    if (reply[0] === ScriptCode.NOT_FOUND) {
+      this.observer.tokenGone('release');
+      throw notHeld(name);
+    }
+    this.observer.released(vanished);
     const result = { released: reply[0] === 1, holdCount: Number(reply[1]), holdId: String(reply[2]) };
     if (result.holdId) this.watchdog.released(result.holdId);
     return result;
@@ -228,7 +274,15 @@ export class LockEngine {
 
   /** Keeps renewing a grant until stopped or lost (the lease behind a Hold stream). */
   keep(request: KeepRequest, events: LeaseEvents, leaseStart: number, grantedMs?: number): KeptLease {
-    return this.watchdog.keep(request, events, leaseStart, grantedMs);
+    const { observer } = this;
+    const observed: LeaseEvents = {
+      onRenewed: events.onRenewed,
+      onLost: (reason, message) => {
+        if (reason !== 'released') observer.leaseLost(reason);
+        events.onLost(reason, message);
+      },
+    };
+    return this.watchdog.keep(request, observed, leaseStart, grantedMs);
   }
 
   /** How many leases this engine is keeping alive. */
@@ -245,7 +299,10 @@ export class LockEngine {
   async renew(name: string, token: string, ttlMs: number): Promise<{ ttlMs: number }> {
     this.checkTtl(ttlMs);
     const { reply, confirmed } = await this.runConfirmed('renew', name, [token, ttlMs]);
-    if (reply[0] === ScriptCode.NOT_FOUND) throw notHeld(name);
+    if (reply[0] === ScriptCode.NOT_FOUND) {
+      this.observer.tokenGone('renew');
+      throw notHeld(name);
+    }
     if (!confirmed) throw new LockError('unavailable', `lock "${name}": the renewal was not confirmed by enough Redis replicas in time; count on the lease you had`);
     return { ttlMs: Number(reply[1]) };
   }

@@ -20,6 +20,8 @@ export interface WaitRequest {
 
 interface Waiter extends WaitRequest {
   done: boolean;
+  /** performance.now() when a message said the queue served this waiter (0: none yet). */
+  servedAt: number;
   resolve(grant: Grant | null): void;
   reject(err: unknown): void;
   cleanup(): void;
@@ -68,7 +70,7 @@ export class WaitRoom {
 
   wait(request: WaitRequest, signal?: AbortSignal): Promise<Grant | null> {
     return new Promise<Grant | null>((resolve, reject) => {
-      const waiter: Waiter = { ...request, done: false, resolve, reject, cleanup: () => {} };
+      const waiter: Waiter = { ...request, done: false, servedAt: 0, resolve, reject, cleanup: () => {} };
       const onAbort = () => void this.cancel(waiter);
       const deadlineTimer = setTimeout(onAbort, Math.max(0, request.deadline - performance.now()));
       signal?.addEventListener('abort', onAbort, { once: true });
@@ -117,7 +119,12 @@ export class WaitRoom {
     if (!line) return;
     const [kind, ...rest] = message.split(' ');
     if (kind === 'g') {
-      const ours = rest.filter((id) => line.waiters.has(id));
+      const heardAt = performance.now();
+      const ours = rest.filter((id) => {
+        const waiter = line.waiters.get(id);
+        if (waiter && waiter.servedAt === 0) waiter.servedAt = heardAt;
+        return waiter !== undefined;
+      });
       if (ours.length > 0) void this.check(line, ours);
     }
     if (kind === 'd') this.schedule(line, Number(rest[0]));
@@ -193,6 +200,8 @@ export class WaitRoom {
         // The call ended while the grant was on its way: give it back.
         await this.engine.release(waiter.params.name, grant.token, { holdId: waiter.params.holdId }).catch(this.options.onBackgroundError);
       } else {
+        // Hand-off: the script that freed the lock served this waiter and published; this much later it has its grant.
+        if (waiter.servedAt > 0) this.engine.observer.handoff(performance.now() - waiter.servedAt);
         this.finish(waiter, () => waiter.resolve(grant));
       }
       return;

@@ -13,6 +13,7 @@ import type { WriteGuard } from '../redis/guard';
 import { fromRedisError, NotRenewed, ScriptCode } from './errors';
 import { lockKeys, scriptKeys } from './keys';
 import { commandName, scriptKeyCount } from './scripts';
+import { NO_OBSERVER, type EngineObserver } from './observer';
 import type { ReleaseOptions } from './types';
 
 export type LostReason = 'expired' | 'taken' | 'backend_unavailable' | 'server_shutdown' | 'max_hold' | 'released' | 'failover';
@@ -90,6 +91,7 @@ export class Watchdog {
     private readonly release: Release,
     private readonly onBackgroundError: (err: unknown) => void,
     private readonly guard?: WriteGuard,
+    private readonly observer: EngineObserver = NO_OBSERVER,
   ) {}
 
   /** Renewals that must be confirmed go where the guard says (WAIT waits for that connection's writes). */
@@ -236,11 +238,13 @@ export class Watchdog {
     // One replica acknowledgement for the whole batch; without it no renewal of it counts.
     const confirmed = this.guard?.confirmAfter?.(pipeline);
     let results: [Error | null, unknown][];
+    const probe = this.observer.scriptStart('renewBatch');
     try {
       results = (await pipeline.exec()) ?? [];
     } catch (err) {
       results = due.map(() => [err as Error, null]);
     }
+    this.observer.scriptEnd(probe, 'renewBatch', results.some(([err]) => err));
     if (confirmed) {
       const [err, acks] = results[due.length] ?? [new Error('no reply'), null];
       if (err || !confirmed(acks)) {

@@ -1,0 +1,65 @@
+// The server's one HTTP listener, next to the gRPC one: /metrics for Prometheus, /healthz (the
+// process answers) and /readyz (it serves: Redis reachable, no quarantine) for probes.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface HttpRoutes {
+  /** The Prometheus text exposition and its content type. */
+  metrics(): Promise<{ contentType: string; body: string }>;
+  /** Why the server does not serve now, or null when it does. */
+  notReady(): string | null;
+}
+
+export interface HttpListener {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** host:port, [v6]:port. */
+export function parseHostPort(listen: string): { host: string; port: number } {
+  const match = /^\[?([^\]]*?)\]?:(\d+)$/.exec(listen);
+  if (!match || Number(match[2]) > 65535) throw new Error(`--metrics-listen must be HOST:PORT, got "${listen}"`);
+  return { host: match[1] || '0.0.0.0', port: Number(match[2]) };
+}
+
+export async function startHttpListener(listen: string, routes: HttpRoutes): Promise<HttpListener> {
+  const { host, port } = parseHostPort(listen);
+  const server = createServer((req, res) => void answer(req, res, routes));
+  server.keepAliveTimeout = 65_000; // longer than Prometheus's scrape interval: a scraper keeps its connection
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err) => reject(new Error(`cannot listen on ${listen} for metrics: ${err.message}`)));
+    server.listen(port, host, () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+async function answer(req: IncomingMessage, res: ServerResponse, routes: HttpRoutes): Promise<void> {
+  const path = (req.url ?? '/').split('?')[0];
+  if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'only GET\n');
+  try {
+    if (path === '/metrics') {
+      const { contentType, body } = await routes.metrics();
+      return send(res, 200, body, contentType);
+    }
+    if (path === '/healthz') return send(res, 200, 'ok\n');
+    if (path === '/readyz') {
+      const why = routes.notReady();
+      return why === null ? send(res, 200, 'ready\n') : send(res, 503, `not ready: ${why}\n`);
+    }
+    send(res, 404, 'not found: try /metrics, /healthz or /readyz\n');
+  } catch (err) {
+    send(res, 500, `error: ${(err as Error).message}\n`);
+  }
+}
+
+function send(res: ServerResponse, code: number, body: string, contentType = 'text/plain; charset=utf-8'): void {
+  res.writeHead(code, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
