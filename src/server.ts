@@ -23,6 +23,8 @@ import { CallLimits, DEFAULT_LIMITS, serverOptionsFor, type ServerLimits } from 
 import { enforcePingPolicy } from './transport/ping-policy';
 import { startHttpListener, type HttpListener } from './http/listener';
 import { Metrics } from './observability/metrics';
+import { bothObservers, startTracing } from './observability/tracing';
+import type { TracerProvider } from '@opentelemetry/api';
 import { packageRoot } from './package-root';
 import { serverTls, type ServerTlsFiles } from './tls/server-credentials';
 
@@ -67,6 +69,8 @@ export interface ServerConfig {
   redlockNodeTimeoutMs?: number;
   /** HOST:PORT for /metrics, /healthz and /readyz; absent: no metrics are kept. */
   metricsListen?: string;
+  /** Traces go here (tests: an in-memory exporter); without it, over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set, else nowhere. */
+  tracerProvider?: TracerProvider;
   logger: Logger;
 }
 
@@ -105,7 +109,8 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   let backend: Backend | undefined;
   const refreshHealth = () => setHealth(backend?.serving() ?? false);
   const metrics = config.metricsListen ? new Metrics() : undefined;
-  const observer = metrics;
+  const tracing = startTracing(config.tracerProvider);
+  const observer = metrics && tracing ? bothObservers(metrics, tracing.observer) : (metrics ?? tracing?.observer);
   backend = config.redlock ? await startRedlockBackend(config, refreshHealth) : await startRedisBackend(config, limits, refreshHealth, observer);
   refreshHealth();
   const { engine } = backend;
@@ -116,7 +121,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const callLimits = new CallLimits(limits);
   const server = new Server({
     // Counts calls in flight for GetServerStats; caps waiters and Hold streams.
-    interceptors: [calls.interceptor, callLimits.interceptor, ...(metrics ? [metrics.rpcInterceptor] : [])],
+    interceptors: [calls.interceptor, callLimits.interceptor, ...(metrics ? [metrics.rpcInterceptor] : []), ...(tracing ? [tracing.interceptor] : [])],
     ...serverOptionsFor(limits),
     'grpc.keepalive_time_ms': config.keepaliveTimeMs,
     'grpc.keepalive_timeout_ms': config.keepaliveTimeoutMs,
@@ -186,6 +191,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     }
     log.info({ metricsListen: config.metricsListen, port: http.port }, 'serving /metrics, /healthz and /readyz');
   }
+  if (tracing && !config.tracerProvider) log.info('exporting traces over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT)');
   log.info({ listen: config.listen, port, tls: tls ? (tls.mutual ? 'mutual' : 'server') : 'off' }, 'holdfast listening');
 
   let stopping: Promise<void> | undefined;
@@ -205,6 +211,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
         });
       });
       await http?.close();
+      await tracing?.shutdown().catch(() => {});
       await running.close();
     })());
   return { port, redisUrl: running.description, engine, metricsPort: http?.port, stop };
