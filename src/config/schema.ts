@@ -112,6 +112,7 @@ export const serveSettings = {
   maxWaitersPerLock: count,
   minPingIntervalMs: ms,
   maxPingStrikes: count,
+  metricsListen: z.string().regex(/^(\[[^\]]*\]|[^:\s]*):\d{1,5}$/, 'HOST:PORT, for example 127.0.0.1:9464').optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
 };
 
