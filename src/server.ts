@@ -138,6 +138,11 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       lockDelayMs: config.lockDelayMs,
       releaseOnDisconnect: config.releaseOnDisconnect ?? false,
       logError,
+      // One line per lost lease and per Hold stream that broke; a shutdown ends them all, said once.
+      onAbnormalEnd: ({ name, holdId, reason, message }) => {
+        if (reason === 'server_shutdown') return;
+        log.warn({ lock: name, holdId, reason, detail: message }, reason === 'stream_lost' ? 'hold stream ended without a cancel' : 'lease lost');
+      },
     }),
     {
       shapes: readRequestShapes('holdfast/v1/lock.proto', [protoDir]),

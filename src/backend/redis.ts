@@ -85,10 +85,15 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
     onChange();
     log.info('redis ready');
   });
+  let closingRedis = false; // closed on purpose (stop, a refused start): no news
+  const closeRedis = () => {
+    closingRedis = true;
+    return redis.close();
+  };
   redis.commands.on('close', () => {
     redisReady = false;
     onChange();
-    log.warn('redis connection lost; answering UNAVAILABLE until it is back');
+    if (!closingRedis) log.warn('redis connection lost; answering UNAVAILABLE until it is back');
   });
   if (!redisReady && !(await readyWithin(redis.commands, REDIS_STARTUP_WAIT_MS))) {
     log.warn({ redis: redactRedisUrl(redisUrl) }, 'Redis is not reachable yet; listening anyway and answering UNAVAILABLE until it is');
@@ -98,7 +103,7 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
     const problem = await minReplicasProblem(redis.commands, { syncReplicas: !!config.syncReplicas, quarantineMarginMs });
     if (problem?.refuse && !config.allowMinReplicasZero) {
       guard?.close();
-      await redis.close();
+      await closeRedis();
       await embedded?.stop();
       throw new Error(`${problem.message}, or pass --allow-min-replicas-zero`);
     }
@@ -117,7 +122,7 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
     grantsBlocked: () => guard?.grantsBlocked() ?? null,
     async close() {
       guard?.close();
-      await redis.close();
+      await closeRedis();
       if (embedded) {
         await embedded.stop();
         log.info('stopped embedded redis-server');

@@ -1,5 +1,4 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import pino from 'pino';
 import { RedisBinaryMissing } from '../redis/embedded';
 import type { SyncReplicas } from '../redis/replica-acks';
 import { startServer } from '../server';
@@ -10,6 +9,7 @@ import type { ServeConfig } from '../config/schema';
 import type { RedisSecurity } from '../redis/connect';
 import { readOptionFile, TlsFilesError } from '../tls/option-file';
 import { count, millis } from './options';
+import { serverLogger } from './logger';
 import { protectedModeRefusal } from './protected-mode';
 
 function refuseToStart(message: string): never {
@@ -148,7 +148,7 @@ export function serveCommand(): Command {
     .action(async (_flags, command: Command) => {
       const opts = settingsOrExit(command);
       if (opts.printConfig) return;
-      const logger = pino({ level: opts.logLevel });
+      const logger = serverLogger(opts.logLevel);
       const tls = tlsFiles(opts);
 
       const refusal = protectedModeRefusal({ listen: opts.listen, tls: !!tls, authConfigured: false, insecure: opts.insecure });

@@ -22,6 +22,16 @@ export interface HoldOptions {
   /** Free every Hold's lock the moment its stream ends, however it ends (gives up the lease guarantee). */
   releaseOnDisconnect: boolean;
   logError(err: unknown): void;
+  /** Told once for each granted Hold that ends other than by its holder's word, for the log. */
+  onAbnormalEnd?(end: AbnormalHoldEnd): void;
+}
+
+/** A lost lease (the watchdog's reason), or 'stream_lost': the stream ended without a cancel. */
+export interface AbnormalHoldEnd {
+  name: string;
+  holdId: string;
+  reason: Exclude<EngineLostReason, 'released'> | 'stream_lost';
+  message: string;
 }
 
 const LOST_CODE: Record<EngineLostReason, LostReason> = {
@@ -96,6 +106,7 @@ async function hold(engine: LockBackend, options: HoldOptions, call: HoldCall): 
           call.end(); // the client released it on purpose: a normal end
           return;
         }
+        options.onAbnormalEnd?.({ name: params.name, holdId: params.holdId, reason, message });
         call.write({ lost: { reason: message, code: LOST_CODE[reason] } });
         const code = reason === 'server_shutdown' ? status.UNAVAILABLE : status.ABORTED;
         call.emit('error', serviceError(code, `lock "${params.name}": ${message}`));
@@ -107,5 +118,10 @@ async function hold(engine: LockBackend, options: HoldOptions, call: HoldCall): 
   // A client that cancelled knows its lease is over: give the hold back now. A lost connection
   // (or keepalive finding the peer dead) says nothing about what the client believes: its
   // lease runs out first.
-  signal.addEventListener('abort', () => void (cancelledByClient() ? lease.letGo() : lease.abandon()));
+  signal.addEventListener('abort', () => {
+    if (cancelledByClient()) return void lease.letGo();
+    const message = 'the stream ended without a cancel (the connection was lost or the call timed out)';
+    options.onAbnormalEnd?.({ name: params.name, holdId: params.holdId, reason: 'stream_lost', message });
+    void lease.abandon();
+  });
 }
