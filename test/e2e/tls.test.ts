@@ -136,7 +136,7 @@ describe('certificate rotation', () => {
         return served.serialNumber !== first.serialNumber ? served : undefined;
       });
       expect(rotated!.serialNumber).toBe(new X509Certificate(certs.pem('rotated.crt')).serialNumber);
-      expect(mtlsServer.logs.some((l) => /TLS certificate files changed: new connections/.test(l))).toBe(true);
+      await waitFor('the reload to be logged', () => mtlsServer.logs.some((l) => /TLS certificate files changed: new connections/.test(l)));
 
       // The old connection's stream keeps renewing after the swap, and a new client connects.
       const renewedBefore = stream.events.filter((e) => e.renewed).length;
