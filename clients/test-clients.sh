@@ -29,13 +29,13 @@ free_port() {
   node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
 }
 
-redis_pid="" server_pid="" logs="$(mktemp -d)"
+redis_pid="" server_pid="" tls_server_pid="" logs="$(mktemp -d)"
 cleanup() {
-  for pid in $server_pid $redis_pid; do
+  for pid in $server_pid $tls_server_pid $redis_pid; do
     kill -CONT "$pid" 2>/dev/null || true
     kill "$pid" 2>/dev/null || true
   done
-  for pid in $server_pid $redis_pid; do
+  for pid in $server_pid $tls_server_pid $redis_pid; do
     wait "$pid" 2>/dev/null || true
   done
   rm -rf "$logs"
@@ -62,6 +62,22 @@ if ! "$PYTHON" -c 'import grpc, sys; grpc.channel_ready_future(grpc.insecure_cha
   die "the server did not start on $addr"
 fi
 say "server on $addr (redis on port $redis_port)"
+
+# A second server on the same Redis with mutual TLS (certificates from test/support/make-certs.sh).
+certs="$logs/certs"
+bash test/support/make-certs.sh "$certs"
+tls_addr="127.0.0.1:$(free_port)"
+node dist/src/cli.js serve --listen "$tls_addr" --redis "redis://127.0.0.1:$redis_port" --log-level warn \
+  --tls-cert "$certs/server.crt" --tls-key "$certs/server.key" --tls-client-ca "$certs/ca.crt" >"$logs/tls-server.log" 2>&1 &
+tls_server_pid=$!
+if ! "$PYTHON" -c 'import grpc, sys; pem = [open(f, "rb").read() for f in sys.argv[3:]]
+grpc.channel_ready_future(grpc.secure_channel(sys.argv[1], grpc.ssl_channel_credentials(*pem))).result(timeout=float(sys.argv[2]))' \
+  "$tls_addr" "$START_TIMEOUT_S" "$certs/ca.crt" "$certs/client.key" "$certs/client.crt"; then
+  cat "$logs/tls-server.log" >&2
+  die "the mutual-TLS server did not start on $tls_addr"
+fi
+tls_flags=(--tls-ca "$certs/ca.crt" --tls-cert "$certs/client.crt" --tls-key "$certs/client.key")
+say "mutual-TLS server on $tls_addr"
 export HOLDFAST_ADDR="$addr" HOLDFAST_REDIS_URL="redis://127.0.0.1:$redis_port"
 
 passed=0 failed=0
@@ -94,16 +110,23 @@ step "python package installs offline" python_package_check
 step "go vet" clients/go/go.sh vet ./...
 step "go test" clients/go/go.sh test -count=1 -v ./...
 step "go example" clients/go/go.sh run ./examples/hold --addr "$addr" "go-$example_name"
+step "python example over mutual TLS" "$PYTHON" clients/python/examples/example.py --addr "$tls_addr" "${tls_flags[@]}" "pytls-$example_name"
+step "go example over mutual TLS" clients/go/go.sh run ./examples/hold --addr "$tls_addr" "${tls_flags[@]}" "gotls-$example_name"
+# Negative control: without the client certificate the same example is refused.
+step "python example without a client certificate is refused" \
+  bash -c '! "$@" 2>/dev/null' _ "$PYTHON" clients/python/examples/example.py --addr "$tls_addr" --tls-ca "$certs/ca.crt" "pyno-$example_name"
 step "java tests" clients/java/java.sh test
 step "java example" clients/java/java.sh example --addr "$addr" "java-$example_name"
 
-if ! kill -0 "$server_pid" 2>/dev/null; then
-  failed=$((failed + 1))
-  say "FAILED: the server died during the run"
-fi
+for pid in $server_pid $tls_server_pid; do
+  if ! kill -0 "$pid" 2>/dev/null; then
+    failed=$((failed + 1))
+    say "FAILED: a server died during the run"
+  fi
+done
 if ((failed > 0)); then
-  say "server log:"
-  cat "$logs/server.log" >&2
+  say "server logs:"
+  cat "$logs/server.log" "$logs/tls-server.log" >&2
 fi
 echo "clients: $passed passed, $failed failed"
 ((failed == 0))

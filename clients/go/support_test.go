@@ -79,6 +79,11 @@ func lockKeys(name string) []string {
 
 // startProcesses starts a redis-server and a holdfast server with serverArgs added to serve.
 func startProcesses(t testing.TB, serverArgs ...string) *processes {
+	return startProcessesDialing(t, []grpc.DialOption{grpc.WithInsecure()}, serverArgs...)
+}
+
+// startProcessesDialing is startProcesses for a server that readyOpts reach (TLS: a plaintext dial never would).
+func startProcessesDialing(t testing.TB, readyOpts []grpc.DialOption, serverArgs ...string) *processes {
 	p := &processes{}
 	t.Cleanup(p.stop)
 	p.redisAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -115,7 +120,7 @@ func startProcesses(t testing.TB, serverArgs ...string) *processes {
 	if err := p.server.Start(); err != nil {
 		t.Fatal(err)
 	}
-	dial(t, p.addr).Close()
+	dial(t, p.addr, readyOpts...).Close()
 	return p
 }
 
@@ -141,11 +146,14 @@ func (p *processes) stop() {
 	}
 }
 
-// dial connects and waits until the server answers (or fails the test).
-func dial(t testing.TB, addr string) *grpc.ClientConn {
+// dial connects (plaintext unless opts say otherwise) and waits until the server answers (or fails the test).
+func dial(t testing.TB, addr string, opts ...grpc.DialOption) *grpc.ClientConn {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	conn, err := grpc.DialContext(ctx, addr, grpc.WithInsecure(), grpc.WithBlock())
+	if len(opts) == 0 {
+		opts = []grpc.DialOption{grpc.WithInsecure()}
+	}
+	conn, err := grpc.DialContext(ctx, addr, append(opts, grpc.WithBlock())...)
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}

@@ -6,6 +6,7 @@
     async with holdfast.alock(aio_channel, "reports", ttl_ms=10_000, wait_ms=5_000) as lease:  # grpc.aio
         await write_report(fencing_token=lease.fencing_token)
 
+holdfast.channel (and holdfast.aio_channel) connects with TLS, a client certificate and an API key.
 holdfast.aio has the asyncio lease and acquire/release/inspect coroutines.
 
 The generated stubs live in holdfast.v1 (lock_pb2, lock_pb2_grpc).
@@ -13,7 +14,8 @@ The generated stubs live in holdfast.v1 (lock_pb2, lock_pb2_grpc).
 
 from holdfast.aio import AsyncLease, alock
 from holdfast.calls import acquire, inspect, release
+from holdfast.connect import aio_channel, channel
 from holdfast.lease import CLOCK_DRIFT, Lease, LeaseLost, NotAcquired, drift_margin_ms, lease_deadline, lock
 
-__all__ = ["CLOCK_DRIFT", "AsyncLease", "Lease", "LeaseLost", "NotAcquired", "acquire", "drift_margin_ms", "inspect", "lease_deadline",
-           "alock", "lock", "release"]
+__all__ = ["CLOCK_DRIFT", "AsyncLease", "Lease", "LeaseLost", "NotAcquired", "acquire", "aio_channel", "alock", "channel",
+           "drift_margin_ms", "inspect", "lease_deadline", "lock", "release"]

@@ -55,12 +55,14 @@ def lock_keys(name, prefix="hf"):
 class Processes:
     """A redis-server and a holdfast server (with `server_args` added to serve), each killed by PID on stop()."""
 
-    def __init__(self, server_args=()):
+    def __init__(self, server_args=(), ready_credentials=None):
         self.redis = None
         self.server = None
         self.addr = None
         self.redis_url = None
         self._server_args = list(server_args)
+        # A TLS server is ready when a TLS channel is (an insecure one never would be).
+        self._ready_credentials = ready_credentials
 
     def start(self):
         try:
@@ -98,7 +100,8 @@ class Processes:
             ["node", str(cli), "serve", "--listen", self.addr, "--redis", self.redis_url, "--log-level", "warn",
              *self._server_args],
             cwd=REPO_ROOT)
-        with grpc.insecure_channel(self.addr) as channel:
+        creds = self._ready_credentials
+        with grpc.secure_channel(self.addr, creds) if creds else grpc.insecure_channel(self.addr) as channel:
             grpc.channel_ready_future(channel).result(timeout=START_TIMEOUT_S)
 
     def pause(self):
@@ -115,6 +118,13 @@ class Processes:
             os.kill(proc.pid, signal.SIGCONT)
             proc.kill()
             proc.wait(timeout=10)
+
+
+def make_certs(directory):
+    """Test certificates in `directory`, made by test/support/make-certs.sh (see there): ca, server,
+    client (CN=test-client), other-ca and other-client. Returns a function reading one as bytes."""
+    subprocess.run(["bash", str(REPO_ROOT / "test" / "support" / "make-certs.sh"), str(directory)], check=True)
+    return lambda name: (pathlib.Path(directory) / name).read_bytes()
 
 
 def shared_server():

@@ -1,6 +1,8 @@
 // Command hold takes a lock, prints its fencing token and releases it.
 //
 //	clients/go/go.sh run ./examples/hold --addr 127.0.0.1:50051 reports
+//	HOLDFAST_API_KEY=… clients/go/go.sh run ./examples/hold --addr locks.internal:50051 \
+//	  --tls-ca ca.crt --tls-cert client.crt --tls-key client.key reports
 package main
 
 import (
@@ -9,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"os"
 	"time"
 
 	"google.golang.org/grpc"
@@ -21,6 +24,10 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:50051", "holdfast server host:port")
 	ttl := flag.Duration("ttl", 10*time.Second, "lease length")
 	wait := flag.Duration("wait", 5*time.Second, "how long to wait for the lock")
+	tlsCA := flag.String("tls-ca", "", "PEM CA that signed the server's certificate (turns TLS on)")
+	tlsCert := flag.String("tls-cert", "", "mutual TLS: PEM client certificate")
+	tlsKey := flag.String("tls-key", "", "mutual TLS: the client certificate's PEM key")
+	apiKey := flag.String("api-key", os.Getenv("HOLDFAST_API_KEY"), "API key (default $HOLDFAST_API_KEY)")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		log.Fatal("usage: hold [--addr host:port] NAME")
@@ -28,7 +35,12 @@ func main() {
 	name := flag.Arg(0)
 	log.SetFlags(0)
 
-	conn, err := grpc.Dial(*addr, grpc.WithInsecure())
+	security := holdfast.Security{CA: readPEM(*tlsCA), Cert: readPEM(*tlsCert), Key: readPEM(*tlsKey), APIKey: *apiKey}
+	opts, err := holdfast.DialOptions(security)
+	if err != nil {
+		log.Fatal(err)
+	}
+	conn, err := grpc.Dial(*addr, opts...)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -51,4 +63,16 @@ func main() {
 		log.Fatalf("hold: release: %v", err)
 	}
 	fmt.Printf("released %s\n", name)
+}
+
+// readPEM reads the file a flag names; nil when the flag is unset.
+func readPEM(file string) []byte {
+	if file == "" {
+		return nil
+	}
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return pem
 }
