@@ -6,6 +6,7 @@
 import { Command } from 'commander';
 import { acquireCommand } from './cli/acquire';
 import { execCommand } from './cli/exec';
+import { hashKeyCommand } from './cli/hash-key';
 import { inspectCommand } from './cli/inspect';
 import { releaseCommand } from './cli/release';
 import { renewCommand } from './cli/renew';
@@ -22,6 +23,7 @@ program.addCommand(releaseCommand());
 program.addCommand(renewCommand());
 program.addCommand(inspectCommand());
 program.addCommand(statusCommand());
+program.addCommand(hashKeyCommand());
 
 program.parseAsync(process.argv).catch((err) => {
   process.stderr.write(`holdfast: ${(err as Error).message}\n`);

@@ -1,7 +1,7 @@
 // Wiring only: the backend (Redis given or embedded, or Redlock's masters, src/backend) with its
 // lock engine, the gRPC server with health and reflection, and an orderly stop.
 import { join } from 'node:path';
-import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { Server, ServerCredentials, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
@@ -14,10 +14,15 @@ import type { LockBackend } from './engine/backend';
 import type { RedisSecurity } from './redis/connect';
 import type { SyncReplicas } from './redis/replica-acks';
 import { LockServiceService } from '../clients/ts/gen/holdfast/v1/lock';
+import { Credentials } from './auth/credentials';
+import { DEFAULT_NAMESPACE } from './engine/keys';
 import { adminService, CallCounter } from './transport/admin';
+import { AuthGate } from './transport/auth';
+import { Namespaces } from './transport/namespaces';
 import { guardRequests, type Rejection } from './transport/decode';
 import { addHealthService } from './transport/health';
 import { lockService } from './transport/lock-service';
+import type { AbnormalHoldEnd } from './transport/hold';
 import { readRequestShapes } from './transport/wire';
 import { CallLimits, DEFAULT_LIMITS, serverOptionsFor, type ServerLimits } from './transport/limits';
 import { enforcePingPolicy } from './transport/ping-policy';
@@ -71,6 +76,8 @@ export interface ServerConfig {
   metricsListen?: string;
   /** Traces go here (tests: an in-memory exporter); without it, over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set, else nowhere. */
   tracerProvider?: TracerProvider;
+  /** API keys and client certificates, each with its namespace and role; none: no authentication, one default namespace. */
+  credentials?: Credentials;
   logger: Logger;
 }
 
@@ -81,11 +88,16 @@ export interface RunningServer {
   engine: LockBackend;
   /** The port of /metrics, /healthz and /readyz, with metricsListen. */
   metricsPort?: number;
+  /** Takes a new set of credentials (a reload); open calls it takes the right from end. Returns how many ended. */
+  updateCredentials(credentials: Credentials): number;
   /** Stops taking calls, ends waits and holds with UNAVAILABLE (releasing their locks), stops Redis if embedded. */
   stop(): Promise<void>;
 }
 
 const SERVICE = 'holdfast.v1.LockService';
+
+/** CallLimits names the default namespace ''. */
+const namespaceLabel = (namespace: string) => (namespace === DEFAULT_NAMESPACE ? '' : namespace);
 export async function startServer(config: ServerConfig): Promise<RunningServer> {
   const log = config.logger;
   // First: unusable certificate files fail the start before anything is started.
@@ -115,13 +127,16 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   refreshHealth();
   const { engine } = backend;
   const running = backend;
-  metrics?.watch({ stats: () => engine.stats(), redisUp: () => running.redisUp?.() ?? running.serving(), grantsBlocked: () => !!running.grantsBlocked?.() });
+  metrics?.watch({ stats: () => namespaces.stats(), redisUp: () => running.redisUp?.() ?? running.serving(), grantsBlocked: () => !!running.grantsBlocked?.() });
 
   const calls = new CallCounter();
-  const callLimits = new CallLimits(limits);
+  const auth = new AuthGate(config.credentials ?? new Credentials());
+  const callLimits = new CallLimits(limits, (metadata) => namespaceLabel(auth.namespaceOf(metadata)));
   const server = new Server({
-    // Counts calls in flight for GetServerStats; caps waiters and Hold streams.
-    interceptors: [calls.interceptor, callLimits.interceptor, ...(metrics ? [metrics.rpcInterceptor] : []), ...(tracing ? [tracing.interceptor] : [])],
+    // The last is the outermost, first to see a call: traces and RPC metrics (refusals included),
+    // authentication, the caps on waiters and Hold streams (per namespace: known once
+    // authenticated), the count of calls in flight for GetServerStats.
+    interceptors: [calls.interceptor, callLimits.interceptor, auth.interceptor, ...(metrics ? [metrics.rpcInterceptor] : []), ...(tracing ? [tracing.interceptor] : [])],
     ...serverOptionsFor(limits),
     'grpc.keepalive_time_ms': config.keepaliveTimeMs,
     'grpc.keepalive_timeout_ms': config.keepaliveTimeoutMs,
@@ -129,28 +144,32 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const protoDir = join(packageRoot(), 'proto');
   // One line per call refused before its handler (undecodable, or a string that is not UTF-8); a metrics counter goes here too.
   const onRejected = (rejection: Rejection) => log.debug(rejection, 'refused a request that is not a valid message');
+  const serviceOptions = (namespace: string) => ({
+    defaultTtlMs: config.defaultTtlMs,
+    deadlineMarginMs: config.deadlineMarginMs,
+    maxHoldMs: config.maxHoldMs,
+    lockDelayMs: config.lockDelayMs,
+    releaseOnDisconnect: config.releaseOnDisconnect ?? false,
+    logError,
+    // One line per lost lease and per Hold stream that broke; a shutdown ends them all, said once.
+    onAbnormalEnd: ({ name, holdId, reason, message }: AbnormalHoldEnd) => {
+      if (reason === 'server_shutdown') return;
+      const where = namespace === DEFAULT_NAMESPACE ? {} : { namespace };
+      log.warn({ lock: name, ...where, holdId, reason, detail: message }, reason === 'stream_lost' ? 'hold stream ended without a cancel' : 'lease lost');
+    },
+  });
+  const engineForNamespace = backend.engineForNamespace?.bind(backend);
+  const namespaces = new Namespaces(engine, engineForNamespace, (e, namespace) => lockService(e, serviceOptions(namespace)) as unknown as UntypedServiceImplementation);
   const guarded = guardRequests(
     LockServiceService,
-    lockService(engine, {
-      defaultTtlMs: config.defaultTtlMs,
-      deadlineMarginMs: config.deadlineMarginMs,
-      maxHoldMs: config.maxHoldMs,
-      lockDelayMs: config.lockDelayMs,
-      releaseOnDisconnect: config.releaseOnDisconnect ?? false,
-      logError,
-      // One line per lost lease and per Hold stream that broke; a shutdown ends them all, said once.
-      onAbnormalEnd: ({ name, holdId, reason, message }) => {
-        if (reason === 'server_shutdown') return;
-        log.warn({ lock: name, holdId, reason, detail: message }, reason === 'stream_lost' ? 'hold stream ended without a cancel' : 'lease lost');
-      },
-    }),
+    namespaces.dispatch(LockServiceService, (call) => auth.namespaceOf(call.metadata)),
     {
       shapes: readRequestShapes('holdfast/v1/lock.proto', [protoDir]),
       onRejected,
     },
   );
   server.addService(guarded.service, guarded.implementation);
-  const admin = guardRequests(AdminServiceService, adminService(engine, calls), {
+  const admin = guardRequests(AdminServiceService, adminService(namespaces, calls), {
     shapes: readRequestShapes('holdfast/v1/admin.proto', [protoDir]),
     onRejected,
   });
@@ -170,7 +189,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   } catch (err) {
     // Leave nothing behind: an embedded redis-server would outlive us as an orphan.
     server.forceShutdown();
-    await engine.close();
+    await namespaces.close();
     await running.close();
     throw new Error(`cannot listen on ${config.listen}: ${(err as Error).message}`);
   }
@@ -204,7 +223,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     (stopping ??= (async () => {
       log.info('stopping: ending waits and holds, releasing their locks');
       setHealth(false);
-      await engine.close();
+      await namespaces.close();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
           server.forceShutdown();
@@ -219,5 +238,6 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       await tracing?.shutdown().catch(() => {});
       await running.close();
     })());
-  return { port, redisUrl: running.description, engine, metricsPort: http?.port, stop };
+  const updateCredentials = (credentials: Credentials) => auth.update(credentials);
+  return { port, redisUrl: running.description, engine, metricsPort: http?.port, updateCredentials, stop };
 }

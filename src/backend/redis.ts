@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { ServerConfig } from '../server';
 import { LockEngine } from '../engine/engine';
 import type { EngineObserver } from '../engine/observer';
-import { epochKey, shardEpochKey } from '../engine/keys';
+import { epochKey, namespacePrefix, shardEpochKey } from '../engine/keys';
 import { connectRedis, redactRedisUrl, type RedisTarget } from '../redis/connect';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../redis/embedded';
 import { createWriteGuard } from '../redis/guard';
@@ -63,9 +63,11 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
       : undefined,
     onChange: () => onGuardChange(),
   });
-  const engine = new LockEngine(redis.commands, redis.subscriber, {
+  // One engine per namespace, all on these two connections; each wait room listens on the one
+  // subscriber for its own channels (a message goes to every room, which ignores others').
+  const engineWithPrefix = (keyPrefix: string) => new LockEngine(redis.commands, redis.subscriber, {
     observer,
-    keyPrefix: config.keyPrefix,
+    keyPrefix,
     guard,
     maxTtlMs: config.maxTtlMs,
     maxWaitersPerLock: limits.maxWaitersPerLock,
@@ -75,6 +77,8 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
       lastBackgroundError = message;
     },
   });
+  const engine = engineWithPrefix(config.keyPrefix);
+  redis.subscriber.setMaxListeners(0);
 
   // Serving while Redis answers and new grants may be made (not while a new master is quarantined).
   let redisReady = redis.commands.status === 'ready';
@@ -116,6 +120,7 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
 
   return {
     engine,
+    engineForNamespace: (namespace) => engineWithPrefix(namespacePrefix(config.keyPrefix, namespace)),
     description: redactRedisUrl(redisUrl),
     serving: () => redisReady && !guard?.grantsBlocked(),
     redisUp: () => redisReady,

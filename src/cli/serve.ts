@@ -6,6 +6,8 @@ import { DEFAULT_LIMITS } from '../transport/limits';
 import { MAX_TTL_MS } from '../transport/requests';
 import { addEnvVars, ConfigError, EXIT_BAD_CONFIG, printableConfig, resolveServeConfig } from '../config/load';
 import type { ServeConfig } from '../config/schema';
+import { watchConfig } from '../config/reload';
+import { Credentials } from '../auth/credentials';
 import type { RedisSecurity } from '../redis/connect';
 import { readOptionFile, TlsFilesError } from '../tls/option-file';
 import { count, millis } from './options';
@@ -150,8 +152,9 @@ export function serveCommand(): Command {
       if (opts.printConfig) return;
       const logger = serverLogger(opts.logLevel);
       const tls = tlsFiles(opts);
+      const credentials = new Credentials(opts.apiKeys, opts.clientCertificates);
 
-      const refusal = protectedModeRefusal({ listen: opts.listen, tls: !!tls, authConfigured: false, insecure: opts.insecure });
+      const refusal = protectedModeRefusal({ listen: opts.listen, tls: !!tls, authConfigured: credentials.configured, insecure: opts.insecure });
       if (refusal) refuseToStart(refusal);
       let server;
       try {
@@ -192,6 +195,7 @@ export function serveCommand(): Command {
             maxPingStrikes: opts.maxPingStrikes,
           },
           metricsListen: opts.metricsListen,
+          credentials,
           logger,
         });
       } catch (err) {
@@ -203,8 +207,23 @@ export function serveCommand(): Command {
         throw err;
       }
       const running = server;
+      const stopWatching = watchConfig(
+        command,
+        opts,
+        (next, trigger) => {
+          const reloaded = new Credentials(next.apiKeys, next.clientCertificates);
+          if (!credentials.configured && reloaded.configured) {
+            logger.warn({ trigger }, 'config: API keys and client certificates take effect on restart: this server started without authentication');
+            return;
+          }
+          const ended = running.updateCredentials(reloaded);
+          logger.info({ trigger, apiKeys: next.apiKeys.length, clientCertificates: next.clientCertificates.length, callsEnded: ended }, 'credentials reloaded');
+        },
+        logger,
+      );
       const shutdown = (signal: string) => {
         logger.info({ signal }, 'shutting down');
+        stopWatching();
         setTimeout(() => process.exit(1), EXIT_DEADLINE_MS).unref();
         running.stop().then(
           () => process.exit(0),

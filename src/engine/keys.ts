@@ -39,6 +39,17 @@ export function shardEpochKey(prefix: string, tag: string): string {
   return `${prefix}:epoch:{${tag}}`;
 }
 
+/** The namespace servers without authentication use: its keys are the prefix's own, as before namespaces. */
+export const DEFAULT_NAMESPACE = 'default';
+
+/**
+ * A namespace's own key prefix. Every other key starts `<prefix>:{`, `<prefix>:rid:` or
+ * `<prefix>:epoch`, so no namespace's key can be the default namespace's or another's.
+ */
+export function namespacePrefix(prefix: string, namespace: string): string {
+  return namespace === DEFAULT_NAMESPACE ? prefix : `${prefix}:ns:${namespace}`;
+}
+
 /** The keys a script takes, in the order its header lists them. */
 export function scriptKeys(keys: LockKeys, count: number): string[] {
   return [keys.holders, keys.queue, keys.data, keys.channel].slice(0, count);

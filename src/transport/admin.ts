@@ -33,7 +33,7 @@ export class CallCounter {
   };
 }
 
-export function adminService(engine: LockBackend, calls: CallCounter): AdminServiceServer {
+export function adminService(engine: Pick<LockBackend, 'stats'>, calls: CallCounter): AdminServiceServer {
   return {
     getServerStats: (_call, callback) => {
       const stats = engine.stats();

@@ -1,7 +1,11 @@
 // Protected mode: `holdfast serve` on a non-loopback address refuses to start open to everyone.
 import { spawn } from 'node:child_process';
-import { credentials } from '@grpc/grpc-js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { credentials, status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { secureChannel } from '../../clients/ts/credentials';
+import { hashApiKey, newApiKey } from '../../src/auth/api-keys';
 import { freePort } from '../../src/redis/embedded';
 import { makeTestCerts, type TestCerts } from '../support/certs';
 import { connect } from '../support/client';
@@ -46,6 +50,22 @@ describe('protected mode', () => {
     const port = await freePort();
     const result = await serveEverywhere(port, ['--insecure'], async () => {
       const client = connect(`127.0.0.1:${port}`);
+      expect((await client.acquire({ name: uniqueName() })).acquired).toBe(true);
+      client.close();
+    });
+    expect(result).toMatchObject({ code: 0, listened: true });
+  });
+
+  it('starts with API keys, and then serves only callers that send one', async () => {
+    const port = await freePort();
+    const key = newApiKey();
+    const file = join(certs.dir, 'keys.yaml');
+    writeFileSync(file, `api-keys:\n  - { name: app, sha256: ${hashApiKey(key)}, namespace: app, role: lock }\n`);
+    const result = await serveEverywhere(port, ['--config', file], async () => {
+      const anonymous = connect(`127.0.0.1:${port}`);
+      await expect(anonymous.acquire({ name: uniqueName() })).rejects.toMatchObject({ code: status.UNAUTHENTICATED });
+      anonymous.close();
+      const client = connect(`127.0.0.1:${port}`, secureChannel({ apiKey: key }).options as object);
       expect((await client.acquire({ name: uniqueName() })).acquired).toBe(true);
       client.close();
     });

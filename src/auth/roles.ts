@@ -1,0 +1,23 @@
+// What each role may call. `lock` includes `read`: a client that takes a lock may look at it
+// (etcd's readwrite includes read). `admin` may call everything, AdminService included.
+import type { Role } from '../config/schema';
+
+const READ = new Set(['/holdfast.v1.LockService/Inspect', '/holdfast.v1.LockService/CheckFencingToken']);
+const LOCK = new Set([
+  ...READ,
+  '/holdfast.v1.LockService/Acquire',
+  '/holdfast.v1.LockService/Release',
+  '/holdfast.v1.LockService/Renew',
+  '/holdfast.v1.LockService/Hold',
+]);
+
+/** Calls outside holdfast's own services (health, reflection) need no credentials. */
+export function needsCredentials(path: string): boolean {
+  return path.startsWith('/holdfast.');
+}
+
+/** Whether `role` may call `path`; a holdfast method not listed here (a new one) is admin's only. */
+export function roleAllows(role: Role, path: string): boolean {
+  if (role === 'admin') return true;
+  return (role === 'lock' ? LOCK : READ).has(path);
+}
