@@ -56,7 +56,7 @@ export function startTracing(provider?: TracerProvider & { shutdown?(): Promise<
 /** The SDK, loaded only here: a server without OTLP settings never requires it. */
 function otlpProvider(): TracerProvider & { shutdown(): Promise<void> } {
   /* eslint-disable @typescript-eslint/no-require-imports */
-  const { TracerProvider: SdkTracerProvider, BatchSpanProcessor } = require('@opentelemetry/sdk-trace') as typeof import('@opentelemetry/sdk-trace');
+  const sdk = require('@opentelemetry/sdk-trace') as typeof import('@opentelemetry/sdk-trace');
   const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
   const resources = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
   const { ATTR_SERVICE_NAME } = require('@opentelemetry/semantic-conventions') as typeof import('@opentelemetry/semantic-conventions');
@@ -66,7 +66,18 @@ function otlpProvider(): TracerProvider & { shutdown(): Promise<void> } {
     .merge(resources.resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'holdfast' }))
     .merge(resources.detectResources({ detectors: [resources.envDetector] }));
   // The exporter reads its endpoint, headers and timeout from the OTEL_EXPORTER_OTLP_* variables.
-  return new SdkTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter() })] });
+  return new sdk.TracerProvider({ resource, sampler: samplerFromEnv(sdk), spanProcessors: [new sdk.BatchSpanProcessor({ exporter: new OTLPTraceExporter() })] });
+}
+
+/**
+ * OTEL_TRACES_SAMPLER (always_on, always_off, traceidratio, and their parentbased_ forms; default
+ * parentbased_always_on) with OTEL_TRACES_SAMPLER_ARG as the ratio: this SDK does not read them itself.
+ */
+function samplerFromEnv(sdk: typeof import('@opentelemetry/sdk-trace'), env: NodeJS.ProcessEnv = process.env) {
+  const name = (env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on').trim().toLowerCase();
+  const ratio = Number(env.OTEL_TRACES_SAMPLER_ARG ?? '1');
+  const root = name.endsWith('always_off') ? new sdk.AlwaysOffSampler() : name.endsWith('traceidratio') ? new sdk.TraceIdRatioBasedSampler(Number.isFinite(ratio) ? ratio : 1) : new sdk.AlwaysOnSampler();
+  return name.startsWith('parentbased_') ? new sdk.ParentBasedSampler({ root }) : root;
 }
 
 /** Spans follow async calls through AsyncLocalStorage, and parents come in as W3C traceparent. */
