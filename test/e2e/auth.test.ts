@@ -167,22 +167,27 @@ describe('namespaces', () => {
 });
 
 describe('reloading the keys', () => {
-  it('on SIGHUP: a removed key is refused and its Hold ended, an added one accepted, the Hold of a kept key untouched', async () => {
+  it('on SIGHUP: a removed key is refused and its Hold ended, a demoted one loses its Hold, an added one is accepted, the Hold of a kept key is untouched', async () => {
     const kept = as(keys.cKeep).hold({ name: uniqueName(), ttlMs: '1500' });
     const doomed = as(keys.cGone).hold({ name: uniqueName(), ttlMs: '1500' });
+    const demoted = as(keys.aLock).hold({ name: uniqueName(), ttlMs: '1500' });
     await kept.next((e) => !!e.acquired);
     await doomed.next((e) => !!e.acquired);
+    await demoted.next((e) => !!e.acquired);
     expect(await codeOf(as(keys.cAdds).inspect({ name: 'x' }))).toBe(status.UNAUTHENTICATED);
 
     // Same size, same modification time: only the signal can tell the server to look.
     const before = statSync(file);
-    writeFileSync(file, configText(firstKeys.map((k) => (k === keys.cGone ? keys.cAdds : k))));
+    // c-gone is replaced by c-adds; a-lock becomes a reader.
+    writeFileSync(file, configText(firstKeys.map((k) => (k === keys.cGone ? keys.cAdds : k === keys.aLock ? { ...k, role: 'read' } : k))));
     utimesSync(file, before.atime, before.mtime);
     expect(statSync(file).size).toBe(before.size);
     server.process.kill('SIGHUP');
     await waitFor('the reload', () => server.logs.some((l) => l.includes('credentials reloaded') && l.includes('SIGHUP')));
 
     expect(await doomed.ended).toMatchObject({ code: status.UNAUTHENTICATED, details: expect.stringContaining('revoked') });
+    expect(await demoted.ended).toMatchObject({ code: status.PERMISSION_DENIED, details: expect.stringContaining('may no longer call Hold') });
+    expect(await codeOf(as(keys.aLock).acquire({ name: uniqueName() }))).toBe(status.PERMISSION_DENIED);
     expect(await codeOf(as(keys.cGone).inspect({ name: 'x' }))).toBe(status.UNAUTHENTICATED);
     expect((await as(keys.cAdds).inspect({ name: 'x' })).holders).toEqual([]);
     // The kept key's Hold goes on renewing after the reload.
