@@ -133,10 +133,11 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const auth = new AuthGate(config.credentials ?? new Credentials());
   const callLimits = new CallLimits(limits, (metadata) => namespaceLabel(auth.namespaceOf(metadata)));
   const server = new Server({
-    // The last is the outermost, first to see a call: traces and RPC metrics (refusals included),
-    // authentication, the caps on waiters and Hold streams (per namespace: known once
-    // authenticated), the count of calls in flight for GetServerStats.
-    interceptors: [calls.interceptor, callLimits.interceptor, auth.interceptor, ...(metrics ? [metrics.rpcInterceptor] : []), ...(tracing ? [tracing.interceptor] : [])],
+    // grpc-js hands a call's metadata and messages to these in order, and a status sent by one
+    // reaches only those before it: RPC metrics and traces first (they see every status, refusals
+    // included), the count of calls in flight, authentication, then the caps on waiters and Hold
+    // streams (per namespace: known once authenticated; a refused call is never counted).
+    interceptors: [...(metrics ? [metrics.rpcInterceptor] : []), ...(tracing ? [tracing.interceptor] : []), calls.interceptor, auth.interceptor, callLimits.interceptor],
     ...serverOptionsFor(limits),
     'grpc.keepalive_time_ms': config.keepaliveTimeMs,
     'grpc.keepalive_timeout_ms': config.keepaliveTimeoutMs,

@@ -108,6 +108,7 @@ export class CallLimits {
       });
     }
     let namespace = '';
+    let metadata: Metadata | undefined;
     let admitted = false;
     let waiting = false;
     let refused = false;
@@ -130,11 +131,13 @@ export class CallLimits {
     const intercepting: ServerInterceptingCall = new ServerInterceptingCall(call, {
       start: (next) =>
         next({
-          onReceiveMetadata: (metadata, nextMetadata) => {
-            namespace = this.namespaceOf(metadata);
-            nextMetadata(metadata);
+          onReceiveMetadata: (received, nextMetadata) => {
+            metadata = received;
+            nextMetadata(received);
           },
           onReceiveMessage: (message, nextMessage) => {
+            // Asked now, not with the metadata: every interceptor has seen the metadata by the time a message arrives.
+            namespace = metadata ? this.namespaceOf(metadata) : '';
             const waits = isHold || Number((message as { waitTimeoutMs?: unknown })?.waitTimeoutMs ?? 0) > 0;
             const refusal = this.refusal(connection, namespace, isHold, waits);
             if (refusal) {
