@@ -63,7 +63,8 @@ function shippedNodeFlags(): string[] {
 /** `node dist/src/cli.js serve` on a free loopback port; ready once it logs that it listens. */
 export async function startHoldfast(redisUrl: string, extraArgs: string[] = [], nodeArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<HoldfastProcess> {
   const port = await freePort();
-  const args = [...shippedNodeFlags(), ...nodeArgs, CLI, 'serve', '--listen', `127.0.0.1:${port}`, '--redis', redisUrl, '--log-level', 'info', ...extraArgs];
+  // redisUrl '' when extraArgs name the backend (--redlock).
+  const args = [...shippedNodeFlags(), ...nodeArgs, CLI, 'serve', '--listen', `127.0.0.1:${port}`, ...(redisUrl ? ['--redis', redisUrl] : []), '--log-level', 'info', ...extraArgs];
   const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let output = '';

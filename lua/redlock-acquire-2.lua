@@ -26,4 +26,4 @@ if redis.call('EXISTS', leaseKey) == 1 then
 end
 redis.call('HSET', leaseKey, 't', token, 'o', owner, 'l', ttl)
 redis.call('PEXPIRE', leaseKey, ttl)
-return { 1, latest, tostring(nowUs) }
+return { 1, latest, string.format('%.0f', nowUs) }

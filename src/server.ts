@@ -78,6 +78,8 @@ export interface ServerConfig {
   tracerProvider?: TracerProvider;
   /** API keys and client certificates, each with its namespace and role; none: no authentication, one default namespace. */
   credentials?: Credentials;
+  /** Redlock's masters persist every write (appendfsync always): a restarted one votes again at once. */
+  redlockTrustRestarts?: boolean;
   logger: Logger;
 }
 

@@ -1,6 +1,6 @@
 // The Redlock backend: N independent Redis masters (src/redlock), no embedded Redis.
 import type { ServerConfig } from '../server';
-import { epochKey } from '../engine/keys';
+import { epochKey, namespacePrefix } from '../engine/keys';
 import { redactRedisUrl } from '../redis/connect';
 import { RedlockEngine } from '../redlock/engine';
 import { MAX_TTL_MS } from '../transport/requests';
@@ -15,6 +15,7 @@ export async function startRedlockBackend(config: ServerConfig, onChange: () => 
     maxTtlMs: config.maxTtlMs ?? MAX_TTL_MS,
     quarantineMarginMs: config.quarantineMarginMs ?? 1000,
     nodeTimeoutMs: config.redlockNodeTimeoutMs ?? 100,
+    trustRestarts: config.redlockTrustRestarts,
     epochKey: epochKey(config.keyPrefix),
     onQuarantine: (url, why, ms) => log.warn({ node: redactRedisUrl(url), why, ms }, 'Redlock: this master votes for no new grant until every lease it may have granted has run out'),
     onChange,
@@ -22,6 +23,7 @@ export async function startRedlockBackend(config: ServerConfig, onChange: () => 
   log.info({ nodes: urls.map(redactRedisUrl), quorum: engine.quorum }, 'Redlock mode: grants need a majority of these Redis masters');
   return {
     engine,
+    engineForNamespace: (namespace) => engine.withPrefix(namespacePrefix(config.keyPrefix, namespace)),
     description: urls.map(redactRedisUrl).join(','),
     serving: () => engine.grantsBlocked() === null,
     close: async () => {},

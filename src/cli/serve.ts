@@ -99,6 +99,11 @@ export function serveCommand(): Command {
         .argParser((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
     )
     .addOption(new Option('--redlock-node-timeout-ms <ms>', 'how long one Redlock master may take to answer (its vote is lost after)').argParser(millis).default(100))
+    .addOption(
+      new Option('--redlock-trust-restarts', 'the Redlock masters fsync every write (appendfsync always), so a restarted one votes again at once instead of sitting out --max-ttl-ms')
+        .env('HOLDFAST_REDLOCK_TRUST_RESTARTS')
+        .default(false),
+    )
     .addOption(new Option('--redis-tls', 'connect to Redis (and Sentinels) over TLS; rediss:// and --redis-tls-ca imply it').env('HOLDFAST_REDIS_TLS').default(false))
     .addOption(new Option('--redis-tls-ca <file>', "PEM CA to verify Redis's certificate with (default: the system's)").env('HOLDFAST_REDIS_TLS_CA'))
     .addOption(new Option('--redis-username <user>', 'Redis ACL user, when the URL names none').env('HOLDFAST_REDIS_USERNAME'))
@@ -166,6 +171,7 @@ export function serveCommand(): Command {
           redisSentinels: opts.redisSentinels,
           redlock: opts.redlock,
           redlockNodeTimeoutMs: opts.redlockNodeTimeoutMs,
+          redlockTrustRestarts: opts.redlockTrustRestarts,
           redisMaster: opts.redisMaster,
           redisSecurity: redisSecurity(opts), // an unreadable --redis-tls-ca: TlsFilesError, below
           syncReplicas: opts.syncReplicas,

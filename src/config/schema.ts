@@ -81,6 +81,7 @@ export const serveSettings = {
   redisSentinels: hostPorts.optional(),
   redlock: z.array(urlWithPassword(z.string().min(1))).min(3, 'Redlock needs at least 3 Redis masters (a majority of 1 or 2 survives no failure)').optional(),
   redlockNodeTimeoutMs: ms.min(1),
+  redlockTrustRestarts: z.boolean(),
   redisTls: z.boolean(),
   redisTlsCa: z.string().min(1).optional(),
   redisUsername: z.string().min(1).optional(),
@@ -138,9 +139,6 @@ function crossChecks(s: Record<string, unknown>, ctx: z.RefinementCtx): void {
   if (s.redlock && s.syncReplicas) ctx.addIssue({ code: 'custom', path: ['syncReplicas'], message: 'does not apply to --redlock (its masters have no replicas)' });
   const { defaultTtlMs, maxTtlMs } = s as { defaultTtlMs: number; maxTtlMs: number };
   if (maxTtlMs < defaultTtlMs) ctx.addIssue({ code: 'custom', path: ['maxTtlMs'], message: `must be at least default-ttl-ms (${defaultTtlMs})` });
-  if (s.failoverQuarantine && s.redisCluster) {
-    ctx.addIssue({ code: 'custom', path: ['failoverQuarantine'], message: 'not supported on a Redis Cluster yet (each shard fails over on its own)' });
-  }
 }
 
 /**

@@ -18,10 +18,10 @@ export function lockKeys(prefix: string, name: string): LockKeys {
   return { holders: `${base}:h`, queue: `${base}:q`, data: `${base}:d`, channel: `${base}:c` };
 }
 
-/** A lock's keys on each Redlock node (src/redlock): its vote, its highest fencing token, its wake-up channel. */
-export function redlockKeys(prefix: string, name: string): { lease: string; fence: string; channel: string } {
+/** A lock's keys on each Redlock node (src/redlock): its vote, its highest fencing token, its wake-up channel, its last released token. */
+export function redlockKeys(prefix: string, name: string): { lease: string; fence: string; channel: string; released: string } {
   const base = `${prefix}:{${tagOf(name)}}`;
-  return { lease: `${base}:rl`, fence: `${base}:rf`, channel: `${base}:rc` };
+  return { lease: `${base}:rl`, fence: `${base}:rf`, channel: `${base}:rc`, released: `${base}:rr` };
 }
 
 /** Where a request id is tied to the request it was first used for: its own slot, since it spans locks. */

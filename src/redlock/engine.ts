@@ -38,6 +38,12 @@ export interface RedlockOptions {
   quarantineMarginMs: number;
   /** Per-node answer timeout. */
   nodeTimeoutMs: number;
+  /**
+   * The masters persist every write before answering (appendfsync always), so a restarted one
+   * remembers its votes: it votes again at once. Without that, a restart without persistence
+   * could hand a held lock to a second client (the test's negative control shows it).
+   */
+  trustRestarts?: boolean;
   epochKey: string;
   onQuarantine?: (url: string, why: string, ms: number) => void;
   onChange?: () => void;
@@ -77,19 +83,42 @@ export class RedlockEngine implements LockBackend {
   /** Waiting calls by channel (awake or asleep): the channel is subscribed while any remain. */
   private readonly listeners = new Map<string, number>();
   private readonly kept = new Map<string, Kept>();
+  /** The engines sharing these node connections (wake-ups go to each; it ignores others' channels). */
+  private readonly siblings = new Set<RedlockEngine>();
 
-  constructor(private readonly options: RedlockOptions) {
-    const connected = connectNodes(options.urls, {
-      timeoutMs: options.nodeTimeoutMs,
-      epochKey: options.epochKey,
-      quarantineMs: options.maxTtlMs + options.quarantineMarginMs,
-      onMessage: (channel) => this.wake(channel),
-      onQuarantine: options.onQuarantine,
-      onChange: options.onChange,
-    });
-    this.nodes = connected.nodes;
-    this.closeNodes = connected.close;
+  /**
+   * `shared`: the node connections of another engine (one per namespace, one set of connections):
+   * closing this engine then leaves them open.
+   */
+  constructor(
+    private readonly options: RedlockOptions,
+    shared?: RedlockEngine,
+  ) {
+    if (shared) {
+      this.nodes = shared.nodes;
+      this.closeNodes = () => {};
+      shared.siblings.add(this);
+    } else {
+      const connected = connectNodes(options.urls, {
+        timeoutMs: options.nodeTimeoutMs,
+        epochKey: options.epochKey,
+        quarantineMs: options.trustRestarts ? 0 : options.maxTtlMs + options.quarantineMarginMs,
+        onMessage: (channel) => {
+          for (const engine of this.siblings) engine.wake(channel);
+        },
+        onQuarantine: options.onQuarantine,
+        onChange: options.onChange,
+      });
+      this.nodes = connected.nodes;
+      this.closeNodes = connected.close;
+      this.siblings.add(this);
+    }
     this.quorum = Math.floor(this.nodes.length / 2) + 1;
+  }
+
+  /** An engine for another key prefix (a namespace) on the same masters and connections. */
+  withPrefix(keyPrefix: string): RedlockEngine {
+    return new RedlockEngine({ ...this.options, keyPrefix }, this);
   }
 
   /** Why no grant can be made now (fewer voting nodes than a majority), or null. */
@@ -114,8 +143,8 @@ export class RedlockEngine implements LockBackend {
   }
 
   private async forget(name: string, token: string): Promise<number> {
-    const { lease, channel } = this.keys(name);
-    const replies = await this.all('release', [lease, channel], [token]);
+    const { lease, channel, released } = this.keys(name);
+    const replies = await this.all('release', [lease, channel, released], [token]);
     return replies.filter((r) => r === 1).length;
   }
 
@@ -199,7 +228,7 @@ export class RedlockEngine implements LockBackend {
         backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
       }
     } finally {
-      if (subscribed) await this.unlisten(channel);
+      if (subscribed) this.unlisten(channel);
     }
   }
 
@@ -208,10 +237,13 @@ export class RedlockEngine implements LockBackend {
     this.listeners.set(channel, users + 1);
     if (users > 0) return;
     this.wakers.set(channel, new Set());
-    await Promise.all(this.nodes.map((n) => n.subscribe(channel).catch(() => {})));
+    // A node that is down or frozen would hold the subscription up: wait for the others only as
+    // long as a node may take to answer (a missed wake-up costs one backoff, not correctness).
+    const subscribed = Promise.all(this.nodes.map((n) => n.subscribe(channel).catch(() => {})));
+    await Promise.race([subscribed, new Promise((resolve) => setTimeout(resolve, this.options.nodeTimeoutMs))]);
   }
 
-  private async unlisten(channel: string): Promise<void> {
+  private unlisten(channel: string): void {
     const users = (this.listeners.get(channel) ?? 1) - 1;
     if (users > 0) {
       this.listeners.set(channel, users);
@@ -219,7 +251,7 @@ export class RedlockEngine implements LockBackend {
     }
     this.listeners.delete(channel);
     this.wakers.delete(channel);
-    await Promise.all(this.nodes.map((n) => n.unsubscribe(channel).catch(() => {})));
+    for (const n of this.nodes) n.unsubscribe(channel).catch(() => {});
   }
 
   private wake(channel: string): void {
@@ -256,17 +288,19 @@ export class RedlockEngine implements LockBackend {
    * Renews on every node (ttlMs 0: the grant's own lease length); confirmed only by a majority
    * within the validity, which counts from the start of the round.
    */
-  private async renewOnce(name: string, token: string, ttlMs: number): Promise<{ validity: number; at: number } | { gone: boolean }> {
+  private async renewOnce(name: string, token: string, ttlMs: number): Promise<{ validity: number; at: number } | { gone: 'expired' | 'released' | false }> {
     const start = performance.now();
-    const replies = await this.all('renew', [this.keys(name).lease], [token, ttlMs]);
+    const { lease, released } = this.keys(name);
+    const replies = await this.all('renew', [lease, released], [token, ttlMs]);
     const renewed = replies.filter((r): r is number => typeof r === 'number' && r > 0);
-    const gone = replies.filter((r) => r === 0).length;
     const at = performance.now();
     const ttl = Math.min(...renewed);
     const validity = ttl - (at - start) - drift(ttl);
     if (renewed.length >= this.quorum && validity > 0) return { validity, at };
     // A majority answered that the vote is gone: no later renewal can bring it back.
-    return { gone: gone > this.nodes.length - this.quorum };
+    const gone = replies.filter((r) => r === 0 || r === -1).length;
+    if (gone <= this.nodes.length - this.quorum) return { gone: false };
+    return { gone: replies.some((r) => r === -1) ? 'released' : 'expired' };
   }
 
   async renew(name: string, token: string, ttlMs: number): Promise<{ ttlMs: number }> {
@@ -317,7 +351,8 @@ export class RedlockEngine implements LockBackend {
       lease.events.onRenewed(Math.floor(result.validity), result.at);
       return this.schedule(lease, lease.ttlMs / 3);
     }
-    if (result.gone) return this.end(lease, 'expired', 'the grant is gone from a majority of the Redis masters (it expired or was released)');
+    if (result.gone === 'released') return this.end(lease, 'released', 'the hold was released with its token');
+    if (result.gone) return this.end(lease, 'expired', 'the grant is gone from a majority of the Redis masters (it expired)');
     if (performance.now() >= lease.lostAt - 100) {
       return this.end(lease, 'backend_unavailable', 'a majority of the Redis masters did not confirm a renewal before the lease ran out');
     }

@@ -16,8 +16,8 @@ export type RedlockScript = 'acquire' | 'fence' | 'renew' | 'release' | 'inspect
 const FILES: Record<RedlockScript, [file: string, keys: number]> = {
   acquire: ['redlock-acquire-2', 2],
   fence: ['redlock-fence-2', 2],
-  renew: ['redlock-renew-1', 1],
-  release: ['redlock-release-2', 2],
+  renew: ['redlock-renew-2', 2],
+  release: ['redlock-release-3', 3],
   inspect: ['redlock-inspect-2', 2],
 };
 
