@@ -49,7 +49,8 @@ beforeAll(async () => {
   const args = ['--redlock', nodes.map((n) => n.url).join(','), '--max-ttl-ms', String(MAX_TTL_MS), '--quarantine-margin-ms', '300', '--default-ttl-ms', '1000'];
   servers.push(...(await Promise.all([startServerProcess(undefined, args), startServerProcess(undefined, args)])));
   clients.push(...servers.map((s) => connect(s.addr)));
-  trusting = await startServerProcess(undefined, [...args, '--redlock-trust-restarts']);
+  // (A longer --max-ttl-ms, so that its long first lease leaves no doubt about timing.)
+  trusting = await startServerProcess(undefined, [...args, '--redlock-trust-restarts', '--max-ttl-ms', '10000']);
   trustingClient = connect(trusting.addr);
   // A new deployment: no master has an epoch record yet, so each sits out one quarantine.
   await Promise.all(servers.map(serving));
@@ -203,7 +204,7 @@ it('negative control: trusting a restarted master that did not persist hands a h
   // The holder has the votes of masters 0, 1, 2 (3 and 4 are down).
   await Promise.all([nodes[3].stop(), nodes[4].stop()]);
   const sentAt = Date.now();
-  const first = await a.acquire({ name, ttlMs: String(MAX_TTL_MS), waitTimeoutMs: '3000' });
+  const first = await trustingClient.acquire({ name, ttlMs: '8000', waitTimeoutMs: '3000' });
   expect(first.acquired).toBe(true);
   const firstEnds = sentAt + Number(first.leaseStartedAfterMs) + Number(first.ttlMs);
   // Masters 0 and 1 restart without persistence: they forgot that vote; 3 and 4 come back.
