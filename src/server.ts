@@ -161,8 +161,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       log.warn({ lock: name, ...where, holdId, reason, detail: message }, reason === 'stream_lost' ? 'hold stream ended without a cancel' : 'lease lost');
     },
   });
-  const engineForNamespace = backend.engineForNamespace?.bind(backend);
-  const namespaces = new Namespaces(engine, engineForNamespace, (e, namespace) => lockService(e, serviceOptions(namespace)) as unknown as UntypedServiceImplementation);
+  const namespaces = new Namespaces(engine, (namespace) => running.engineForNamespace(namespace), (e, namespace) => lockService(e, serviceOptions(namespace)) as unknown as UntypedServiceImplementation);
   const guarded = guardRequests(
     LockServiceService,
     namespaces.dispatch(LockServiceService, (call) => auth.namespaceOf(call.metadata)),

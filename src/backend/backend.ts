@@ -4,8 +4,8 @@ import type { LockBackend } from '../engine/backend';
 
 export interface Backend {
   engine: LockBackend;
-  /** An engine for a namespace, over the same connections; absent: the default namespace only (Redlock). */
-  engineForNamespace?(namespace: string): LockBackend;
+  /** An engine for a namespace, over the same connections. */
+  engineForNamespace(namespace: string): LockBackend;
   /** Where the state lives, for logs (passwords masked). */
   description: string;
   /** Whether new grants can be made now (health SERVING). */

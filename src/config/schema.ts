@@ -128,14 +128,6 @@ export function derivedDefaults(s: Record<string, unknown>, isDefault: (name: st
 
 /** Rules between settings; `path` names the setting at fault. */
 function crossChecks(s: Record<string, unknown>, ctx: z.RefinementCtx): void {
-  if (s.redlock) {
-    (s.apiKeys as ApiKeyEntry[] | undefined)?.forEach((k, i) => {
-      if (k.namespace !== 'default') ctx.addIssue({ code: 'custom', path: ['apiKeys', i, 'namespace'], message: 'only the default namespace is served with --redlock (yet)' });
-    });
-    (s.clientCertificates as ClientCertificateEntry[] | undefined)?.forEach((c, i) => {
-      if (c.namespace !== 'default') ctx.addIssue({ code: 'custom', path: ['clientCertificates', i, 'namespace'], message: 'only the default namespace is served with --redlock (yet)' });
-    });
-  }
   if (s.redlock && s.syncReplicas) ctx.addIssue({ code: 'custom', path: ['syncReplicas'], message: 'does not apply to --redlock (its masters have no replicas)' });
   const { defaultTtlMs, maxTtlMs } = s as { defaultTtlMs: number; maxTtlMs: number };
   if (maxTtlMs < defaultTtlMs) ctx.addIssue({ code: 'custom', path: ['maxTtlMs'], message: `must be at least default-ttl-ms (${defaultTtlMs})` });

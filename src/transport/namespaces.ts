@@ -19,8 +19,8 @@ export class Namespaces {
 
   constructor(
     defaultEngine: LockBackend,
-    /** A new engine for a namespace's prefix; absent when the backend has no namespaces (Redlock). */
-    private readonly engineFor: ((namespace: string) => LockBackend) | undefined,
+    /** A new engine with the namespace's own prefix. */
+    private readonly engineFor: (namespace: string) => LockBackend,
     private readonly serviceOf: (engine: LockBackend, namespace: string) => UntypedServiceImplementation,
   ) {
     this.tenants.set(DEFAULT_NAMESPACE, { engine: defaultEngine, service: serviceOf(defaultEngine, DEFAULT_NAMESPACE) });
@@ -30,7 +30,6 @@ export class Namespaces {
   private tenant(namespace: string): Tenant {
     let tenant = this.tenants.get(namespace);
     if (!tenant) {
-      if (!this.engineFor) throw new Error(`namespace ${namespace}: this backend has only the default namespace`);
       const engine = this.engineFor(namespace);
       tenant = { engine, service: this.serviceOf(engine, namespace) };
       this.tenants.set(namespace, tenant);
