@@ -11,9 +11,9 @@ const call = (script: string, name: string, n: number, ...args: unknown[]) => {
   const keys = [k.holders, k.queue, k.data, k.channel].slice(0, n);
   return ((redis.client as any)[`holdfast_${script}`] as Call).call(redis.client, ...keys, ...args);
 };
-type AcquireArgs = { owner?: string; ttl?: number; mode?: number; limit?: number; rid?: string; waiter?: string; hold?: string };
+type AcquireArgs = { owner?: string; ttl?: number; mode?: number; limit?: number; rid?: string; waiter?: string; hold?: string; maxWaiters?: number };
 const acquire = (name: string, token: string, o: AcquireArgs = {}) =>
-  call('acquire', name, 4, token, o.owner ?? '', o.ttl ?? 10000, o.mode ?? 1, o.limit ?? 1, o.rid ?? '', o.waiter ?? '', 3000, o.hold ?? '');
+  call('acquire', name, 4, token, o.owner ?? '', o.ttl ?? 10000, o.mode ?? 1, o.limit ?? 1, o.rid ?? '', o.waiter ?? '', 3000, o.hold ?? '', ...(o.maxWaiters === undefined ? [] : [o.maxWaiters]));
 const release = (name: string, token: string, o: { hold?: string; vanished?: boolean; delay?: number } = {}) =>
   call('release', name, 4, token, o.hold ?? '', o.vanished ? 1 : 0, o.delay ?? 0);
 const renew = (name: string, token: string, ttl: number, hold = '') => call('renew', name, 3, token, ttl, hold);
@@ -109,6 +109,18 @@ describe('acquire and release', () => {
     expect(claimed[1][0][0]).toBe(1);
     expect(claimed[1][0][1]).toBe('tw1');
     expect(claimed[1][1]).toEqual([2]);
+  });
+
+  it('queues no one past max waiters (ARGV[10]), while a try-once caller and a re-entering owner are answered as before', async () => {
+    const name = uniqueName();
+    expect((await acquire(name, 'holder', { owner: 'o' }))[0]).toBe(1);
+    expect((await acquire(name, 't1', { waiter: 'w1', maxWaiters: 2 }))[0]).toBe(2);
+    expect((await acquire(name, 't2', { waiter: 'w2', maxWaiters: 2 }))[0]).toBe(2);
+    expect(await acquire(name, 't3', { waiter: 'w3', maxWaiters: 2 })).toEqual([-6, 2]);
+    expect((await acquire(name, 't4', { maxWaiters: 2 }))[0]).toBe(0);
+    expect((await acquire(name, 't5', { owner: 'o', maxWaiters: 2 }))[0]).toBe(1);
+    expect((await acquire(name, 't6', { waiter: 'w6', maxWaiters: 0 }))[0]).toBe(2); // 0: no cap
+    expect(await redis.client.zcard(lockKeys('hf', name).queue)).toBe(3);
   });
 
   it('drops a served grant when its waiter is dequeued', async () => {
