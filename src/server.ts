@@ -11,6 +11,7 @@ import type { Backend } from './backend/backend';
 import { startRedisBackend } from './backend/redis';
 import { startRedlockBackend } from './backend/redlock';
 import type { LockBackend } from './engine/backend';
+import type { EngineObserver } from './engine/observer';
 import type { RedisSecurity } from './redis/connect';
 import type { SyncReplicas } from './redis/replica-acks';
 import { LockServiceService } from '../clients/ts/gen/holdfast/v1/lock';
@@ -27,6 +28,8 @@ import { readRequestShapes } from './transport/wire';
 import { CallLimits, DEFAULT_LIMITS, serverOptionsFor, type ServerLimits } from './transport/limits';
 import { enforcePingPolicy } from './transport/ping-policy';
 import { startHttpListener, type HttpListener } from './http/listener';
+import { dashboardHandler } from './dashboard/routes';
+import { countGrants, GrantRate } from './overview/grant-rate';
 import { Metrics } from './observability/metrics';
 import { bothObservers, startTracing } from './observability/tracing';
 import type { TracerProvider } from '@opentelemetry/api';
@@ -72,8 +75,8 @@ export interface ServerConfig {
   redlock?: string[];
   /** How long one Redlock node may take to answer. */
   redlockNodeTimeoutMs?: number;
-  /** HOST:PORT for /metrics, /healthz and /readyz; absent: no metrics are kept. */
-  metricsListen?: string;
+  /** HOST:PORT of the one HTTP listener: /metrics, /healthz, /readyz and the dashboard; absent: no metrics are kept. */
+  httpListen?: string;
   /** Traces go here (tests: an in-memory exporter); without it, over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set, else nowhere. */
   tracerProvider?: TracerProvider;
   /** API keys and client certificates, each with its namespace and role; none: no authentication, one default namespace. */
@@ -88,8 +91,8 @@ export interface RunningServer {
   /** The Redis URL (its password masked), or the cluster's seed nodes joined with commas. */
   redisUrl: string;
   engine: LockBackend;
-  /** The port of /metrics, /healthz and /readyz, with metricsListen. */
-  metricsPort?: number;
+  /** The port of the HTTP listener (/metrics, probes, the dashboard), with httpListen. */
+  httpPort?: number;
   /** Takes a new set of credentials (a reload); open calls it takes the right from end. Returns how many ended. */
   updateCredentials(credentials: Credentials): number;
   /** Stops taking calls, ends waits and holds with UNAVAILABLE (releasing their locks), stops Redis if embedded. */
@@ -122,9 +125,10 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   // SERVING while the backend can make new grants (Redis answers, no quarantine; a Redlock majority).
   let backend: Backend | undefined;
   const refreshHealth = () => setHealth(backend?.serving() ?? false);
-  const metrics = config.metricsListen ? new Metrics() : undefined;
+  const metrics = config.httpListen ? new Metrics() : undefined;
   const tracing = startTracing(config.tracerProvider);
-  const observer = metrics && tracing ? bothObservers(metrics, tracing.observer) : (metrics ?? tracing?.observer);
+  const grants = new GrantRate(); // for the dashboard: a few empty calls per grant when nobody looks
+  const observer = [metrics, tracing?.observer].reduce<EngineObserver>((both, one) => (one ? bothObservers(both, one) : both), countGrants(grants));
   backend = config.redlock ? await startRedlockBackend(config, refreshHealth) : await startRedisBackend(config, limits, refreshHealth, observer);
   refreshHealth();
   const { engine } = backend;
@@ -201,21 +205,30 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     onTooManyPings: (session) => log.warn({ peer: `${session.socket?.remoteAddress}:${session.socket?.remotePort}` }, 'closed a connection that pinged too often (GOAWAY too_many_pings)'),
   });
   let http: HttpListener | undefined;
-  if (config.metricsListen && metrics) {
+  if (config.httpListen && metrics) {
     const notReady = () => {
       if (serving) return null;
       if (running.redisUp?.() === false) return 'Redis is not reachable';
       return running.grantsBlocked?.() ?? 'the server is starting or stopping, or cannot grant now';
     };
     try {
-      http = await startHttpListener(config.metricsListen, { metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }), notReady });
+      const backendState = () => ({ serving, redisReachable: running.redisUp?.() ?? running.serving(), quarantine: running.grantsBlocked?.() ?? null });
+      const dashboard = dashboardHandler({
+        sourceFor: (namespace) => ({ engine: namespaces.engineOf(namespace), grants, backendState }),
+        principalOfKey: (key) => auth.principalOfKey(key),
+      });
+      http = await startHttpListener(config.httpListen, {
+        metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
+        notReady,
+        mounted: dashboard,
+      });
     } catch (err) {
       server.forceShutdown();
       await engine.close();
       await running.close();
       throw err;
     }
-    log.info({ metricsListen: config.metricsListen, port: http.port }, 'serving /metrics, /healthz and /readyz');
+    log.info({ httpListen: config.httpListen, port: http.port }, 'serving the dashboard, /metrics, /healthz and /readyz');
   }
   if (tracing && !config.tracerProvider) log.info('exporting traces over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT)');
   log.info({ listen: config.listen, port, tls: tls ? (tls.mutual ? 'mutual' : 'server') : 'off' }, 'holdfast listening');
@@ -241,5 +254,5 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       await running.close();
     })());
   const updateCredentials = (credentials: Credentials) => auth.update(credentials);
-  return { port, redisUrl: running.description, engine, metricsPort: http?.port, updateCredentials, stop };
+  return { port, redisUrl: running.description, engine, httpPort: http?.port, updateCredentials, stop };
 }

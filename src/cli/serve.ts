@@ -47,6 +47,14 @@ function redisSecurity(opts: RedisSecurityFlags): RedisSecurity {
 }
 
 
+/** --http-listen, or --metrics-listen, its first name; two different addresses are refused. */
+function httpListen(opts: { httpListen?: string; metricsListen?: string }): string | undefined {
+  if (opts.httpListen && opts.metricsListen && opts.httpListen !== opts.metricsListen) {
+    refuseToStart(`--http-listen ${opts.httpListen} and --metrics-listen ${opts.metricsListen} name one listener: give one of them`);
+  }
+  return opts.httpListen ?? opts.metricsListen;
+}
+
 /** Ends the process this long after SIGTERM/SIGINT even if something hangs. */
 const EXIT_DEADLINE_MS = 10_000;
 
@@ -139,7 +147,8 @@ export function serveCommand(): Command {
     .addOption(new Option('--keepalive-timeout-ms <ms>', 'how long a ping may go unanswered').argParser(millis).default(5_000))
     .addOption(new Option('--deadline-margin-ms <ms>', "stop waiting this long before a call's deadline").argParser(millis).default(50))
     .addOption(new Option('--key-prefix <prefix>', 'first part of every Redis key').default('hf'))
-    .addOption(new Option('--metrics-listen <host:port>', 'serve Prometheus /metrics, /healthz and /readyz over HTTP here (off when absent)').env('HOLDFAST_METRICS_LISTEN'))
+    .addOption(new Option('--http-listen <host:port>', 'serve the dashboard, Prometheus /metrics, /healthz and /readyz over HTTP here (off when absent)').env('HOLDFAST_HTTP_LISTEN'))
+    .addOption(new Option('--metrics-listen <host:port>', 'the same as --http-listen (its first name)').env('HOLDFAST_METRICS_LISTEN'))
     .addOption(new Option('--max-message-bytes <n>', 'largest request message accepted (RESOURCE_EXHAUSTED above)').argParser(count).default(DEFAULT_LIMITS.maxMessageBytes))
     .addOption(new Option('--max-concurrent-streams <n>', 'calls open at once on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS)').argParser(count).default(DEFAULT_LIMITS.maxConcurrentStreams))
     .addOption(new Option('--max-waiters-per-connection <n>', 'waiting Acquire calls and not yet granted Hold streams per connection').argParser(count).default(DEFAULT_LIMITS.maxWaitersPerConnection))
@@ -200,7 +209,7 @@ export function serveCommand(): Command {
             minPingIntervalMs: opts.minPingIntervalMs,
             maxPingStrikes: opts.maxPingStrikes,
           },
-          metricsListen: opts.metricsListen,
+          httpListen: httpListen(opts),
           credentials,
           logger,
         });

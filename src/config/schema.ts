@@ -113,6 +113,7 @@ export const serveSettings = {
   maxWaitersPerLock: count,
   minPingIntervalMs: ms,
   maxPingStrikes: count,
+  httpListen: z.string().regex(/^(\[[^\]]*\]|[^:\s]*):\d{1,5}$/, 'HOST:PORT, for example 127.0.0.1:9464').optional(),
   metricsListen: z.string().regex(/^(\[[^\]]*\]|[^:\s]*):\d{1,5}$/, 'HOST:PORT, for example 127.0.0.1:9464').optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
 };

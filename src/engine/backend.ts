@@ -1,7 +1,7 @@
 // What the transport asks of a lock backend. LockEngine (one Redis, Sentinel or Cluster) and
 // RedlockEngine (a majority of independent Redis masters, src/redlock) both provide it.
 import type { EngineStats } from './engine';
-import type { AcquireParams, FenceCheck, Grant, LockInfo, ReleaseOptions, ReleaseResult } from './types';
+import type { AcquireParams, FenceCheck, Grant, LockInfo, LockScan, ReleaseOptions, ReleaseResult } from './types';
 import type { KeepRequest, KeptLease, LeaseEvents } from './watchdog';
 
 export interface LockBackend {
@@ -9,6 +9,8 @@ export interface LockBackend {
   release(name: string, token: string, options?: ReleaseOptions): Promise<ReleaseResult>;
   renew(name: string, token: string, ttlMs: number): Promise<{ ttlMs: number }>;
   inspect(name: string): Promise<LockInfo>;
+  /** One SCAN step through the locks with holders or waiters (absent: this backend cannot list its locks). */
+  scanLocks?(cursor: string, count: number, namePrefix?: string): Promise<LockScan>;
   checkFencingToken(name: string, fencingToken: string): Promise<FenceCheck>;
   keep(request: KeepRequest, events: LeaseEvents, leaseStart: number, grantedMs?: number): KeptLease;
   stats(): EngineStats;

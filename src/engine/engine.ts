@@ -3,11 +3,12 @@
 import { randomBytes } from 'node:crypto';
 import { Cluster, type Redis } from 'ioredis';
 import type { WriteGuard } from '../redis/guard';
+import { scanStep } from '../redis/scan';
 import { LockError, ScriptCode, fromRedisError } from './errors';
-import { lockKeys, requestIdKey, scriptKeys } from './keys';
+import { lockKeys, lockNameOfKey, lockScanPattern, requestIdKey, scriptKeys } from './keys';
 import { NO_OBSERVER, type EngineObserver } from './observer';
 import { commandName, defineScripts, isGranting, scriptKeyCount, type ScriptName } from './scripts';
-import type { AcquireParams, FenceCheck, Grant, HolderInfo, LockInfo, Mode, ReleaseOptions, ReleaseResult } from './types';
+import type { AcquireParams, FenceCheck, Grant, HolderInfo, LockInfo, LockScan, Mode, ReleaseOptions, ReleaseResult } from './types';
 import { WaitRoom, type WaitRoomStats } from './wait-room';
 import { Watchdog, type KeepRequest, type KeptLease, type LeaseEvents, type WatchdogStats } from './watchdog';
 
@@ -335,6 +336,26 @@ export class LockEngine {
     }));
     holders.sort((a, b) => (BigInt(a.fencingToken) < BigInt(b.fencingToken) ? -1 : 1));
     return { name, holders, waiters: Number(reply[2]), fencingToken: String(reply[0]), limit: Number(reply[1]), grantsResumeInMs: this.grantsResumeInMs(name) };
+  }
+
+  /**
+   * One SCAN step (never KEYS) through the locks that have holders or waiters, whose names start
+   * with `namePrefix`: the names it found (possibly none, possibly repeated across steps) and the
+   * cursor to go on from ('0': the walk is complete).
+   */
+  async scanLocks(cursor: string, count: number, namePrefix = ''): Promise<LockScan> {
+    let step;
+    try {
+      step = await scanStep(this.redis, cursor, lockScanPattern(this.prefix, namePrefix), count);
+    } catch (err) {
+      throw this.fromRedisError(err);
+    }
+    const names = new Set<string>();
+    for (const key of step.keys) {
+      const name = lockNameOfKey(this.prefix, key);
+      if (name !== null) names.add(name);
+    }
+    return { names: [...names], cursor: step.cursor };
   }
 
   async checkFencingToken(name: string, fencingToken: string): Promise<FenceCheck> {

@@ -13,6 +13,28 @@ function tagOf(name: string): string {
   return name.replace(/[%{}]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
 }
 
+function untag(tag: string): string {
+  return tag.replace(/%(25|7B|7D)/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+}
+
+/** Escapes Redis glob characters (SCAN MATCH). */
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => '\\' + c);
+}
+
+/** A SCAN MATCH pattern for the holder and queue keys of the locks whose names start with `namePrefix`. */
+export function lockScanPattern(prefix: string, namePrefix = ''): string {
+  return `${globEscape(prefix)}:{${globEscape(tagOf(namePrefix))}*}:[hq]`;
+}
+
+/** The lock a holder or queue key belongs to (as lockScanPattern matches them), or null for any other key. */
+export function lockNameOfKey(prefix: string, key: string): string | null {
+  const head = `${prefix}:{`;
+  if (!key.startsWith(head) || !/\}:[hq]$/.test(key)) return null;
+  const tag = key.slice(head.length, -3);
+  return tag.includes('}') ? null : untag(tag);
+}
+
 export function lockKeys(prefix: string, name: string): LockKeys {
   const base = `${prefix}:{${tagOf(name)}}`;
   return { holders: `${base}:h`, queue: `${base}:q`, data: `${base}:d`, channel: `${base}:c` };

@@ -70,6 +70,13 @@ export interface LockInfo {
   grantsResumeInMs: number;
 }
 
+/** One step of a walk through the locks with holders or waiters (LockEngine.scanLocks). */
+export interface LockScan {
+  names: string[];
+  /** Where to go on from; '0' when the walk is complete. */
+  cursor: string;
+}
+
 export interface FenceCheck {
   live: boolean;
   ttlMs: number;

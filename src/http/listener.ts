@@ -1,13 +1,19 @@
 // The server's one HTTP listener, next to the gRPC one: /metrics for Prometheus, /healthz (the
-// process answers) and /readyz (it serves: Redis reachable, no quarantine) for probes.
+// process answers) and /readyz (it serves: Redis reachable, no quarantine) for probes, and
+// whatever is mounted on it (the dashboard, src/dashboard). GET and HEAD only: it changes nothing.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+
+/** Answers the paths it knows (and returns true); false leaves the request to the listener's 404. */
+export type HttpHandler = (req: IncomingMessage, res: ServerResponse, path: string) => boolean;
 
 export interface HttpRoutes {
   /** The Prometheus text exposition and its content type. */
   metrics(): Promise<{ contentType: string; body: string }>;
   /** Why the server does not serve now, or null when it does. */
   notReady(): string | null;
+  /** Further paths (the dashboard). */
+  mounted?: HttpHandler;
 }
 
 export interface HttpListener {
@@ -18,7 +24,7 @@ export interface HttpListener {
 /** host:port, [v6]:port. */
 export function parseHostPort(listen: string): { host: string; port: number } {
   const match = /^\[?([^\]]*?)\]?:(\d+)$/.exec(listen);
-  if (!match || Number(match[2]) > 65535) throw new Error(`--metrics-listen must be HOST:PORT, got "${listen}"`);
+  if (!match || Number(match[2]) > 65535) throw new Error(`--http-listen must be HOST:PORT, got "${listen}"`);
   return { host: match[1] || '0.0.0.0', port: Number(match[2]) };
 }
 
@@ -27,7 +33,7 @@ export async function startHttpListener(listen: string, routes: HttpRoutes): Pro
   const server = createServer((req, res) => void answer(req, res, routes));
   server.keepAliveTimeout = 65_000; // longer than Prometheus's scrape interval: a scraper keeps its connection
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (err) => reject(new Error(`cannot listen on ${listen} for metrics: ${err.message}`)));
+    server.once('error', (err) => reject(new Error(`cannot listen on ${listen} for HTTP: ${err.message}`)));
     server.listen(port, host, () => resolve());
   });
   return {
@@ -53,7 +59,8 @@ async function answer(req: IncomingMessage, res: ServerResponse, routes: HttpRou
       const why = routes.notReady();
       return why === null ? send(res, 200, 'ready\n') : send(res, 503, `not ready: ${why}\n`);
     }
-    send(res, 404, 'not found: try /metrics, /healthz or /readyz\n');
+    if (routes.mounted?.(req, res, path)) return;
+    send(res, 404, 'not found: try /, /metrics, /healthz or /readyz\n');
   } catch (err) {
     send(res, 500, `error: ${(err as Error).message}\n`);
   }

@@ -56,6 +56,16 @@ export class AuthGate {
     this.required = credentials.configured;
   }
 
+  /**
+   * Whom an API key belongs to now, for callers outside gRPC (the dashboard); undefined when the
+   * key is missing or unknown. Without authentication: everyone, in the default namespace.
+   */
+  principalOfKey(key: string | undefined): Principal | undefined {
+    if (!this.required) return EVERYONE;
+    if (!key || key.length > MAX_KEY_LENGTH) return undefined;
+    return this.credentials.principalOf(presentedKey(key));
+  }
+
   /** The caller's namespace, for a call that passed the gate (the default namespace without authentication). */
   namespaceOf(metadata: Metadata): string {
     return (this.principals.get(metadata) ?? EVERYONE).namespace;

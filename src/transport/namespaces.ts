@@ -26,6 +26,11 @@ export class Namespaces {
     this.tenants.set(DEFAULT_NAMESPACE, { engine: defaultEngine, service: serviceOf(defaultEngine, DEFAULT_NAMESPACE) });
   }
 
+  /** The namespace's lock engine (made on first use, as by a call). */
+  engineOf(namespace: string): LockBackend {
+    return this.tenant(namespace).engine;
+  }
+
   /** The namespace's implementation, made on its first call. */
   private tenant(namespace: string): Tenant {
     let tenant = this.tenants.get(namespace);

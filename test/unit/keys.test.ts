@@ -1,7 +1,7 @@
 // Key building: one hash tag per lock, whatever the name holds.
 import calculateSlot from 'cluster-key-slot';
 import { describe, expect, it } from 'vitest';
-import { lockKeys, scriptKeys } from '../../src/engine/keys';
+import { lockKeys, lockNameOfKey, scriptKeys } from '../../src/engine/keys';
 
 describe('lockKeys', () => {
   it('puts every key of a lock under one hash tag, so one Cluster slot', () => {
@@ -22,5 +22,15 @@ describe('lockKeys', () => {
     const keys = lockKeys('hf', 'n');
     expect(scriptKeys(keys, 3)).toEqual([keys.holders, keys.queue, keys.data]);
     expect(scriptKeys(keys, 4)).toEqual([keys.holders, keys.queue, keys.data, keys.channel]);
+  });
+});
+
+describe('lockNameOfKey', () => {
+  it('gives back the name of a holder or queue key, whatever the name holds', () => {
+    for (const name of ['orders/42', 'a{b}c', '}{', '%7B', 'a*b?[c]\\', 'ünïcode ✓']) {
+      const keys = lockKeys('hf', name);
+      expect([lockNameOfKey('hf', keys.holders), lockNameOfKey('hf', keys.queue)]).toEqual([name, name]);
+      expect([lockNameOfKey('hf', keys.data), lockNameOfKey('hf', keys.channel), lockNameOfKey('other', keys.holders)]).toEqual([null, null, null]);
+    }
   });
 });

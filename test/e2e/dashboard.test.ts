@@ -1,0 +1,255 @@
+/// <reference lib="dom" />
+/// <reference lib="dom.iterable" />
+// The live dashboard (README "Dashboard") in a real headless Chromium: a real server process with
+// --http-listen, locks taken and waited for over real gRPC channels, the page watched as it
+// follows them through its server-sent events.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { secureChannel } from '../../clients/ts/credentials';
+import { hashApiKey, newApiKey } from '../../src/auth/api-keys';
+import { freePort } from '../../src/redis/embedded';
+import { launchChromium, type TestBrowser } from '../support/browser';
+import { connect, type TestClient } from '../support/client';
+import { grantMany } from '../support/many-locks';
+import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
+import { startServerProcess, type ServerProcess } from '../support/server';
+import { waitFor } from '../support/wait';
+
+/** Where the screenshot is saved (a CI artifact; the README shows a copy in docs/). */
+export const ARTIFACTS = join(__dirname, '..', '..', 'artifacts');
+const WAIT_MS = 15_000;
+
+let redis: TestRedis;
+let server: ServerProcess;
+let client: TestClient;
+let peer: TestClient;
+let chromium: TestBrowser;
+let base: string;
+
+beforeAll(async () => {
+  redis = await startTestRedis();
+  const httpPort = await freePort();
+  base = `http://127.0.0.1:${httpPort}`;
+  server = await startServerProcess(redis.url, ['--http-listen', `127.0.0.1:${httpPort}`]);
+  client = connect(server.addr);
+  peer = connect(server.addr, { 'grpc.use_local_subchannel_pool': 1 });
+  chromium = await launchChromium();
+}, 60_000);
+afterAll(async () => {
+  await chromium?.close();
+  client?.close();
+  peer?.close();
+  await server?.stop();
+  await redis?.cleanup();
+});
+
+/** A page showing only the locks whose names start with `prefix`. */
+async function openFiltered(prefix: string): Promise<Page> {
+  const page = await chromium.browser.newPage();
+  await page.setViewport({ width: 1100, height: 420 });
+  await page.goto(`${base}/`);
+  await page.type('#prefix', prefix);
+  await page.click('#controls button[type=submit]');
+  await page.waitForFunction(() => document.getElementById('stream')?.dataset.state === 'live', { timeout: WAIT_MS });
+  return page;
+}
+
+/** The row of lock `name` as the page shows it, or null when it is not there. */
+function row(page: Page, name: string) {
+  return page.evaluate((lock) => {
+    const tr = [...document.querySelectorAll<HTMLElement>('#locks tr')].find((r) => r.dataset.lock === lock);
+    if (!tr) return null;
+    const bar = tr.querySelector<HTMLElement>('.lease-bar');
+    return {
+      text: tr.textContent ?? '',
+      waiters: tr.querySelector('.waiters')?.textContent ?? '',
+      holders: tr.querySelectorAll('.holder').length,
+      barPercent: bar ? parseFloat(bar.style.width) : NaN,
+    };
+  }, name);
+}
+
+/** Reads server-sent events from /events until `count` have come; returns them as sent. */
+async function readEvents(query: string, count: number, headers: Record<string, string> = {}, from = base): Promise<string> {
+  const res = await fetch(`${from}/events?${query}`, { headers });
+  expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+  const reader = res.body!.getReader();
+  let text = '';
+  while (text.split('\n\n').length <= count) text += new TextDecoder().decode((await reader.read()).value);
+  await reader.cancel();
+  return text;
+}
+
+describe('dashboard', () => {
+  it('shows a lock when taken, shrinks its lease bar, counts its waiter, drops it when released; grants per second', async () => {
+    const prefix = uniqueName('dash');
+    const name = `${prefix}/orders`;
+    const page = await openFiltered(prefix);
+    expect(await row(page, name)).toBeNull();
+
+    const first = await client.acquire({ name, owner: 'billing-worker-1', ttlMs: '30000' });
+    const shown = (await waitFor('the lock on the page', () => row(page, name), WAIT_MS))!;
+    expect(shown.text).toContain('billing-worker-1');
+    expect(shown.text).toContain('exclusive');
+    expect(shown.text).toContain(first.fencingToken);
+    expect(shown.waiters).toBe('0');
+    expect(shown.barPercent).toBeGreaterThan(0);
+    // Acquire is not renewed: its bar can only shrink.
+    await waitFor('the lease bar to shrink', async () => (await row(page, name))!.barPercent < shown.barPercent - 1, WAIT_MS);
+
+    const waiting = peer.acquire({ name, owner: 'billing-worker-2', ttlMs: '30000', waitTimeoutMs: '60000' });
+    await waitFor('one waiter on the page', async () => (await row(page, name))?.waiters === '1', WAIT_MS);
+    // Company for the screenshot: a shared lock with two readers, and a lock a Hold stream renews.
+    const reports = `${prefix}/reports`;
+    const readers = await Promise.all(['report-reader-a', 'report-reader-b'].map((owner) => client.acquire({ name: reports, owner, ttlMs: '20000', mode: 2 })));
+    const leader = client.hold({ name: `${prefix}/leader`, owner: 'scheduler-7', ttlMs: '6000' });
+    await leader.next((e) => !!e.acquired);
+    await waitFor('two readers of the shared lock', async () => (await row(page, reports))?.holders === 2, WAIT_MS);
+    expect((await row(page, reports))!.text).toContain('shared');
+    await page.waitForFunction(() => Number(document.getElementById('rate-peak')?.textContent) >= 1, { timeout: WAIT_MS });
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png') });
+
+    await client.release({ name, token: first.token });
+    const second = await waiting;
+    await waitFor('the waiter as the holder', async () => {
+      const now = await row(page, name);
+      return now?.waiters === '0' && now.text.includes('billing-worker-2') && !now.text.includes('billing-worker-1');
+    }, WAIT_MS);
+    await peer.release({ name, token: second.token });
+    await waitFor('the lock gone from the page', async () => (await row(page, name)) === null, WAIT_MS);
+    leader.call.cancel();
+    await Promise.all(readers.map((reader) => client.release({ name: reports, token: reader.token })));
+    await page.close();
+  });
+
+  it('never shows a token: not in the page, not in its event stream', async () => {
+    const prefix = uniqueName('dash-secret');
+    const names = [`${prefix}/a*?[x]`, `${prefix}/{b}%7D`]; // glob and hash-tag characters, through SCAN and back
+    const grants = await Promise.all(names.map((name) => client.acquire({ name, owner: 'owner', ttlMs: '30000' })));
+    const held = client.hold({ name: `${prefix}/c`, ttlMs: '3000' });
+    const holdToken = (await held.next((e) => !!e.acquired)).acquired!.token;
+    const tokens = [...grants.map((g) => g.token), holdToken];
+    const page = await openFiltered(prefix);
+    await waitFor('three locks on the page', async () => (await page.$$('#locks tr')).length === 3, WAIT_MS);
+    for (const name of names) expect(await row(page, name)).not.toBeNull();
+    const events = await readEvents(new URLSearchParams({ prefix }).toString(), 3);
+    expect(events).toContain(`${prefix}/c`); // the stream carries the locks ...
+    const html = await page.content();
+    for (const token of tokens) {
+      expect(html).not.toContain(token); // ... and never their tokens
+      expect(events).not.toContain(token);
+    }
+    held.call.cancel();
+    await Promise.all(grants.map((grant, i) => client.release({ name: names[i], token: grant.token })));
+    await page.close();
+  });
+
+  it('is read-only: anything but GET or HEAD is refused', async () => {
+    for (const path of ['/', '/events']) {
+      const res = await fetch(`${base}${path}`, { method: 'POST', body: 'x' });
+      expect(res.status).toBe(405);
+    }
+  });
+
+  it('shows Redis unreachable while it is down, and reachable again once it is back', async () => {
+    const page = await openFiltered(uniqueName('dash-none'));
+    const pill = () => page.$eval('#backend', (e) => e.textContent);
+    await waitFor('Redis reachable', async () => (await pill()) === 'Redis reachable', WAIT_MS);
+    await redis.stop();
+    await waitFor('Redis unreachable', async () => (await pill()) === 'Redis unreachable', WAIT_MS);
+    expect(await page.$eval('#error', (e) => e.textContent)).toContain('cannot read the locks');
+    await redis.restart();
+    await waitFor('Redis reachable again', async () => (await pill()) === 'Redis reachable', 30_000);
+    await page.close();
+  }, 60_000);
+
+  it('pages through 10 000 locks, a page at a time', async () => {
+    const prefix = uniqueName('dash-many');
+    const names = Array.from({ length: 10_000 }, (_, i) => `${prefix}/${String(i).padStart(5, '0')}`);
+    await grantMany(redis.client, names, 'many', 120_000);
+    const page = await openFiltered(prefix);
+    const rowNames = () => page.$$eval('#locks tr', (rows) => rows.map((r) => (r as HTMLElement).dataset.lock!));
+    const first = (await waitFor('a first page', async () => ((await rowNames()).length > 0 ? rowNames() : null), WAIT_MS))!;
+    // A page is about 100 locks (one SCAN step past that may add some): never all 10 000.
+    expect(first.length).toBeGreaterThanOrEqual(100);
+    expect(first.length).toBeLessThanOrEqual(300);
+    expect(await page.$eval('#next-page', (b) => (b as HTMLButtonElement).disabled)).toBe(false);
+    await page.click('#next-page');
+    const second = (await waitFor('the next page', async () => {
+      const now = await rowNames();
+      return now.length > 0 && !now.includes(first[0]) ? now : null;
+    }, WAIT_MS))!;
+    expect(second.filter((name) => first.includes(name))).toEqual([]);
+    await page.close();
+    // One lock among 10 000 by its name: found on the first page (SCAN's COUNT grows while it finds few).
+    const one = await openFiltered(names[4321]);
+    expect((await waitFor('the one lock', () => row(one, names[4321]), WAIT_MS))!.text).toContain('many');
+    await one.close();
+  }, 120_000);
+});
+
+describe('dashboard with API keys', () => {
+  const keys = {
+    aRead: { name: 'a-read', namespace: 'tenant-a', role: 'read', key: newApiKey() },
+    aLock: { name: 'a-lock', namespace: 'tenant-a', role: 'lock', key: newApiKey() },
+    bLock: { name: 'b-lock', namespace: 'tenant-b', role: 'lock', key: newApiKey() },
+  };
+  let dir: string;
+  let secured: ServerProcess;
+  let securedBase: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'holdfast-dashboard-'));
+    const file = join(dir, 'holdfast.yaml');
+    const entries = Object.values(keys).map((k) => `  - { name: ${k.name}, sha256: ${hashApiKey(k.key)}, namespace: ${k.namespace}, role: ${k.role} }`);
+    writeFileSync(file, `api-keys:\n${entries.join('\n')}\n`);
+    const httpPort = await freePort();
+    securedBase = `http://127.0.0.1:${httpPort}`;
+    secured = await startServerProcess(redis.url, ['--config', file, '--http-listen', `127.0.0.1:${httpPort}`]);
+  });
+  afterAll(async () => {
+    await secured?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const as = (apiKey: string) => connect(secured.addr, secureChannel({ apiKey }).options as object);
+
+  it('asks for a key (Basic), refuses an unknown one, and shows a read key only its own namespace', async () => {
+    const prefix = uniqueName('dash-auth');
+    const [aClient, bClient] = [as(keys.aLock.key), as(keys.bLock.key)];
+    const a = await aClient.acquire({ name: `${prefix}/a`, owner: 'tenant-a-worker', ttlMs: '30000' });
+    const b = await bClient.acquire({ name: `${prefix}/b`, owner: 'tenant-b-worker', ttlMs: '30000' });
+
+    const anonymous = await fetch(`${securedBase}/`);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toMatch(/^Basic realm=/);
+    expect((await fetch(`${securedBase}/events`, { headers: { authorization: `Bearer ${newApiKey()}` } })).status).toBe(401);
+    expect((await fetch(`${securedBase}/metrics`)).status).toBe(200); // the listener's own paths stay open
+
+    const page = await chromium.browser.newPage();
+    await page.authenticate({ username: 'dashboard', password: keys.aRead.key });
+    await page.goto(`${securedBase}/`);
+    await page.type('#prefix', prefix);
+    await page.click('#controls button[type=submit]');
+    await waitFor('tenant a\'s lock', () => row(page, `${prefix}/a`), WAIT_MS);
+    expect(await row(page, `${prefix}/b`)).toBeNull();
+    const html = await page.content();
+    expect(html).not.toContain(a.token);
+    await page.close();
+
+    // A script with a Bearer key sees its own namespace the same way.
+    const events = await readEvents(new URLSearchParams({ prefix }).toString(), 2, { authorization: `Bearer ${keys.bLock.key}` }, securedBase);
+    expect(events).toContain(`${prefix}/b`);
+    expect(events).not.toContain(`${prefix}/a`);
+    expect(events).not.toContain(b.token);
+
+    await aClient.release({ name: `${prefix}/a`, token: a.token });
+    await bClient.release({ name: `${prefix}/b`, token: b.token });
+    aClient.close();
+    bClient.close();
+  });
+});
