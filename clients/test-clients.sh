@@ -63,12 +63,17 @@ if ! "$PYTHON" -c 'import grpc, sys; grpc.channel_ready_future(grpc.insecure_cha
 fi
 say "server on $addr (redis on port $redis_port)"
 
-# A second server on the same Redis with mutual TLS (certificates from test/support/make-certs.sh).
+# A second server on the same Redis with mutual TLS (certificates from test/support/make-certs.sh)
+# and one API key, for the namespace "clients".
 certs="$logs/certs"
 bash test/support/make-certs.sh "$certs"
+api_key="hf_$(openssl rand -hex 24)"
+printf 'api-keys:\n  - { name: clients-test, sha256: %s, namespace: clients, role: lock }\n' \
+  "$(printf %s "$api_key" | sha256sum | cut -d' ' -f1)" >"$certs/holdfast.yaml"
 tls_addr="127.0.0.1:$(free_port)"
 node dist/src/cli.js serve --listen "$tls_addr" --redis "redis://127.0.0.1:$redis_port" --log-level warn \
-  --tls-cert "$certs/server.crt" --tls-key "$certs/server.key" --tls-client-ca "$certs/ca.crt" >"$logs/tls-server.log" 2>&1 &
+  --tls-cert "$certs/server.crt" --tls-key "$certs/server.key" --tls-client-ca "$certs/ca.crt" \
+  --config "$certs/holdfast.yaml" >"$logs/tls-server.log" 2>&1 &
 tls_server_pid=$!
 if ! "$PYTHON" -c 'import grpc, sys; pem = [open(f, "rb").read() for f in sys.argv[3:]]
 grpc.channel_ready_future(grpc.secure_channel(sys.argv[1], grpc.ssl_channel_credentials(*pem))).result(timeout=float(sys.argv[2]))' \
@@ -77,7 +82,7 @@ grpc.channel_ready_future(grpc.secure_channel(sys.argv[1], grpc.ssl_channel_cred
   die "the mutual-TLS server did not start on $tls_addr"
 fi
 tls_flags=(--tls-ca "$certs/ca.crt" --tls-cert "$certs/client.crt" --tls-key "$certs/client.key")
-say "mutual-TLS server on $tls_addr"
+say "mutual-TLS server with an API key on $tls_addr"
 export HOLDFAST_ADDR="$addr" HOLDFAST_REDIS_URL="redis://127.0.0.1:$redis_port"
 
 passed=0 failed=0
@@ -110,11 +115,18 @@ step "python package installs offline" python_package_check
 step "go vet" clients/go/go.sh vet ./...
 step "go test" clients/go/go.sh test -count=1 -v ./...
 step "go example" clients/go/go.sh run ./examples/hold --addr "$addr" "go-$example_name"
-step "python example over mutual TLS" "$PYTHON" clients/python/examples/example.py --addr "$tls_addr" "${tls_flags[@]}" "pytls-$example_name"
-step "go example over mutual TLS" clients/go/go.sh run ./examples/hold --addr "$tls_addr" "${tls_flags[@]}" "gotls-$example_name"
-# Negative control: without the client certificate the same example is refused.
-step "python example without a client certificate is refused" \
-  bash -c '! "$@" 2>/dev/null' _ "$PYTHON" clients/python/examples/example.py --addr "$tls_addr" --tls-ca "$certs/ca.crt" "pyno-$example_name"
+refused() { ! "$@" 2>"$logs/refused.err" && grep -q "$expected" "$logs/refused.err"; }
+step "python example over mutual TLS with an API key" \
+  "$PYTHON" clients/python/examples/example.py --addr "$tls_addr" "${tls_flags[@]}" --api-key "$api_key" "pytls-$example_name"
+step "go example over mutual TLS with an API key (from HOLDFAST_API_KEY)" \
+  env HOLDFAST_API_KEY="$api_key" clients/go/go.sh run ./examples/hold --addr "$tls_addr" "${tls_flags[@]}" "gotls-$example_name"
+# Negative controls: the same examples without the client certificate, or without a known key.
+expected=UNAVAILABLE step "python example without a client certificate is refused" \
+  refused "$PYTHON" clients/python/examples/example.py --addr "$tls_addr" --tls-ca "$certs/ca.crt" --api-key "$api_key" "pyno-$example_name"
+expected=UNAUTHENTICATED step "python example with an unknown key is refused" \
+  refused "$PYTHON" clients/python/examples/example.py --addr "$tls_addr" "${tls_flags[@]}" --api-key "hf_not-$api_key" "pyno-$example_name"
+expected=Unauthenticated step "go example without a key is refused" \
+  refused clients/go/go.sh run ./examples/hold --addr "$tls_addr" "${tls_flags[@]}" "gono-$example_name"
 step "java tests" clients/java/java.sh test
 step "java example" clients/java/java.sh example --addr "$addr" "java-$example_name"
 

@@ -1,14 +1,15 @@
 // The server's logs, captured from a real server process at debug level: one line per lost lease
-// and per Hold stream that broke; no token, API key or Redis password on any line, whatever the
-// calls; no "redis connection lost" on an orderly stop; pino-pretty lines on a terminal.
+// and per Hold stream that broke; no token, API key (known or refused), key hash or Redis
+// password on any line, whatever the calls; no "redis connection lost" on an orderly stop; pino-pretty lines on a terminal.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HoldfastClient } from '../../clients/ts';
+import { HoldfastClient, secureChannel } from '../../clients/ts';
+import { hashApiKey, newApiKey } from '../../src/auth/api-keys';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
 import { connect } from '../support/client';
 import { uniqueName } from '../support/redis';
@@ -17,7 +18,8 @@ import { startTcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait';
 
 const PASSWORD = `redis-pw-${randomBytes(8).toString('hex')}`;
-const API_KEY = `api-key-${randomBytes(8).toString('hex')}`;
+const API_KEY = newApiKey();
+const UNKNOWN_KEY = newApiKey();
 let dir: string;
 let redis: EmbeddedRedis;
 
@@ -34,14 +36,22 @@ const parse = (lines: string[]) => lines.filter((l) => l.startsWith('{')).map((l
 
 describe('a server run from start to SIGTERM', () => {
   let server: ServerProcess;
-  const secrets: string[] = [PASSWORD, API_KEY];
+  const secrets: string[] = [PASSWORD, API_KEY, hashApiKey(API_KEY), UNKNOWN_KEY];
   const names = { plain: uniqueName('plain'), capped: uniqueName('capped'), cut: uniqueName('cut') };
 
   beforeAll(async () => {
-    server = await startServerProcess(`redis://127.0.0.1:${redis.port}`, ['--log-level', 'debug'], { HOLDFAST_REDIS_PASSWORD: PASSWORD });
+    const config = join(dir, 'holdfast.yaml');
+    writeFileSync(config, `api-keys:\n  - { name: logs-test, sha256: ${hashApiKey(API_KEY)}, namespace: default, role: lock }\n`);
+    server = await startServerProcess(`redis://127.0.0.1:${redis.port}`, ['--log-level', 'debug', '--config', config], { HOLDFAST_REDIS_PASSWORD: PASSWORD });
     const client = new HoldfastClient(server.addr, { apiKey: API_KEY });
-    const raw = connect(server.addr);
+    const raw = connect(server.addr, secureChannel({ apiKey: API_KEY }).options as object);
     try {
+      // Refused: an unknown key, and no key at all.
+      for (const apiKey of [UNKNOWN_KEY, undefined]) {
+        const refused = new HoldfastClient(server.addr, { apiKey });
+        await expect(refused.acquire(uniqueName())).rejects.toMatchObject({ code: status.UNAUTHENTICATED });
+        refused.close();
+      }
       // acquire, renew, release, a refused release, a Hold released, a Hold capped by max_hold_ms.
       const lock = await client.acquire(names.plain, { ttlMs: 5_000 });
       secrets.push(lock.token);
@@ -56,7 +66,7 @@ describe('a server run from start to SIGTERM', () => {
       await capped.ended;
       // A Hold whose connection is cut.
       const proxy = await startTcpProxy(server.addr);
-      const cutClient = connect(proxy.addr);
+      const cutClient = connect(proxy.addr, secureChannel({ apiKey: API_KEY }).options as object);
       const cut = cutClient.hold({ name: names.cut, ttlMs: '5000' });
       secrets.push((await cut.next((e) => !!e.acquired)).acquired!.token);
       proxy.cut();
@@ -81,8 +91,8 @@ describe('a server run from start to SIGTERM', () => {
     ]);
   });
 
-  it('no line carries a token, the API key or the Redis password', () => {
-    expect(secrets).toHaveLength(2 + 4);
+  it('no line carries a token, an API key (accepted or refused), its hash or the Redis password', () => {
+    expect(secrets).toHaveLength(4 + 4);
     expect(server.logs.length).toBeGreaterThan(5);
     // The check can see what the lines carry: the lock names are there.
     expect(server.logs.some((l) => l.includes(names.capped))).toBe(true);
