@@ -68,10 +68,12 @@ export async function startHoldfast(redisUrl: string, extraArgs: string[] = [], 
   const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let output = '';
+  // Under --workers (or --optimize-for-size) the primary says so once every worker listens.
+  const ready = extraArgs.includes('--workers') || extraArgs.includes('--optimize-for-size') ? 'holdfast workers listening' : 'holdfast listening';
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => {
       if (output.length < 65536) output += chunk.toString();
-      if (output.includes('holdfast listening')) resolve();
+      if (output.includes(ready)) resolve();
     });
     child.stderr!.on('data', (chunk: Buffer) => process.stderr.write(`[holdfast ${child.pid}] ${chunk}`));
     void exited.then(() => reject(new Error(`holdfast exited before listening:\n${output}`)));
@@ -210,3 +212,40 @@ export function lockClient(addr: string) {
 }
 
 export type LockClient = ReturnType<typeof lockClient>;
+
+export interface FloorProcess {
+  addr: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** The gRPC floor server (bench/floor-server.ts) in its own process, on a free loopback port. */
+export async function startFloor(): Promise<FloorProcess> {
+  const child: ChildProcess = spawn(process.execPath, [join(__dirname, 'floor-server.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const port = await new Promise<number>((resolve, reject) => {
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const m = /floor listening (\d+)/.exec(output);
+      if (m) resolve(Number(m[1]));
+    });
+    void exited.then(() => reject(new Error(`the floor server exited before listening: ${output}`)));
+  });
+  return {
+    addr: `127.0.0.1:${port}`,
+    pid: child.pid!,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const force = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(force);
+    },
+  };
+}
+
+/** The median of a list of numbers (NaN when empty). */
+export function median(values: number[]): number {
+  return quantile(values, 0.5);
+}

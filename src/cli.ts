@@ -1,7 +1,4 @@
-#!/usr/bin/env -S node --optimize-for-size
-// --optimize-for-size: with V8's defaults renewal garbage piles up in the heap until a full
-// collection, and 10 000 Hold streams cost 17-19 KiB of RSS each; with it, a flat 11-12 KiB
-// (for more CPU). See npm run bench:hold and the README.
+#!/usr/bin/env node
 // The holdfast command: wiring only. Each subcommand lives in src/cli/.
 import { Command } from 'commander';
 import { acquireCommand } from './cli/acquire';

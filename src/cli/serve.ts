@@ -12,6 +12,7 @@ import type { RedisSecurity } from '../redis/connect';
 import { readOptionFile, TlsFilesError } from '../tls/option-file';
 import { count, millis } from './options';
 import { serverLogger } from './logger';
+import { runsWorkers, runWorkers, workerCount } from './workers';
 import { protectedModeRefusal } from './protected-mode';
 
 function refuseToStart(message: string): never {
@@ -159,6 +160,10 @@ export function serveCommand(): Command {
     .addOption(new Option('--min-ping-interval-ms <ms>', "shortest interval between a client's pings when the server sent nothing in between").argParser(millis).default(DEFAULT_LIMITS.minPingIntervalMs))
     .addOption(new Option('--max-ping-strikes <n>', 'pings sooner than that allowed before the connection is closed (GOAWAY too_many_pings)').argParser(count).default(DEFAULT_LIMITS.maxPingStrikes))
     .addOption(new Option('--log-level <level>', 'pino log level').env('HOLDFAST_LOG_LEVEL').default('info'))
+    .addOption(new Option('--workers <n|auto>', 'server processes sharing the listen port (node:cluster); auto: one per core').argParser(workerCount).default(1))
+    .addOption(
+      new Option('--optimize-for-size', "run the server under node's --optimize-for-size: less RSS per Hold stream, for more CPU per call (README, Benchmarks)").default(false),
+    )
     .addOption(new Option('--config <file>', 'YAML file of settings (keys spelled as the flags); flags and env override it').env('HOLDFAST_CONFIG'))
     .addOption(new Option('--print-config', 'print the effective settings (secrets masked) and exit').default(false))
     .action(async (_flags, command: Command) => {
@@ -170,6 +175,11 @@ export function serveCommand(): Command {
 
       const refusal = protectedModeRefusal({ listen: opts.listen, tls: !!tls, authConfigured: credentials.configured, insecure: opts.insecure });
       if (refusal) refuseToStart(refusal);
+      if (runsWorkers(opts.workers, opts.optimizeForSize)) {
+        const givenRedis = opts.redis || opts.redisCluster || opts.redisSentinels || opts.redlock;
+        await runWorkers({ workers: opts.workers, optimizeForSize: opts.optimizeForSize, embeddedRedisDir: givenRedis ? undefined : opts.dataDir, logger });
+        return;
+      }
       let server;
       try {
         server = await startServer({

@@ -116,6 +116,8 @@ export const serveSettings = {
   httpListen: z.string().regex(/^(\[[^\]]*\]|[^:\s]*):\d{1,5}$/, 'HOST:PORT, for example 127.0.0.1:9464').optional(),
   metricsListen: z.string().regex(/^(\[[^\]]*\]|[^:\s]*):\d{1,5}$/, 'HOST:PORT, for example 127.0.0.1:9464').optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+  workers: z.union([z.literal('auto'), count.min(1)]),
+  optimizeForSize: z.boolean(),
 };
 
 /** --max-ttl-ms unless given, with --redlock: how long a restarted master sits out. */

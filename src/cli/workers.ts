@@ -1,0 +1,93 @@
+// `holdfast serve --workers N`: N server processes (node:cluster) sharing one listening port.
+// The servers share nothing but Redis, so each worker is a whole holdfast server; the primary
+// only starts them (and the embedded redis-server, when no Redis is given, so that all workers
+// use one), restarts a worker that dies, and stops them all on SIGTERM/SIGINT.
+// `--optimize-for-size` runs the workers with node's flag of that name (a memory-saving opt-in).
+import cluster, { type Worker } from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { InvalidArgumentError } from 'commander';
+import type { Logger } from 'pino';
+import { startEmbeddedRedis, type EmbeddedRedis } from '../redis/embedded';
+
+const OPTIMIZE_FOR_SIZE = '--optimize-for-size';
+/** The primary gives up this long after SIGTERM/SIGINT even if a worker hangs. */
+const STOP_DEADLINE_MS = 12_000;
+
+export type Workers = number | 'auto';
+
+/** Parses --workers: a count of 1 or more, or auto (one per core). */
+export function workerCount(value: string): Workers {
+  if (value === 'auto') return 'auto';
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('a number of worker processes (1 or more) or auto');
+  return n;
+}
+
+export function resolveWorkers(workers: Workers): number {
+  return workers === 'auto' ? availableParallelism() : workers;
+}
+
+/** Whether this process should start workers instead of serving itself. */
+export function runsWorkers(workers: Workers, optimizeForSize: boolean): boolean {
+  if (!cluster.isPrimary) return false;
+  return resolveWorkers(workers) > 1 || (optimizeForSize && !process.execArgv.includes(OPTIMIZE_FOR_SIZE));
+}
+
+export interface WorkersOptions {
+  workers: Workers;
+  optimizeForSize: boolean;
+  /** No --redis, --redis-cluster or --redis-sentinels: the primary starts the embedded Redis. */
+  embeddedRedisDir?: string;
+  logger: Logger;
+}
+
+export async function runWorkers(options: WorkersOptions): Promise<void> {
+  const { logger } = options;
+  const workers = resolveWorkers(options.workers);
+  let embedded: EmbeddedRedis | undefined;
+  const env: Record<string, string> = {};
+  if (options.embeddedRedisDir) {
+    embedded = await startEmbeddedRedis({ dataDir: join(options.embeddedRedisDir, 'redis') });
+    env.HOLDFAST_REDIS_URL = embedded.url;
+    logger.info({ redisPid: embedded.pid, port: embedded.port }, 'started embedded redis-server for the workers (pass --redis URL to use your own)');
+  }
+  cluster.setupPrimary({ execArgv: [...process.execArgv, ...(options.optimizeForSize ? [OPTIMIZE_FOR_SIZE] : [])] });
+
+  let stopping = false;
+  let listening = 0;
+  const everListened = new WeakSet<Worker>();
+  const fork = () => {
+    const worker = cluster.fork(env);
+    worker.once('listening', () => {
+      everListened.add(worker);
+      if (++listening === workers) logger.info({ workers }, 'holdfast workers listening');
+    });
+  };
+  const stopAll = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    setTimeout(() => process.exit(1), STOP_DEADLINE_MS).unref();
+    const exits = Object.values(cluster.workers ?? {}).map(
+      (w) => new Promise<void>((resolve) => (w!.isDead() ? resolve() : (w!.once('exit', () => resolve()), w!.process.kill('SIGTERM')))),
+    );
+    await Promise.all(exits);
+    await embedded?.stop();
+    process.exit(code);
+  };
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) return;
+    if (!everListened.has(worker)) {
+      // It never served: starting another would fail the same way (bad option, port taken).
+      logger.error({ pid: worker.process.pid, code, signal }, 'a worker exited before it listened; stopping');
+      void stopAll(1);
+      return;
+    }
+    listening--;
+    logger.error({ pid: worker.process.pid, code, signal }, 'a worker exited; starting another');
+    fork();
+  });
+  for (let i = 0; i < workers; i++) fork();
+  process.once('SIGTERM', () => void stopAll(0));
+  process.once('SIGINT', () => void stopAll(0));
+}
