@@ -38,7 +38,7 @@ local served = settle()
 
 -- Every refusal below goes through here, so that a key settle() made anew gets its TTL.
 local function refuse(reply)
-  if served then keepKeys() end
+  if served then keepServed() end
   return reply
 end
 
@@ -53,9 +53,16 @@ if requestId ~= '' then
   end
 end
 
-local busy = redis.call('ZCARD', holdersKey) > 0 or redis.call('ZCARD', queueKey) > 0
-local lockLimit = tonumber(redis.call('HGET', dataKey, 'limit'))
-if busy and lockLimit and lockLimit ~= limit then return refuse({ -3, lockLimit }) end
+-- What settle() saw still holds unless it served someone (nothing above changed the lock).
+local first, queueEmpty = settledFirst, settledEmpty
+if first == nil then
+  first = redis.call('ZRANGE', holdersKey, 0, 0)[1] or false
+  queueEmpty = redis.call('EXISTS', queueKey) == 0
+end
+if first or not queueEmpty then
+  local lockLimit = tonumber(redis.call('HGET', dataKey, 'limit'))
+  if lockLimit and lockLimit ~= limit then return refuse({ -3, lockLimit }) end
+end
 
 if owner ~= '' then
   local held = redis.call('HGET', dataKey, 'o:' .. owner)
@@ -67,10 +74,10 @@ if owner ~= '' then
   end
 end
 
-if redis.call('ZCARD', queueKey) == 0 and fits(mode, limit) then
+if queueEmpty and fits(mode, limit, first) then
   local grant = createGrant(token, request, now + ttl)
-  keepKeys()
-  return grantReply(token, grant)
+  keepKeysUntil(math.max(now + ttl, servedUntil), served or not first)
+  return { 1, token, grant.f, ttl, holdCount(grant) }
 end
 
 if waiterId == '' then return refuse({ 0, msToNextExpiry() }) end

@@ -30,7 +30,7 @@ local vanishedLeaseMs = tonumber(ARGV[5] or '')
 local grant = liveGrant(token)
 if grant and holdId ~= '' and not findHold(grant, holdId) then grant = nil end
 if not grant then
-  if settle() then keepKeys() end
+  if settle() then keepServed() end
   return { -1 }
 end
 
@@ -44,7 +44,8 @@ if vanished then
   vanishedUntil = vanishedUntil + lockDelay
 end
 local left = dropHold(token, grant, holdId, 0, vanishedUntil)
-settle()
-keepKeys()
+-- An abandoned grant's expiry may have moved out: the full upkeep then (vanished holders are rare).
+if settle() then keepServed() end
+if grant.a == 1 then keepKeys() else keepIdle() end
 if left == 0 then return { 1, 0, holdId } end
 return { 0, left, holdId }

@@ -75,8 +75,9 @@ local function liveGrant(token)
   return grant, expiry
 end
 
-local function forgetGrant(token)
-  local grant = loadRecord('g:' .. token)
+-- `grant` is the record when the caller has it loaded already (nil: read it here).
+local function forgetGrant(token, grant)
+  grant = grant or loadRecord('g:' .. token)
   if grant then
     if grant.o ~= '' and redis.call('HGET', dataKey, 'o:' .. grant.o) == token then
       redis.call('HDEL', dataKey, 'o:' .. grant.o)
@@ -93,11 +94,10 @@ end
 
 -- Fencing tokens: max(last + 1, Redis TIME in microseconds). Strictly increasing while the
 -- data key lives, and still increasing after it expired, because the clock has moved on since.
+-- The caller stores it (createGrant writes it with the grant, in one HSET).
 local function nextFence()
   local last = tonumber(redis.call('HGET', dataKey, 'fence') or '0')
-  local fence = string.format('%.0f', math.max(last + 1, nowUs))
-  redis.call('HSET', dataKey, 'fence', fence)
-  return fence
+  return string.format('%.0f', math.max(last + 1, nowUs))
 end
 
 -- Adds one hold of `request` to a grant: counted by mode, named when a Hold stream keeps it,
@@ -115,9 +115,8 @@ local function createGrant(token, request, expiry)
   local grant = { o = request.o, f = nextFence(), x = 0, s = 0, t = request.t, r = {}, a = 0, h = {}, k = 0 }
   addHold(token, grant, request)
   if request.o ~= '' then redis.call('HSET', dataKey, 'o:' .. request.o, token) end
-  saveRecord('g:' .. token, grant)
+  redis.call('HSET', dataKey, 'fence', grant.f, 'g:' .. token, cjson.encode(grant), 'limit', request.l)
   redis.call('ZADD', holdersKey, expiry, token)
-  redis.call('HSET', dataKey, 'limit', request.l)
   return grant
 end
 
@@ -183,27 +182,36 @@ local function dropHold(token, grant, holdId, mode, vanishedUntil)
   elseif (grant.k or 0) > now then
     abandon(token, grant, grant.k)
   else
-    forgetGrant(token)
+    forgetGrant(token, grant)
   end
   return left
 end
 
+-- Drops the holders whose lease has run out. Returns the first (earliest-ending) holder left, or
+-- false: most calls find nothing expired and get by with that one read.
 local function purgeExpiredHolders()
-  local expired = redis.call('ZRANGEBYSCORE', holdersKey, '-inf', now)
-  for _, token in ipairs(expired) do forgetGrant(token) end
-  return #expired
+  local first = redis.call('ZRANGE', holdersKey, 0, 0, 'WITHSCORES')
+  if first[1] and tonumber(first[2]) <= now then
+    for _, token in ipairs(redis.call('ZRANGEBYSCORE', holdersKey, '-inf', now)) do forgetGrant(token) end
+    first = redis.call('ZRANGE', holdersKey, 0, 0)
+  end
+  return first[1] or false
 end
 
 -- Whether a new grant of `mode` fits beside the current holders.
 -- Under limit 1 an exclusive grant is always alone, so the first holder tells the mode of all.
-local function fits(mode, limit)
+-- `first` is that holder when the caller knows it (false: none), nil to look it up.
+local function fits(mode, limit, first)
   if limit > 1 then return redis.call('ZCARD', holdersKey) < limit end
-  local first = redis.call('ZRANGE', holdersKey, 0, 0)[1]
+  if first == nil then first = redis.call('ZRANGE', holdersKey, 0, 0)[1] end
   if not first then return true end
   if mode == EXCLUSIVE then return false end
   local grant = loadRecord('g:' .. first)
   return grant ~= nil and modeOf(grant) == SHARED
 end
+
+-- The latest claim lease serveQueue() gave in this script (keepServed() keeps the keys that long).
+local servedUntil = 0
 
 local function waiterAlive(waiter)
   return waiter ~= nil and waiter.e > now
@@ -220,11 +228,16 @@ end
 -- server confirms the full lease when it answers, so a grant made for a dead server frees itself.
 -- One publish tells every server which of its waiters to answer.
 -- lua/model/queue.pml models this with claim, dequeue, expiry and server death (spin: lua/model/check.sh).
+-- Returns the number served and whether the queue is empty now.
 local function serveQueue()
   local ready = {}
+  local empty = false
   while true do
     local head = redis.call('ZRANGE', queueKey, 0, 0)[1]
-    if not head then break end
+    if not head then
+      empty = true
+      break
+    end
     local waiter = loadRecord('w:' .. head)
     if not waiterAlive(waiter) then
       dropWaiter(head)
@@ -236,12 +249,14 @@ local function serveQueue()
       if heldGrant then
         if reenter(held, heldGrant, waiter, claimExpiry) then
           waiter.g, waiter.k = 1, held
+          servedUntil = math.max(servedUntil, claimExpiry)
         else
           waiter.g = 2
         end
       elseif fits(waiter.m, waiter.l) then
         createGrant(waiter.k, waiter, claimExpiry)
         waiter.g = 1
+        servedUntil = math.max(servedUntil, claimExpiry)
       else
         break
       end
@@ -253,7 +268,7 @@ local function serveQueue()
   if #ready > 0 and channel then
     redis.call('SPUBLISH', channel, 'g ' .. table.concat(ready, ' '))
   end
-  return #ready
+  return #ready, empty
 end
 
 -- Milliseconds until the earliest lease ends (when a waiter should look again), or -1.
@@ -277,23 +292,49 @@ local function keepKeys()
   redis.call('PEXPIRE', dataKey, ttl)
 end
 
--- A renewal only pushes the last expiry out. Extending the TTLs with RETAIN_MS of slack lets
--- most renewals get by with one PTTL instead of keepKeys()'s six commands.
-local function keepKeysUntil(expiry)
+-- For a script that only pushed one lease out to `expiry` (a grant, a renewal): extending the
+-- TTLs with RETAIN_MS of slack lets most calls get by with one PTTL instead of keepKeys()'s six
+-- commands. The three keys always get the same TTL, so the data key's tells all three;
+-- `holdersNew`: the script may have made the holders key anew (a ZADD on an empty set), without one.
+local function keepKeysUntil(expiry, holdersNew)
   local needed = expiry - now + RETAIN_MS
-  if redis.call('PTTL', dataKey) < needed then
+  local dataTtl = redis.call('PTTL', dataKey)
+  if dataTtl < needed then
     for _, key in ipairs({ holdersKey, queueKey, dataKey }) do
       redis.call('PEXPIRE', key, needed + RETAIN_MS)
     end
+  elseif holdersNew then
+    redis.call('PEXPIRE', holdersKey, dataTtl)
   end
 end
 
+-- What settle() saw, while nothing has changed since: the first holder (false: none) and
+-- whether the queue is empty; both nil when it served a waiter (then they must be read again).
+local settledFirst, settledEmpty = nil, nil
+
 -- Brings the lock up to date: expired holders out, then whoever waits and now fits in.
 -- Returns true when it served a waiter: a grant may then have made a key anew (ZADD on a holders
--- set the purge emptied), so the script must end with keepKeys() even when it refuses.
+-- set the purge emptied), so the script must end with keepServed() (or keepKeys()) even when it refuses.
 local function settle()
-  purgeExpiredHolders()
-  return serveQueue() > 0
+  local first = purgeExpiredHolders()
+  local served, empty = serveQueue()
+  if served > 0 then
+    settledFirst, settledEmpty = nil, nil
+  else
+    settledFirst, settledEmpty = first, empty
+  end
+  return served > 0
+end
+
+-- The TTLs after settle() served waiters: their grants last until servedUntil.
+local function keepServed()
+  keepKeysUntil(servedUntil, true)
+end
+
+-- The end of a script that extended no lease and made no key (a release that served nobody):
+-- the TTLs already outlive every lease; only an idle lock's limit goes.
+local function keepIdle()
+  if settledFirst == false and settledEmpty then redis.call('HDEL', dataKey, 'limit') end
 end
 
 -- The lease left, not the lease length: a client counts it from when it sent its request, and a
