@@ -13,16 +13,22 @@
   ARGV[4] lock delay   ms added after a vanished holder's lease
   ARGV[5] its lease    with vanished: ms the holder's own lease may still run, when its server
                        knows ('' for the grant's whole lease, which reentrant holds may extend)
+  ARGV[6] server id    the releasing server's ('' for none): the queue hands the lock to that
+                       server's own waiters (ids '<server id>.…') with their full lease at once,
+                       and the reply names them, so the server answers them without a claim
 
   Returns
     {1, 0, holdId}           freed (or closed until a vanished holder's lease ends); holdId is
                              the Hold stream's hold given back, '' for one taken by Acquire
     {0, holdCount, holdId}   still held this many times
     {-1}                     the token (or that hold) holds nothing
+  A 4th element, when the queue served waiters of the server id: {{waiter id, token, fence,
+  lease ms, hold count, hold id}...}, grants already made, which that server must answer (or give back).
 ]]
 local holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, holdId, vanished, lockDelay = ARGV[1], ARGV[2], ARGV[3] == '1', tonumber(ARGV[4])
 local vanishedLeaseMs = tonumber(ARGV[5] or '')
+local serverId = ARGV[6] or ''
 
 --- @include "includes/clock"
 --- @include "includes/state"
@@ -37,6 +43,7 @@ end
 if holdId == '' and unnamedHolds(grant, EXCLUSIVE) + unnamedHolds(grant, SHARED) == 0 then
   holdId = string.sub(grant.h[#grant.h], 2)
 end
+if serverId ~= '' then handOffPrefix = serverId .. '.' end
 local vanishedUntil = nil
 if vanished then
   vanishedUntil = leaseExpiry(token)
@@ -47,5 +54,6 @@ local left = dropHold(token, grant, holdId, 0, vanishedUntil)
 -- An abandoned grant's expiry may have moved out: the full upkeep then (vanished holders are rare).
 if settle() then keepServed() end
 if grant.a == 1 then keepKeys() else keepIdle() end
-if left == 0 then return { 1, 0, holdId } end
-return { 0, left, holdId }
+local reply = { left == 0 and 1 or 0, left, holdId }
+if #handedOff > 0 then reply[4] = handedOff end
+return reply

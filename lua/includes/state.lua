@@ -210,8 +210,14 @@ local function fits(mode, limit, first)
   return grant ~= nil and modeOf(grant) == SHARED
 end
 
--- The latest claim lease serveQueue() gave in this script (keepServed() keeps the keys that long).
+-- The latest lease serveQueue() gave in this script (keepServed() keeps the keys that long).
 local servedUntil = 0
+-- Set by release-4: waiters whose id starts with this ('<server id>.') are served by the server
+-- running the script, which answers them from its reply: such a waiter gets its full lease at
+-- once, no waiter record and no publish, and goes into handedOff as {waiter id, token, fence,
+-- lease ms, hold count, hold id}. nil: every waiter takes the claim path.
+local handOffPrefix = nil
+local handedOff = {}
 
 local function waiterAlive(waiter)
   return waiter ~= nil and waiter.e > now
@@ -242,33 +248,39 @@ local function serveQueue()
     if not waiterAlive(waiter) then
       dropWaiter(head)
     else
-      local claimExpiry = now + math.min(waiter.t, waiter.wl)
+      local handOff = handOffPrefix ~= nil and string.sub(head, 1, #handOffPrefix) == handOffPrefix
+      local expiry = now + (handOff and waiter.t or math.min(waiter.t, waiter.wl))
       local held = waiter.o ~= '' and redis.call('HGET', dataKey, 'o:' .. waiter.o)
-      local heldGrant = held and liveGrant(held)
+      local grant = held and liveGrant(held)
       waiter.h = waiter.h or ''
-      if heldGrant then
-        if reenter(held, heldGrant, waiter, claimExpiry) then
+      if grant then
+        if reenter(held, grant, waiter, expiry) then
           waiter.g, waiter.k = 1, held
-          servedUntil = math.max(servedUntil, claimExpiry)
+          servedUntil = math.max(servedUntil, expiry)
         else
           waiter.g = 2
         end
       elseif fits(waiter.m, waiter.l) then
-        createGrant(waiter.k, waiter, claimExpiry)
+        grant = createGrant(waiter.k, waiter, expiry)
         waiter.g = 1
-        servedUntil = math.max(servedUntil, claimExpiry)
+        servedUntil = math.max(servedUntil, expiry)
       else
         break
       end
       redis.call('ZREM', queueKey, head)
-      saveRecord('w:' .. head, waiter)
-      table.insert(ready, head)
+      if handOff and waiter.g == 1 then
+        redis.call('HDEL', dataKey, 'w:' .. head)
+        table.insert(handedOff, { head, waiter.k, grant.f, waiter.t, holdCount(grant), waiter.h })
+      else
+        saveRecord('w:' .. head, waiter)
+        table.insert(ready, head)
+      end
     end
   end
   if #ready > 0 and channel then
     redis.call('SPUBLISH', channel, 'g ' .. table.concat(ready, ' '))
   end
-  return #ready, empty
+  return #ready + #handedOff, empty
 end
 
 -- Milliseconds until the earliest lease ends (when a waiter should look again), or -1.

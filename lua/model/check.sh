@@ -62,6 +62,7 @@ expect fail serves-without-fit -DBROKEN_NO_FIT safety
 expect fail lease-ends-before-deadline -DBROKEN_EXPIRY_BEFORE_DEADLINE safety
 expect fail timer-claim-does-not-settle -DBROKEN_CLAIM_NO_SETTLE no_lost_wakeup
 expect fail served-grant-without-claim-lease -DBROKEN_NO_CLAIM_LEASE no_orphan_grant
-echo "spin ran 7 checks in $((SECONDS - started)) s"
-echo "spin: $((7 - failures)) passed, $failures failed"
+expect fail hand-off-told-on-a-claim-lease -DBROKEN_HANDOFF_CLAIM_LEASE safety
+echo "spin ran 8 checks in $((SECONDS - started)) s"
+echo "spin: $((8 - failures)) passed, $failures failed"
 [ "$failures" = 0 ]

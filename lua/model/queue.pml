@@ -3,7 +3,10 @@
  *
  * The steps, and where each lives:
  *   acquire()   lua/acquire-4.lua   settle; grant when nobody queues and it fits, else queue the waiter
- *   release()   lua/release-4.lua   drop the grant; settle, which serves the head and publishes
+ *   release()   lua/release-4.lua   drop the grant; settle, which serves the head and publishes,
+ *                                   except that a waiter of the releasing server is handed the lock
+ *                                   in the reply: full lease at once, no record, answered by that
+ *                                   server (wait-room's releasing/handOver) without a claim
  *   claim()     lua/claim-4.lua     settle; refresh this server's queued entries; confirm the full
  *                                   lease of each of its waiters the queue has served
  *   dequeue()   lua/dequeue-4.lua   leave the queue; a grant already served to the waiter is dropped
@@ -102,9 +105,16 @@ inline purgeExpiredHolders() {
   j = 0
 }
 
-/* serveQueue: dead entries at the head drop out; the head is granted with a claim lease while it
- * fits; the publish names it. */
-inline serveQueue() {
+#ifdef BROKEN_HANDOFF_CLAIM_LEASE
+#define HANDOFF_GRANT CLAIMED   /* a handed-off waiter is told before its lease is the full one */
+#else
+#define HANDOFF_GRANT HELD
+#endif
+
+/* serveQueue: dead entries at the head drop out; the head is granted while it fits: a waiter of
+ * server hs (the releasing one; NS for none) with its full lease, answered from the script's reply;
+ * anyone else with a claim lease, named by the publish. */
+inline serveQueue(hs) {
   do
   :: qlen == 0 -> break
   :: qlen > 0 && (wrec[queue[0]] != QUEUED || entryOver[queue[0]]) ->
@@ -112,16 +122,21 @@ inline serveQueue() {
   :: qlen > 0 && wrec[queue[0]] == QUEUED && !entryOver[queue[0]] ->
      h = queue[0];
      if
-     :: FITS -> grant[h] = CLAIMED; wrec[h] = SERVED; dropFromQueue(h); told[h] = true
+     :: FITS && SRV(h) == hs -> grant[h] = HANDOFF_GRANT; wrec[h] = NONE; dropFromQueue(h); answer[h] = GRANTED
+     :: FITS && SRV(h) != hs -> grant[h] = CLAIMED; wrec[h] = SERVED; dropFromQueue(h); told[h] = true
      :: else -> break
      fi
   od;
   h = 0
 }
 
-inline settle() {
+inline settleFor(hs) {
   purgeExpiredHolders();
-  serveQueue()
+  serveQueue(hs)
+}
+
+inline settle() {
+  settleFor(NS)
 }
 
 /* acquire-4 with waiter id i (and i's token): no barging past a queue. */
@@ -133,14 +148,14 @@ inline acquire(i) {
   fi
 }
 
-/* release-4 with i's token. */
+/* release-4 with i's token, sent by i's server (which its waiters get the lock from directly). */
 inline release(i) {
   if
   :: live(i) -> grant[i] = NONE
   :: else -> skip
   fi;
 #ifndef BROKEN_RELEASE_NO_SERVE
-  settle()
+  settleFor(SRV(i))
 #endif
 }
 

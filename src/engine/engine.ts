@@ -52,6 +52,8 @@ const REQUEST_ID_RETAIN_MS = 60_000;
 export class LockEngine {
   readonly prefix: string;
   readonly entryLeaseMs: number;
+  /** Prefixes this server's waiter ids ('<server id>.<random>'): release-4 hands the lock to them directly. */
+  readonly serverId = randomBytes(6).toString('base64url');
   private readonly room: WaitRoom;
   private readonly watchdog: Watchdog;
   private readonly guard?: WriteGuard;
@@ -191,9 +193,17 @@ export class LockEngine {
     const deadline = performance.now() + params.waitMs;
     // Waiters wait out a quarantine here; a try-once caller is told UNAVAILABLE by attempt().
     if (params.waitMs > 0 && !(await this.untilGrantsResume(params.name, deadline, signal))) return null;
-    const waiterId = params.waitMs > 0 ? randomBytes(9).toString('base64url') : '';
+    const waiterId = params.waitMs > 0 ? this.room.expect(`${this.serverId}.${randomBytes(9).toString('base64url')}`) : '';
     const token = newToken();
-    const reply = await this.attempt(params, token, waiterId);
+    let queued = false;
+    let reply: Awaited<ReturnType<LockEngine['attempt']>>;
+    try {
+      reply = await this.attempt(params, token, waiterId);
+      queued = reply.queued === true;
+    } finally {
+      // Not known to be queued: a release may have handed it the lock all the same (give that back).
+      if (waiterId && !queued) this.room.unexpect(params, waiterId);
+    }
     if (reply.grant) {
       if (!signal?.aborted) return reply.grant;
       await this.release(params.name, reply.grant.token, { holdId: params.holdId }).catch(() => {});
@@ -262,7 +272,12 @@ export class LockEngine {
    */
   async release(name: string, token: string, options: ReleaseOptions = {}): Promise<ReleaseResult> {
     const { holdId = '', vanished = false, lockDelayMs = 0, vanishedLeaseMs } = options;
-    const reply = await this.run('release', name, [token, holdId, vanished ? 1 : 0, lockDelayMs, vanishedLeaseMs ?? '']);
+    const handOffTo = this.handOffTarget(name);
+    const args = [token, holdId, vanished ? 1 : 0, lockDelayMs, vanishedLeaseMs ?? '', handOffTo];
+    const leaseStart = performance.now();
+    // With replica acknowledgement, a hand-off is a grant: the WAIT goes in the same round trip.
+    const sent = handOffTo && this.guard?.confirmAfter ? this.runConfirmed('release', name, args) : this.run('release', name, args).then((r) => ({ reply: r, confirmed: true }));
+    const { reply } = await this.room.releasing(name, sent, leaseStart);
     if (reply[0] === ScriptCode.NOT_FOUND) {
       this.observer.tokenGone('release');
       throw notHeld(name);
@@ -294,6 +309,17 @@ export class LockEngine {
   /** Counts of what this engine keeps, read when asked: waiting and renewing do no extra work for it. */
   stats(): EngineStats {
     return { ...this.room.stats(), ...this.watchdog.stats() };
+  }
+
+  /**
+   * Whose waiters a release may hand the lock to directly: this server's, unless grants are
+   * blocked (a quarantine: hand-offs wait like every grant), or replicas must acknowledge grants
+   * and this server has no waiters on the lock (then the release needs no WAIT).
+   */
+  private handOffTarget(name: string): string {
+    if (this.grantsBlocked(name)) return '';
+    if (this.guard?.confirmAfter && !this.room.hasWaiters(name)) return '';
+    return this.serverId;
   }
 
   /** Renews a live grant to now + ttlMs (0: its own lease length). */

@@ -3,6 +3,8 @@
 // server holds one subscription per lock it has waiters for, and answers the waiters named in
 // the message. A timer per lock (not per waiter) refreshes queue entries and looks again when
 // the earliest lease would run out, since an expiry publishes nothing.
+// A release this server sends hands the lock to this server's own waiters in its reply (one
+// round trip, no publish, no claim): releasing() answers them.
 import type { Cluster, Redis } from 'ioredis';
 import type { LockEngine } from './engine';
 import { conflictError, grantOf } from './engine';
@@ -41,6 +43,12 @@ interface Line {
 
 type Reply = (string | number | Reply)[];
 
+/** A grant release-4 handed to a waiter before its Acquire's reply (queued) came back. */
+interface EarlyGrant {
+  grant: Grant;
+  confirmed: boolean;
+}
+
 export interface WaitRoomStats {
   /** Queued waiters this server answers (each with its own deadline timer). */
   waiters: number;
@@ -59,6 +67,12 @@ export class WaitRoom {
   private readonly byChannel = new Map<string, Line>();
   /** Channels whose SSUBSCRIBE was confirmed and whose SSUNSUBSCRIBE was not yet: the subscriber's, not the lines' view. */
   private readonly subscribed = new Set<string>();
+  /** Waiter ids sent in an acquire-4 whose reply is not in yet, with a grant a release handed one meanwhile. */
+  private readonly expected = new Map<string, EarlyGrant | null>();
+  /** Waiters whose call ended while their dequeue-4 runs: a hand-off that raced it is given back. */
+  private readonly leaving = new Map<string, Waiter>();
+  /** Releases in flight per lock, until their hand-offs are answered. */
+  private readonly releases = new Map<string, Set<Promise<unknown>>>();
 
   constructor(
     private readonly engine: LockEngine,
@@ -83,7 +97,72 @@ export class WaitRoom {
     });
   }
 
+  /** Names a waiter id about to be queued by acquire-4, so that a hand-off can find it before it waits. */
+  expect(waiterId: string): string {
+    this.expected.set(waiterId, null);
+    return waiterId;
+  }
+
+  /** Its acquire-4 did not queue it (or failed): give back a grant a release handed it anyway. */
+  unexpect(params: AcquireParams, waiterId: string): void {
+    const early = this.expected.get(waiterId);
+    this.expected.delete(waiterId);
+    if (early?.confirmed) void this.giveBack(params.name, early.grant.token, params.holdId);
+  }
+
+  hasWaiters(name: string): boolean {
+    return this.lines.has(name);
+  }
+
+  /**
+   * Follows a release-4 run that may hand the lock to this server's waiters (its 4th reply
+   * element): answers them as soon as the reply is in, before the releaser hears back.
+   * `leaseStart` is when the release was sent: each handed-off lease runs no earlier than that.
+   */
+  releasing<T extends { reply: Reply; confirmed: boolean }>(name: string, sent: Promise<T>, leaseStart: number): Promise<T> {
+    const handled = sent.then((result) => {
+      const handedOff = result.reply[3];
+      if (Array.isArray(handedOff)) this.handOver(name, handedOff as Reply[], leaseStart, result.confirmed);
+      return result;
+    });
+    let inFlight = this.releases.get(name);
+    if (!inFlight) this.releases.set(name, (inFlight = new Set()));
+    const running = inFlight;
+    running.add(handled);
+    const done = () => {
+      running.delete(handled);
+      if (running.size === 0 && this.releases.get(name) === running) this.releases.delete(name);
+    };
+    handled.then(done, done);
+    return handled;
+  }
+
+  /** Each entry: {waiter id, token, fence, lease ms, hold count, hold id}. */
+  private handOver(name: string, handedOff: Reply[], leaseStart: number, confirmed: boolean): void {
+    for (const entry of handedOff) {
+      const waiterId = String(entry[0]);
+      const grant = grantOf(entry, leaseStart);
+      const waiter = this.lines.get(name)?.waiters.get(waiterId) ?? this.leaving.get(waiterId);
+      if (waiter) {
+        if (waiter.servedAt === 0) waiter.servedAt = performance.now();
+        void this.answer(waiter, grant, confirmed);
+      }
+      else if (this.expected.has(waiterId)) this.expected.set(waiterId, { grant, confirmed });
+      else if (confirmed) void this.giveBack(name, grant.token, String(entry[5]));
+    }
+  }
+
+  private giveBack(name: string, token: string, holdId: string): Promise<unknown> {
+    return this.engine.release(name, token, { holdId }).catch(this.options.onBackgroundError);
+  }
+
   private join(waiter: Waiter): void {
+    const early = this.expected.get(waiter.waiterId);
+    this.expected.delete(waiter.waiterId);
+    if (early) {
+      void this.answer(waiter, early.grant, early.confirmed);
+      return;
+    }
     const { name } = waiter.params;
     const existing = this.lines.get(name);
     if (existing) {
@@ -191,21 +270,9 @@ export class WaitRoom {
   private async settle(waiter: Waiter, result: Reply, sentAt: number, confirmed: boolean): Promise<void> {
     const code = result[0];
     if (code === ScriptCode.QUEUED) return;
-    if (code === ScriptCode.GRANTED) {
-      const grant = grantOf(result, sentAt);
-      if (!confirmed) {
-        const error = await this.engine.undoUnconfirmed(waiter.params.name, grant.token, waiter.params.holdId);
-        this.finish(waiter, () => waiter.reject(error));
-      } else if (waiter.done) {
-        // The call ended while the grant was on its way: give it back.
-        await this.engine.release(waiter.params.name, grant.token, { holdId: waiter.params.holdId }).catch(this.options.onBackgroundError);
-      } else {
-        // Hand-off: the script that freed the lock served this waiter and published; this much later it has its grant.
-        if (waiter.servedAt > 0) this.engine.observer.handoff(performance.now() - waiter.servedAt);
-        this.finish(waiter, () => waiter.resolve(grant));
-      }
-      return;
-    }
+    if (code === ScriptCode.GRANTED) return this.answer(waiter, grantOf(result, sentAt), confirmed);
+    // Gone: a release of ours may have handed it the lock, its reply not yet answered.
+    if (code !== ScriptCode.UPGRADE_REFUSED) await this.releasesOn(waiter.params.name);
     if (waiter.done) return;
     if (code === ScriptCode.UPGRADE_REFUSED) {
       this.finish(waiter, () => waiter.reject(conflictError(waiter.params.name, result, waiter.params.limit)));
@@ -219,6 +286,27 @@ export class WaitRoom {
     } catch (err) {
       this.finish(waiter, () => waiter.reject(err));
     }
+  }
+
+  /** A grant made for this waiter: its answer, or given back when its call has ended. */
+  private async answer(waiter: Waiter, grant: Grant, confirmed: boolean): Promise<void> {
+    if (!confirmed) {
+      const error = await this.engine.undoUnconfirmed(waiter.params.name, grant.token, waiter.params.holdId);
+      this.finish(waiter, () => waiter.reject(error));
+    } else if (waiter.done) {
+      // The call ended while the grant was on its way: give it back.
+      await this.giveBack(waiter.params.name, grant.token, waiter.params.holdId);
+    } else {
+      // Hand-off: the script that freed the lock served this waiter; this much later it has its grant.
+      if (waiter.servedAt > 0) this.engine.observer.handoff(performance.now() - waiter.servedAt);
+      this.finish(waiter, () => waiter.resolve(grant));
+    }
+  }
+
+  /** Resolves once the releases in flight on `name` now have answered their hand-offs. */
+  private async releasesOn(name: string): Promise<void> {
+    const inFlight = this.releases.get(name);
+    if (inFlight) await Promise.allSettled([...inFlight]);
   }
 
   private finish(waiter: Waiter, answer: () => void): void {
@@ -235,13 +323,17 @@ export class WaitRoom {
     waiter.done = true;
     waiter.cleanup();
     const line = this.leave(waiter);
+    this.leaving.set(waiter.waiterId, waiter);
     try {
       await this.engine.run('dequeue', waiter.params.name, [waiter.waiterId]);
       await line?.inflight;
+      await this.releasesOn(waiter.params.name);
     } catch (err) {
       // The entry and any grant served to it expire by themselves within the entry lease.
       // The caller learns that Redis was unreachable, not that the lock stayed taken.
       error ??= err instanceof LockError ? err : new LockError('unavailable', String(err));
+    } finally {
+      this.leaving.delete(waiter.waiterId);
     }
     if (error) waiter.reject(error);
     else waiter.resolve(null);

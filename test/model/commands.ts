@@ -6,9 +6,9 @@ import { EXCLUSIVE, SHARED, type LockModel, type Mode, type Reply, type Request 
 
 export type Kind = 'rw' | 'semaphore2' | 'semaphore3';
 export type Op =
-  | { op: 'acquire'; owner: string; shared: boolean; otherLimit: boolean; ttl: number; rid: string; queued: boolean; entryLease: number; named: boolean }
+  | { op: 'acquire'; owner: string; shared: boolean; otherLimit: boolean; ttl: number; rid: string; queued: boolean; entryLease: number; named: boolean; server: string }
   | { op: 'requeue'; pick: number }
-  | { op: 'release'; pick: number; hold: number | null; vanished: boolean; lockDelay: number }
+  | { op: 'release'; pick: number; hold: number | null; vanished: boolean; lockDelay: number; server: string }
   | { op: 'renew'; pick: number; ttl: number; hold: number | null }
   | { op: 'claim'; picks: number[]; served: boolean; entryLease: number }
   | { op: 'dequeue'; pick: number }
@@ -33,6 +33,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       queued: fc.integer({ min: 0, max: 2 }).map((n) => n > 0),
       entryLease: entryLeaseArb,
       named: fc.boolean(),
+      server: fc.constantFrom('sA', 'sB'),
     }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('requeue' as const), pick: pickArb }) },
@@ -44,6 +45,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       hold: fc.option(pickArb, { freq: 2 }),
       vanished: fc.integer({ min: 0, max: 3 }).map((n) => n === 0),
       lockDelay: fc.constantFrom(0, 20),
+      // The releasing server: its own waiters are handed the lock in the reply (release-4 ARGV[6]).
+      server: fc.constantFrom('', 'sA', 'sB'),
     }),
   },
   {
@@ -150,7 +153,8 @@ export function toCall(op: Op, kind: Kind, world: World): Call | null {
       const a: AcquireCall = {
         token: world.fresh('tok'),
         request: { owner: op.owner, mode, limit, ttl: op.ttl, rid: op.rid, holdId },
-        waiterId: op.queued ? world.fresh('w') : '',
+        // Waiters of two servers, sA and sB, as the engine names them ('<server id>.<random>').
+        waiterId: op.queued ? world.fresh(`${op.server}.w`) : '',
         entryLease: op.entryLease,
       };
       if (a.waiterId) {
@@ -172,8 +176,8 @@ export function toCall(op: Op, kind: Kind, world: World): Call | null {
       const holdId = world.hold(op.hold, token);
       return {
         script: 'release',
-        args: [token, holdId, op.vanished ? 1 : 0, op.lockDelay],
-        onModel: (m) => m.release(token, holdId, op.vanished, op.lockDelay),
+        args: [token, holdId, op.vanished ? 1 : 0, op.lockDelay, '', op.server],
+        onModel: (m) => m.release(token, holdId, op.vanished, op.lockDelay, op.server),
       };
     }
     case 'renew': {
@@ -206,6 +210,11 @@ export function toCall(op: Op, kind: Kind, world: World): Call | null {
 export function learn(call: Call, reply: Reply | number, world: World): void {
   if (call.script === 'acquire' && Array.isArray(reply) && reply[0] === 1) world.sawGrant(String(reply[1]), String(reply[2]), String(call.args[8]));
   if (call.script === 'acquire' && Array.isArray(reply) && reply[0] === 2) world.gone.delete(String(call.args[6]));
+  if (call.script === 'release' && Array.isArray(reply) && Array.isArray(reply[3])) {
+    for (const [id, token, fence] of reply[3] as Reply[]) {
+      world.sawGrant(String(token), String(fence), world.waiterCalls.get(String(id))?.request.holdId ?? '');
+    }
+  }
   if (call.script === 'claim' && Array.isArray(reply)) {
     (reply[1] as Reply[]).forEach((result, i) => {
       const id = String(call.args[i + 1]);

@@ -269,7 +269,7 @@ describe('the Lua scripts against the reference model', () => {
   });
 
   // Negative controls: a model that is wrong in one rule must be caught within a short run.
-  for (const mutant of ['releaseIgnoresHoldCount', 'queueServesNewestFirst'] as const) {
+  for (const mutant of ['releaseIgnoresHoldCount', 'queueServesNewestFirst', 'handOffGetsClaimLease'] as const) {
     it(`catches a model whose ${mutant}`, { timeout: 120_000 }, async () => {
       const result = await fc.check(
         fc.asyncProperty(runArb, ([kind, ops]) => runSequence(kind, ops, { gaps: LUA_TODAY, mutant }, newStats())),

@@ -36,7 +36,7 @@ export const LUA_TODAY: LuaGaps = { requestIdForgottenByOldGrant: false, keysLef
 export const README_RULES: LuaGaps = { requestIdForgottenByOldGrant: false, keysLeftWithoutTtl: false, holdCountBelowZero: false };
 
 /** Deliberately wrong variants, for the negative control: the comparison must catch them. */
-export type Mutant = 'none' | 'releaseIgnoresHoldCount' | 'queueServesNewestFirst';
+export type Mutant = 'none' | 'releaseIgnoresHoldCount' | 'queueServesNewestFirst' | 'handOffGetsClaimLease';
 
 export interface ModelOptions {
   gaps: LuaGaps;
@@ -170,7 +170,8 @@ export class LockModel {
     return [2, this.msToNextExpiry()];
   }
 
-  release(token: string, holdIdAsked: string, vanished: boolean, lockDelay: number): Reply {
+  /** `server` ('' for none): its own waiters ('<server>.…') are handed the lock in the reply (4th element). */
+  release(token: string, holdIdAsked: string, vanished: boolean, lockDelay: number, server = ''): Reply {
     let grant = this.live(token);
     if (grant && holdIdAsked !== '' && !grant.holds.some((h) => h.id === holdIdAsked)) grant = undefined;
     if (!grant) {
@@ -189,9 +190,11 @@ export class LockModel {
     } else {
       left = this.dropHold(token, grant, holdId, 0, vanishedUntil);
     }
-    this.settle();
+    const handedOff = this.settle(server);
     this.keepKeys();
-    return left === 0 ? [1, 0, holdId] : [0, left, holdId];
+    const reply: Reply = left === 0 ? [1, 0, holdId] : [0, left, holdId];
+    if (handedOff.length > 0) reply.push(handedOff);
+    return reply;
   }
 
   renew(token: string, ttlAsked: number, holdId: string): Reply {
@@ -290,9 +293,9 @@ export class LockModel {
     return [1, token, grant.fence, grant.expiry - this.now, grant.exclusive + grant.shared];
   }
 
-  private settle(): void {
+  private settle(handOffTo = ''): Reply[] {
     for (const [token, grant] of [...this.state.grants]) if (grant.expiry <= this.now) this.forget(token);
-    this.serveQueue();
+    return this.serveQueue(handOffTo);
   }
 
   private forget(token: string): void {
@@ -313,9 +316,15 @@ export class LockModel {
     return mode === SHARED && grants.every((g) => modeOf(g, this.now) === SHARED);
   }
 
-  private serveQueue(): void {
+  /**
+   * Serves the queue head by head while each fits. A waiter of `handOffTo` (the releasing server)
+   * gets its full lease at once and no record: it is answered from the reply (returned here).
+   * Everyone else gets a claim lease, a record saying it was served, and one publish.
+   */
+  private serveQueue(handOffTo = ''): Reply[] {
     const s = this.state;
     const served: string[] = [];
+    const handedOff: Reply[] = [];
     for (;;) {
       const head = this.options.mutant === 'queueServesNewestFirst' ? s.queue[s.queue.length - 1] : s.queue[0];
       if (!head) break;
@@ -324,26 +333,34 @@ export class LockModel {
         this.dropWaiter(head.id);
         continue;
       }
-      const claimExpiry = this.now + Math.min(waiter.ttl, waiter.entryLease);
+      const handOff = handOffTo !== '' && head.id.startsWith(`${handOffTo}.`);
+      const fullLease = handOff && this.options.mutant !== 'handOffGetsClaimLease';
+      const expiry = this.now + (fullLease ? waiter.ttl : Math.min(waiter.ttl, waiter.entryLease));
       const held = waiter.owner !== '' ? s.owners.get(waiter.owner) : undefined;
-      const heldGrant = held !== undefined ? this.live(held) : undefined;
-      if (held !== undefined && heldGrant) {
-        if (this.reenter(held, heldGrant, waiter, claimExpiry)) {
+      let grant = held !== undefined ? this.live(held) : undefined;
+      if (held !== undefined && grant) {
+        if (this.reenter(held, grant, waiter, expiry)) {
           waiter.state = 1;
           waiter.token = held;
         } else {
           waiter.state = 2;
         }
       } else if (this.fits(waiter.mode, waiter.limit)) {
-        this.createGrant(waiter.token, waiter, claimExpiry);
+        grant = this.createGrant(waiter.token, waiter, expiry);
         waiter.state = 1;
       } else {
         break;
       }
       s.queue = s.queue.filter((e) => e.id !== head.id);
-      served.push(head.id);
+      if (handOff && waiter.state === 1) {
+        s.waiters.delete(head.id);
+        handedOff.push([head.id, waiter.token, grant!.fence, waiter.ttl, grant!.exclusive + grant!.shared, waiter.holdId]);
+      } else {
+        served.push(head.id);
+      }
     }
     if (served.length > 0) this.ctx.published.push(`g ${served.join(' ')}`);
+    return handedOff;
   }
 
   private dropWaiter(id: string): void {
