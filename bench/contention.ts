@@ -1,32 +1,37 @@
-// Benchmark of issue 4: contended handoff on ONE lock name. W workers loop
-// acquire (long wait) -> tiny critical section -> release for a fixed time, over two holdfast
-// replicas on one Redis, then the same workload with @sesamecare-oss/redlock and
-// redis-semaphore's Mutex against the same redis-server. All workers live in this process
-// (separate gRPC channels / Redis connections each), so one clock times grants and releases.
+// Benchmark of issues 4 and 10 (W2): contended handoff on ONE lock name. W workers loop
+// acquire (long wait) -> tiny critical section -> release for a fixed time, against the gRPC
+// floor server (bench/floor-server.ts: in-memory, strict FIFO), holdfast on one server through one
+// channel (as the floor), holdfast over two replicas, etcd's Lock service, and
+// @sesamecare-oss/redlock and redis-semaphore's Mutex against the same redis-server. All workers
+// live in this process, so one clock times grants and releases. Rows run in rounds; each
+// figure is the round with the median handoffs/s, and ratios are to the floor's in this run.
 //
-//   node bench/dist/bench/contention.js [--seconds=10] [--workers=8,32 via HOLDFAST_BENCH_WORKERS]
+//   node bench/dist/bench/contention.js [--seconds=5] [--rounds=3] [--workers=8,32 via HOLDFAST_BENCH_WORKERS]
 import { randomBytes } from 'node:crypto';
 import { Redlock } from '@sesamecare-oss/redlock';
 import { Redis } from 'ioredis';
 import { Mutex } from 'redis-semaphore';
+import { etcdInstalled, etcdLockClient, startEtcd, type EtcdProcess } from './etcd';
 import {
   cpuSeconds,
   fixed,
   lockClient,
   machineNote,
   markdownTable,
+  median,
   nowMs,
   quantile,
   redisCounters,
   setting,
   sleep,
   startBenchRedis,
+  report,
+  startFloor,
   startHoldfast,
-  writeResult,
-  type HoldfastProcess,
 } from './support';
 
-const SECONDS = setting('seconds', 'HOLDFAST_BENCH_SECONDS', 10);
+const SECONDS = setting('seconds', 'HOLDFAST_BENCH_SECONDS', 5);
+const ROUNDS = Math.max(1, setting('rounds', 'HOLDFAST_BENCH_ROUNDS', 3));
 const WORKER_COUNTS = (process.env.HOLDFAST_BENCH_WORKERS ?? '8,32').split(',').map(Number).filter((n) => n > 0);
 /** Run only the contenders whose library name contains this, e.g. "holdfast". */
 const ONLY = process.env.HOLDFAST_BENCH_ONLY ?? '';
@@ -41,21 +46,45 @@ type Acquire = () => Promise<(() => Promise<unknown>) | null>;
 interface Contender {
   library: string;
   config: string;
+  /** The server processes whose CPU is reported (none for the client libraries). */
+  serverPids: number[];
   /** Builds the workers' acquire functions for `lock`; close() drops their connections. */
   setup(lock: string, workers: number): { acquires: Acquire[]; close(): Promise<void> };
 }
 
-function holdfast(replicas: HoldfastProcess[]): Contender {
+const FLOOR = 'gRPC floor (in-memory, FIFO)';
+
+/** holdfast.v1.LockService clients: one shared channel per server, or one channel per worker. */
+function lockService(library: string, config: string, servers: { addr: string; pid: number }[], channelPerWorker: boolean): Contender {
   return {
-    library: 'holdfast',
-    config: `2 replicas, wait_timeout_ms ${WAIT_MS}`,
+    library,
+    config,
+    serverPids: servers.map((s) => s.pid),
     setup(lock, workers) {
-      const clients = Array.from({ length: workers }, (_, i) => lockClient(replicas[i % replicas.length].addr));
+      const shared = servers.map((s) => lockClient(s.addr));
+      const clients = Array.from({ length: workers }, (_, i) => (channelPerWorker ? lockClient(servers[i % servers.length].addr) : shared[i % shared.length]));
       const acquires = clients.map((c): Acquire => async () => {
         const grant = await c.acquire({ name: lock, ttlMs: String(LEASE_MS), waitTimeoutMs: String(WAIT_MS) }, WAIT_MS + 5000);
         return grant.acquired ? () => c.release({ name: lock, token: grant.token }) : null;
       });
-      return { acquires, close: async () => clients.forEach((c) => c.close()) };
+      return { acquires, close: async () => new Set([...shared, ...clients]).forEach((c) => c.close()) };
+    },
+  };
+}
+
+function etcd(server: EtcdProcess): Contender {
+  return {
+    library: 'etcd v3 Lock (gRPC)',
+    config: 'one channel, a lease per worker',
+    serverPids: [server.pid],
+    setup(lock, workers) {
+      const client = etcdLockClient(server.addr);
+      const leases = Array.from({ length: workers }, () => client.grantLease(120));
+      const acquires = leases.map((lease): Acquire => async () => {
+        const key = await client.lock(lock, await lease);
+        return () => client.unlock(key);
+      });
+      return { acquires, close: async () => client.close() };
     },
   };
 }
@@ -72,6 +101,7 @@ function redlock(url: string, config: string, settings: { retryDelay?: number; r
   return {
     library: '@sesamecare-oss/redlock',
     config,
+    serverPids: [],
     setup(lock, workers) {
       const clients = redisClients(url, workers);
       // retryCount -1 (unbounded): the workload waits as long as it takes, like the others.
@@ -89,6 +119,7 @@ function semaphore(url: string, config: string, retryInterval?: number): Contend
   return {
     library: 'redis-semaphore Mutex',
     config,
+    serverPids: [],
     setup(lock, workers) {
       const clients = redisClients(url, workers);
       const acquires = clients.map((c): Acquire => async () => {
@@ -121,7 +152,8 @@ interface Outcome {
   serverCpuMsPerSecond: number;
 }
 
-async function measure(contender: Contender, workers: number, redis: Awaited<ReturnType<typeof startBenchRedis>>, serverPids: number[]): Promise<Outcome> {
+async function measure(contender: Contender, workers: number, redis: Awaited<ReturnType<typeof startBenchRedis>>): Promise<Outcome> {
+  const { serverPids } = contender;
   const lock = `bench-contention-${randomBytes(4).toString('hex')}`;
   const { acquires, close } = contender.setup(lock, workers);
   const outcome: Outcome = {
@@ -143,7 +175,7 @@ async function measure(contender: Contender, workers: number, redis: Awaited<Ret
   let lastHolder = -1;
   let lastRelease: { calledAt: number; repliedAt?: number } | undefined;
   const serverCpu = () => serverPids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
-  const before = { redis: await redisCounters(redis.client), server: serverCpu() };
+  const before = { redis: await redisCounters(redis.client), redisCpu: cpuSeconds(redis.pid), server: serverCpu() };
   const start = nowMs();
   const end = start + SECONDS * 1000;
 
@@ -193,7 +225,7 @@ async function measure(contender: Contender, workers: number, redis: Awaited<Ret
   };
   const running = Promise.all(acquires.map((_, w) => loop(w)));
   await sleep(SECONDS * 1000);
-  const after = { redis: await redisCounters(redis.client), server: serverCpu(), at: nowMs() };
+  const after = { redis: await redisCounters(redis.client), redisCpu: cpuSeconds(redis.pid), server: serverCpu(), at: nowMs() };
   await running; // the workers still queued at the end get their grant and release it
   const seconds = (after.at - start) / 1000;
   outcome.redisCommandsPerSecond = (after.redis.commands - before.redis.commands) / seconds;
@@ -204,32 +236,42 @@ async function measure(contender: Contender, workers: number, redis: Awaited<Ret
     .sort((a, b) => b[1] - a[1])
     .map(([command, n]) => `${command} ${fixed(n, 1)}`)
     .join(', ');
-  outcome.redisCpuMsPerSecond = ((after.redis.cpu - before.redis.cpu) * 1000) / seconds;
+  outcome.redisCpuMsPerSecond = ((after.redisCpu - before.redisCpu) * 1000) / seconds; // /proc/<redis pid>/stat
   outcome.serverCpuMsPerSecond = ((after.server - before.server) * 1000) / seconds;
   await close();
   return outcome;
 }
 
-function row(contender: Contender, workers: number, o: Outcome, withServerCpu: boolean): string[] {
+/** Grants to a worker other than the one that released last, per second. */
+function handoffsPerSecond(o: Outcome): number {
+  return (o.grants.reduce((a, b) => a + b, 0) - o.regrants) / SECONDS;
+}
+
+function row(contender: Contender, workers: number, o: Outcome, floor: Outcome | undefined, rounds: Outcome[]): string[] {
   const total = o.grants.reduce((a, b) => a + b, 0);
   const min = Math.min(...o.grants);
   const max = Math.max(...o.grants);
   const spread = min > 0 ? `${fixed((max / min - 1) * 100, 0)}%` : 'inf';
   const ms = (values: number[], q: number) => fixed(quantile(values, q), values.length && quantile(values, q) < 10 ? 2 : 1);
+  const ratio = (a: number, b: number | undefined) => (b ? `${fixed(a / b, 2)}x` : '-');
   return [
     contender.library,
     contender.config,
     String(workers),
     fixed(total / SECONDS, 0),
-    fixed((total - o.regrants) / SECONDS, 0),
+    fixed(handoffsPerSecond(o), 0),
+    ratio(handoffsPerSecond(o), floor && handoffsPerSecond(floor)),
+    rounds.map((r) => fixed(handoffsPerSecond(r), 0)).join(', '),
     `${min} / ${max}`,
     spread,
     `${fixed((o.regrants / Math.max(1, total)) * 100, 0)}%`,
     `${ms(o.waits, 0.5)} / ${ms(o.waits, 0.99)} / ${fixed(Math.max(...o.waits), 0)}`,
+    ratio(quantile(o.waits, 0.99), floor && quantile(floor.waits, 0.99)),
     `${ms(o.fromReply, 0.5)} / ${ms(o.fromReply, 0.99)}`,
     `${ms(o.fromCall, 0.5)} / ${ms(o.fromCall, 0.99)}`,
     `${fixed(o.redisCommandsPerSecond, 0)} (${fixed(o.redisCpuMsPerSecond, 0)} ms/s)`,
-    withServerCpu ? `${fixed(o.serverCpuMsPerSecond, 0)} ms/s` : '-',
+    contender.library === 'holdfast' ? fixed((o.redisCpuMsPerSecond * 1000) / Math.max(1, handoffsPerSecond(o)), 0) : '-',
+    contender.serverPids.length ? `${fixed(o.serverCpuMsPerSecond, 0)} ms/s` : '-',
     `${o.errors}${o.overlaps ? `, ${o.overlaps} OVERLAPS` : ''}`,
   ];
 }
@@ -257,41 +299,65 @@ async function roundTrips(addr: string, client: Redis): Promise<string> {
 async function main(): Promise<void> {
   const machine = machineNote();
   const redis = await startBenchRedis();
+  const floor = await startFloor();
   const replicas = [await startHoldfast(redis.url, [], SERVER_NODE_ARGS), await startHoldfast(redis.url, [], SERVER_NODE_ARGS)];
+  const etcdServer = etcdInstalled() ? await startEtcd() : undefined;
   const rows: string[][] = [];
   const notes: string[] = [];
+  if (!etcdServer) notes.push('etcd is not installed (apt-get install -y etcd-server): its rows are missing.');
   try {
     const contenders = [
-      holdfast(replicas),
+      lockService(FLOOR, '1 server, one channel', [floor], false),
+      lockService('holdfast', '1 server, one channel', [replicas[0]], false),
+      lockService('holdfast', '2 replicas, a channel per worker', replicas, true),
+      ...(etcdServer ? [etcd(etcdServer)] : []),
       redlock(redis.url, 'defaults (retryDelay 200, retryJitter 100)', {}),
       redlock(redis.url, 'tuned (retryDelay 10, retryJitter 5)', { retryDelay: 10, retryJitter: 5 }),
       semaphore(redis.url, 'defaults (retryInterval 10)'),
       semaphore(redis.url, 'tuned (retryInterval 1)', 1),
-    ].filter((c) => c.library.includes(ONLY));
+    ].filter((c) => c.library === FLOOR || c.library.includes(ONLY));
     // A short warm-up so JIT and connection set-up stay out of the first measurement.
-    {
-      const { acquires, close } = holdfast(replicas).setup(`bench-warm-${randomBytes(4).toString('hex')}`, 4);
+    for (const contender of contenders.slice(0, 3)) {
+      const { acquires, close } = contender.setup(`bench-warm-${randomBytes(4).toString('hex')}`, 4);
       for (let i = 0; i < 50; i++) for (const a of acquires) await (await a())?.();
       await close();
     }
     notes.push(await roundTrips(replicas[0].addr, redis.client));
-    for (const workers of WORKER_COUNTS) {
-      for (const contender of contenders) {
-        process.stdout.write(`[bench:contention] ${contender.library}, ${contender.config}, ${workers} workers, ${SECONDS} s ... `);
-        const outcome = await measure(contender, workers, redis, contender.library === 'holdfast' ? replicas.map((r) => r.pid) : []);
-        const r = row(contender, workers, outcome, contender.library === 'holdfast');
-        rows.push(r);
-        process.stdout.write(`${r[3]} grants/s, ${r[4]} to another worker, spread ${r[6]}, wait p99 ${r[8].split(' / ')[1]} ms\n`);
-        if (contender.library === 'holdfast') notes.push(`holdfast, ${workers} workers: Redis commands per grant (INFO commandstats, script-internal included): ${outcome.commandsPerGrant}.`);
-        if (outcome.grantBeforeReply > 0) {
-          notes.push(`${contender.library} ${contender.config}, ${workers} workers: ${outcome.grantBeforeReply} of ${outcome.fromReply.length} grants arrived before the previous holder's Release reply (counted as 0 in "from reply").`);
+    const outcomes = new Map<string, Outcome[]>();
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const workers of WORKER_COUNTS) {
+        for (const contender of contenders) {
+          process.stdout.write(`[bench:contention] round ${round}: ${contender.library}, ${contender.config}, ${workers} workers, ${SECONDS} s ... `);
+          const outcome = await measure(contender, workers, redis);
+          const key = `${contender.library}|${contender.config}|${workers}`;
+          outcomes.set(key, [...(outcomes.get(key) ?? []), outcome]);
+          process.stdout.write(`${fixed(handoffsPerSecond(outcome), 0)} handoffs/s, wait p99 ${fixed(quantile(outcome.waits, 0.99), 1)} ms\n`);
+          await sleep(500);
         }
-        for (const e of outcome.errorSample) notes.push(`${contender.library} ${contender.config}, ${workers} workers: error: ${e}`);
-        await sleep(1000);
+      }
+    }
+    // Each row is the round with the median handoffs/s, so its columns belong together.
+    const medianOf = (list: Outcome[]) => {
+      const target = median(list.map(handoffsPerSecond));
+      return list.reduce((best, o) => (Math.abs(handoffsPerSecond(o) - target) < Math.abs(handoffsPerSecond(best) - target) ? o : best));
+    };
+    for (const workers of WORKER_COUNTS) {
+      const floorRounds = outcomes.get(`${FLOOR}|1 server, one channel|${workers}`);
+      const floorOutcome = floorRounds && medianOf(floorRounds);
+      for (const contender of contenders) {
+        const list = outcomes.get(`${contender.library}|${contender.config}|${workers}`) ?? [];
+        const outcome = medianOf(list);
+        rows.push(row(contender, workers, outcome, floorOutcome, list));
+        if (contender.library === 'holdfast') notes.push(`holdfast, ${contender.config}, ${workers} workers: Redis commands per grant (INFO commandstats, script-internal included): ${outcome.commandsPerGrant}.`);
+        const beforeReply = list.reduce((n, o) => n + o.grantBeforeReply, 0);
+        if (beforeReply > 0) {
+          notes.push(`${contender.library} ${contender.config}, ${workers} workers: ${beforeReply} of ${list.reduce((n, o) => n + o.fromReply.length, 0)} grants arrived before the previous holder's Release reply (counted as 0 in "from reply").`);
+        }
+        for (const e of list.flatMap((o) => o.errorSample).slice(0, 3)) notes.push(`${contender.library} ${contender.config}, ${workers} workers: error: ${e}`);
       }
     }
   } finally {
-    await Promise.all(replicas.map((r) => r.stop()));
+    await Promise.all([floor.stop(), etcdServer?.stop(), ...replicas.map((r) => r.stop())]);
     await redis.cleanup();
   }
   const table = markdownTable(
@@ -301,40 +367,43 @@ async function main(): Promise<void> {
       'workers',
       'grants/s',
       'handoffs/s to another worker',
+      'vs floor',
+      'handoffs/s per round',
       'grants per worker min / max',
       'spread (max/min - 1)',
       'grants to the worker that released last',
       'wait p50 / p99 / max ms',
-      'release→other worker\'s grant p50 / p99 ms (from release reply)',
-      'release→other worker\'s grant p50 / p99 ms (from release call)',
+      'wait p99 vs floor',
+      "release→other worker's grant p50 / p99 ms (from release reply)",
+      "release→other worker's grant p50 / p99 ms (from release call)",
       'Redis cmds/s (redis CPU)',
-      'holdfast servers CPU',
+      'Redis CPU µs per handoff',
+      'server CPU',
       'errors',
     ],
     rows,
   );
-  const report = [
-    '# Contention benchmark',
-    '',
+  report(
+    'contention.md',
+    'npm run bench:contention',
+    'Contention benchmark (W2: one lock, N workers)',
     `One lock name; each worker loops acquire (wait up to ${WAIT_MS / 1000} s, lease ${LEASE_MS / 1000} s) -> empty critical section -> release ` +
-      `for ${SECONDS} s per row. holdfast workers alternate between two server replicas (one gRPC channel per worker); ` +
-      `the libraries use one ioredis connection per worker; everything talks to one redis-server. ` +
+      `for ${SECONDS} s per row, ${ROUNDS} rounds (every row once per round); each row shows the round with the median handoffs/s, ` +
+      `"vs floor" compares it with the floor's median round of the same run. The floor and "holdfast, 1 server" share one gRPC channel ` +
+      `among all workers; "2 replicas" gives each worker its own channel, alternating between two holdfast servers (so half the ` +
+      `handoffs cross servers and take the claim path); etcd runs its v3 Lock service (one lease per worker, data on /dev/shm); ` +
+      `the libraries use one ioredis connection per worker; all Redis users share one redis-server. ` +
       `Workers run in one Node process, so grants and releases are timed on one clock. "release→other worker's grant" is the time from the previous ` +
       `holder's release (its reply, or the moment it called release) to the next grant arriving at a different worker; a worker that re-takes ` +
       `the lock it just released (barging) is counted in grants/s but not in handoffs/s to another worker. ` +
       `For the polling libraries that latency is a selected sample: another worker wins only when its retry happens to land between the ` +
       `release and the releaser's own re-acquire, so the waits (p99, max) and the spread show their cost, not release→grant. ` +
       `Both libraries run with unbounded retries (redlock retryCount -1, redis-semaphore acquireTimeout ${WAIT_MS} ms), otherwise equal to their defaults unless tuned. ` +
-      `Redis commands include those run inside Lua scripts.`,
-    '',
-    `Machine: ${machine}. Shared with other work, so the figures are noisy. Produced by \`npm run bench:contention\` on ${new Date().toISOString().slice(0, 10)}.`,
-    '',
+      `Redis commands include those run inside Lua scripts; Redis CPU per handoff is redis-server's CPU (INFO) over handoffs.`,
+    machine,
     table,
-    ...(notes.length ? ['', ...notes.map((n) => `- ${n}`)] : []),
-    '',
-  ].join('\n');
-  process.stdout.write(`\n${report}\n`);
-  process.stdout.write(`[bench:contention] written to ${writeResult('contention.md', report)}\n`);
+    notes,
+  );
 }
 
 main().catch((err) => {

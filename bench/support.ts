@@ -86,17 +86,16 @@ export async function startHoldfast(redisUrl: string, extraArgs: string[] = [], 
       if (line && (!line.startsWith('{') || /"level":(40|50|60)/.test(line))) process.stderr.write(`[holdfast ${child.pid}] ${line}\n`);
     }
   });
-  return {
-    addr: `127.0.0.1:${port}`,
-    pid: child.pid!,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const force = setTimeout(() => child.kill('SIGKILL'), 12_000);
-      await exited;
-      clearTimeout(force);
-    },
-  };
+  return { addr: `127.0.0.1:${port}`, pid: child.pid!, stop: () => stopChild(child, exited, 12_000) };
+}
+
+/** SIGTERM, then SIGKILL if it has not exited after `forceMs`. */
+export async function stopChild(child: ChildProcess, exited: Promise<void>, forceMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const force = setTimeout(() => child.kill('SIGKILL'), forceMs);
+  await exited;
+  clearTimeout(force);
 }
 
 const CLOCK_TICKS_PER_SECOND = 100;
@@ -232,17 +231,24 @@ export async function startFloor(): Promise<FloorProcess> {
     });
     void exited.then(() => reject(new Error(`the floor server exited before listening: ${output}`)));
   });
-  return {
-    addr: `127.0.0.1:${port}`,
-    pid: child.pid!,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const force = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(force);
-    },
-  };
+  return { addr: `127.0.0.1:${port}`, pid: child.pid!, stop: () => stopChild(child, exited, 5000) };
+}
+
+/** A benchmark's markdown report: title, what it measures, the machine, the table and notes; printed and written to bench/results/<file>. */
+export function report(file: string, command: string, title: string, method: string, machine: string, table: string, notes: string[]): void {
+  const text = [
+    `# ${title}`,
+    '',
+    method,
+    '',
+    `Machine: ${machine}. Shared with other work, so absolute figures are noisy; compare the ratios measured in the same run. Produced by \`${command}\` on ${new Date().toISOString().slice(0, 10)}.`,
+    '',
+    table,
+    ...(notes.length ? ['', ...notes.map((n) => `- ${n}`)] : []),
+    '',
+  ].join('\n');
+  process.stdout.write(`\n${text}\n`);
+  process.stdout.write(`[${command}] written to ${writeResult(file, text)}\n`);
 }
 
 /** The median of a list of numbers (NaN when empty). */

@@ -25,7 +25,7 @@ import {
   startBenchRedis,
   startFloor,
   startHoldfast,
-  writeResult,
+  report,
 } from './support';
 
 const SECONDS = setting('seconds', 'HOLDFAST_BENCH_SECONDS', 5);
@@ -213,23 +213,19 @@ async function main(): Promise<void> {
     ['contender', 'C', 'pairs/s (median)', 'vs floor', 'pairs/s per round', 'server CPU µs/pair', 'Redis CPU µs/pair', 'Redis cmds/pair', 'errors'],
     rows,
   );
-  const report = [
-    '# Throughput benchmark (W1: uncontended acquire + release)',
-    '',
+  report(
+    'throughput.md',
+    'npm run bench:throughput',
+    'Throughput benchmark (W1: uncontended acquire + release)',
     `C workers, each on its own lock name, loop acquire (lease ${LEASE_MS / 1000} s) -> release through one client channel (one ioredis ` +
       `connection for raw Redis), ${SECONDS} s per row, ${ROUNDS} rounds; figures are medians over the rounds, ratios are to the floor's ` +
       `median at the same C in this run. Server CPU is from /proc/<pid>/stat of the server process(es) (10 ms ticks); Redis CPU from ` +
       `/proc of redis-server; Redis commands from INFO (script-internal calls included). etcd: one lease per worker, Lock then Unlock, ` +
       `data on /dev/shm.`,
-    '',
-    `Machine: ${machine}. Shared with other work, so absolute figures are noisy; compare the ratios. Produced by \`npm run bench:throughput\` on ${new Date().toISOString().slice(0, 10)}.`,
-    '',
+    machine,
     table,
-    ...(notes.length ? ['', ...notes.map((n) => `- ${n}`)] : []),
-    '',
-  ].join('\n');
-  process.stdout.write(`\n${report}\n`);
-  process.stdout.write(`[bench:throughput] written to ${writeResult('throughput.md', report)}\n`);
+    notes,
+  );
 }
 
 /** The children of a process (the workers of `holdfast serve --workers N`), from /proc. */
