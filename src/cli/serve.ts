@@ -12,7 +12,7 @@ import type { RedisSecurity } from '../redis/connect';
 import { readOptionFile, TlsFilesError } from '../tls/option-file';
 import { count, millis } from './options';
 import { serverLogger } from './logger';
-import { runsWorkers, runWorkers, workerCount } from './workers';
+import { announceListening, runsWorkers, runWorkers, workerCount } from './workers';
 import { protectedModeRefusal } from './protected-mode';
 
 function refuseToStart(message: string): never {
@@ -232,6 +232,7 @@ export function serveCommand(): Command {
         throw err;
       }
       const running = server;
+      announceListening();
       const stopWatching = watchConfig(
         command,
         opts,

@@ -16,6 +16,14 @@ const STOP_DEADLINE_MS = 12_000;
 
 export type Workers = number | 'auto';
 
+/** What a worker tells the primary once its server is up (a socket listening is not enough: TLS, Redis, health...). */
+const LISTENING = 'holdfast-listening';
+
+/** In a worker: tells the primary this server is up. Elsewhere: nothing. */
+export function announceListening(): void {
+  if (cluster.isWorker) process.send?.(LISTENING);
+}
+
 /** Parses --workers: a count of 1 or more, or auto (one per core). */
 export function workerCount(value: string): Workers {
   if (value === 'auto') return 'auto';
@@ -59,7 +67,8 @@ export async function runWorkers(options: WorkersOptions): Promise<void> {
   const everListened = new WeakSet<Worker>();
   const fork = () => {
     const worker = cluster.fork(env);
-    worker.once('listening', () => {
+    worker.on('message', (message: unknown) => {
+      if (message !== LISTENING || everListened.has(worker)) return;
       everListened.add(worker);
       if (++listening === workers) logger.info({ workers }, 'holdfast workers listening');
     });

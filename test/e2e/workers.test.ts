@@ -41,7 +41,7 @@ describe('holdfast serve --workers', () => {
     try {
       await waitFor('both workers to listen', () => lines().some((l) => l.msg === 'holdfast workers listening'), 30_000);
       const redisPid = lines().find((l) => l.redisPid)!.redisPid!;
-      expect(workerPids()).toHaveLength(2);
+      await waitFor('both workers\' own lines', () => workerPids().length === 2);
       expect(workerPids()).not.toContain(child.pid);
 
       // One lock state behind every connection, whichever worker it landed on.
