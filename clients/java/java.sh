@@ -6,7 +6,11 @@
 #   clients/java/java.sh example ARGS...            build, then examples/HoldExample.java
 # Jars: libgrpc-java, libprotobuf-java, libguava-java, libnetty-java, libperfmark-java,
 # libgoogle-gson-java, libgeronimo-annotation-1.3-spec-java (javax.annotation.Generated, which the
-# stubs name, at compile time only), junit5 (its console launcher runs the tests), openjdk-17-jdk-headless.
+# stubs name, at compile time only), junit5 (its console launcher runs the tests), openjdk-17-jdk-headless,
+# and for TLS libnetty-tcnative-java and libnetty-tcnative-jni: Debian's netty has no JDK ALPN, so
+# gRPC over TLS needs netty's OpenSSL binding. Debian names its library libnetty-tcnative.so, while
+# netty 4.1.48 loads netty_tcnative, and the library checks its own file name: build/native gets a
+# copy under the name netty looks for (a symbolic link is refused).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 jars=/usr/share/java
@@ -15,7 +19,7 @@ export HOLDFAST_REPO_ROOT="${HOLDFAST_REPO_ROOT:-$(dirname "$(dirname "$here")")
 
 runtime=(grpc-api grpc-core grpc-context grpc-stub grpc-protobuf grpc-protobuf-lite grpc-netty protobuf guava
   failureaccess perfmark-api gson netty-buffer netty-codec netty-codec-http netty-codec-http2 netty-common
-  netty-handler netty-handler-proxy netty-codec-socks netty-resolver netty-transport jsr305
+  netty-handler netty-handler-proxy netty-codec-socks netty-resolver netty-transport netty-tcnative jsr305
   error-prone-annotations)
 classpath=""
 for jar in "${runtime[@]}"; do
@@ -26,6 +30,8 @@ for jar in grpc-api grpc-stub protobuf netty-codec-http2 geronimo-annotation-1.3
   [ -f "$jars/$jar.jar" ] || { echo "java.sh: $jars/$jar.jar is missing (see the header for the packages)" >&2; exit 1; }
 done
 junit="$jars/junit-platform-console-standalone.jar"
+tcnative="$(ls /usr/lib/*/jni/libnetty-tcnative.so 2>/dev/null | head -1)"
+java_flags=(-Djava.library.path="$build/native")
 
 # Compiles unless build/ is newer than every source file.
 compile() {
@@ -41,6 +47,8 @@ compile() {
     $(find "$here/gen" "$here/src" "$here/examples" -name '*.java')
   javac --release 11 -encoding UTF-8 -Xlint:all,-try -Werror -d "$build/test" -cp "$build/main:$classpath$junit" \
     $(find "$here/test" -name '*.java')
+  mkdir -p "$build/native"
+  [ -z "$tcnative" ] || cp "$tcnative" "$build/native/libnetty_tcnative.so"
   touch "$build/stamp"
 }
 
@@ -49,13 +57,13 @@ case "${1:-}" in
   test)
     compile
     shift
-    java -jar "$junit" --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests \
+    java "${java_flags[@]}" -jar "$junit" --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests \
       --class-path "$build/main:$build/test:${classpath%:}" --scan-class-path "$build/test" "$@"
     ;;
   example)
     compile
     shift
-    java -cp "$build/main:${classpath%:}" holdfast.examples.HoldExample "$@"
+    java "${java_flags[@]}" -cp "$build/main:${classpath%:}" holdfast.examples.HoldExample "$@"
     ;;
   *)
     echo "usage: clients/java/java.sh build|test|example ARGS..." >&2

@@ -109,6 +109,19 @@ class AsyncLockTest(unittest.IsolatedAsyncioTestCase):
                 await waiting
             await wait_until(self, lambda: self.waiters_are(name, 0), "the cancelled waiter to leave the queue")
 
+    async def test_leaving_one_of_two_reentrant_blocks_keeps_the_other_hold(self):
+        name = support.random_name("pyaio")
+        async with holdfast.alock(self.channel, name, ttl_ms=600, wait_ms=1000, owner="same") as outer:
+            async with holdfast.alock(self.channel, name, ttl_ms=600, wait_ms=1000, owner="same") as inner:
+                self.assertEqual(inner.token, outer.token)
+                self.assertNotEqual(inner.hold_id, outer.hold_id)
+                self.assertEqual([h.hold_count for h in await self.holders(name)], [2])
+            first_deadline = outer.deadline
+            await wait_until(self, lambda: outer.deadline > first_deadline + 0.3 or outer.lost.is_set(), "two renewals")
+            self.assertFalse(outer.lost.is_set(), outer.lost_reason)
+            self.assertEqual([h.hold_count for h in await self.holders(name)], [1])
+        self.assertEqual(await self.holders(name), [])
+
     async def test_one_shot_acquire_and_release(self):
         name = support.random_name("pyaio")
         grant = await holdfast.aio.acquire(self.channel, name, ttl_ms=3000)
@@ -145,6 +158,61 @@ class AsyncSilentServerTest(unittest.IsolatedAsyncioTestCase):
                                                     lease.token))
             self.assertLessEqual(deadline_ms, expiry_ms)
             self.processes.resume()
+
+
+class AsyncLateConfirmationTest(unittest.IsolatedAsyncioTestCase):
+    """A real stalled network (support.StallingProxy) between the asyncio client and its own server."""
+
+    def setUp(self):  # blocking: not on the event loop
+        # Short keepalive: the server gives up on a stalled connection within half a second.
+        self.processes = support.Processes(["--keepalive-time-ms", "200", "--keepalive-timeout-ms", "300"]).start()
+        self.addCleanup(self.processes.stop)
+        self.proxy = support.StallingProxy(self.processes.addr)
+        self.addCleanup(self.proxy.close)
+
+    async def asyncSetUp(self):
+        self.direct = grpc.aio.insecure_channel(self.processes.addr)
+        self.proxied = grpc.aio.insecure_channel(self.proxy.addr)
+
+    async def asyncTearDown(self):
+        await self.proxied.close()
+        await self.direct.close()
+
+    async def owners(self, name):
+        return [holder.owner for holder in (await holdfast.aio.inspect(self.direct, name, timeout=5)).holders]
+
+    async def test_a_grant_that_arrives_after_its_lease_could_have_ended_is_lost(self):
+        name = support.random_name("pyaio")
+        first = await holdfast.aio.acquire(self.direct, name, ttl_ms=30_000)
+
+        async def hold():
+            async with holdfast.alock(self.proxied, name, ttl_ms=300, wait_ms=20_000, owner="late"):
+                self.fail("a late grant was handed out")
+
+        holder = asyncio.create_task(hold())
+        await wait_until(self, lambda: self.waiters_are(name, 1), "the Hold to queue")
+        self.proxy.stall()  # the grant is made, but its answer is held back
+        await holdfast.aio.release(self.direct, name, first.token)
+        await wait_until(self, lambda: self.owners_are(name, ["late"]), "the grant to the stalled Hold")
+        # The server gives up on the stalled connection and the lease runs out: someone else gets it.
+        await holdfast.aio.acquire(self.direct, name, ttl_ms=30_000, wait_ms=20_000, owner="taker", timeout=WAIT_S * 3)
+        self.assertFalse(holder.done())
+        self.proxy.resume()
+        # The late grant is read and refused (LeaseLost); on a loaded machine the end of the
+        # connection the server gave up on may be read first (UNAVAILABLE). Never a lease.
+        with self.assertRaises((holdfast.LeaseLost, grpc.RpcError)) as raised:
+            await asyncio.wait_for(holder, WAIT_S)
+        if isinstance(raised.exception, holdfast.LeaseLost):
+            self.assertIn("arrived after the lease could have ended", str(raised.exception))
+        else:
+            self.assertEqual(raised.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        self.assertEqual(await self.owners(name), ["taker"])
+
+    async def waiters_are(self, name, count):
+        return (await holdfast.aio.inspect(self.direct, name, timeout=5)).waiters == count
+
+    async def owners_are(self, name, owners):
+        return await self.owners(name) == owners
 
 
 async def wait_until(test, condition, what):

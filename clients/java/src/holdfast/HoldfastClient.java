@@ -8,8 +8,15 @@ import holdfast.v1.Lock.InspectResponse;
 import holdfast.v1.Lock.ReleaseRequest;
 import holdfast.v1.LockServiceGrpc;
 import io.grpc.Channel;
+import io.grpc.ClientInterceptors;
 import io.grpc.ManagedChannel;
-import io.grpc.ManagedChannelBuilder;
+import io.grpc.Metadata;
+import io.grpc.netty.GrpcSslContexts;
+import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.MetadataUtils;
+import io.netty.handler.ssl.SslContextBuilder;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.Executors;
@@ -61,8 +68,45 @@ public final class HoldfastClient implements AutoCloseable {
 
   /** A client with its own plaintext channel to {@code target} (host:port), shut down by {@link #close()}. */
   public static HoldfastClient connect(String target) {
-    ManagedChannel channel = ManagedChannelBuilder.forTarget(target).usePlaintext().build();
-    return new HoldfastClient(channel, channel);
+    return connect(target, ConnectOptions.PLAINTEXT);
+  }
+
+  /**
+   * A client with its own channel to {@code target} (host:port), with TLS, a client certificate
+   * and an API key as {@code options} say; shut down by {@link #close()}.
+   *
+   * @throws UncheckedIOException when a certificate or key file cannot be read
+   */
+  public static HoldfastClient connect(String target, ConnectOptions options) {
+    NettyChannelBuilder builder = NettyChannelBuilder.forTarget(target);
+    if (options.tls()) {
+      try {
+        SslContextBuilder ssl = GrpcSslContexts.forClient();
+        if (options.caFile() != null) {
+          ssl.trustManager(options.caFile());
+        }
+        if (options.certFile() != null) {
+          ssl.keyManager(options.certFile(), options.keyFile());
+        }
+        builder.sslContext(ssl.build());
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot read the TLS files: " + e.getMessage(), e);
+      }
+      if (options.serverName() != null) {
+        builder.overrideAuthority(options.serverName());
+      }
+    } else {
+      builder.usePlaintext();
+    }
+    ManagedChannel channel = builder.build();
+    Channel calls = channel;
+    if (options.apiKey() != null) {
+      // An interceptor, not call credentials: these also go over plaintext to a server on loopback.
+      Metadata headers = new Metadata();
+      headers.put(Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER), "Bearer " + options.apiKey());
+      calls = ClientInterceptors.intercept(channel, MetadataUtils.newAttachHeadersInterceptor(headers));
+    }
+    return new HoldfastClient(calls, channel);
   }
 
   /**
