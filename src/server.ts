@@ -137,7 +137,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
 
   const calls = new CallCounter();
   const auth = new AuthGate(config.credentials ?? new Credentials());
-  const callLimits = new CallLimits(limits, (metadata) => namespaceLabel(auth.namespaceOf(metadata)));
+  const callLimits = new CallLimits(limits, (metadata) => namespaceLabel(auth.namespaceOf(metadata)), metrics && ((limit) => metrics.limitRefused(limit)));
   const server = new Server({
     // grpc-js hands a call's metadata and messages to these in order, and a status sent by one
     // reaches only those before it: RPC metrics and traces first (they see every status, refusals
@@ -202,7 +202,10 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   enforcePingPolicy(server, {
     ...limits,
     connection: (session) => callLimits.connection(session),
-    onTooManyPings: (session) => log.warn({ peer: `${session.socket?.remoteAddress}:${session.socket?.remotePort}` }, 'closed a connection that pinged too often (GOAWAY too_many_pings)'),
+    onTooManyPings: (session) => {
+      metrics?.limitRefused('min-ping-interval-ms');
+      log.warn({ peer: `${session.socket?.remoteAddress}:${session.socket?.remotePort}` }, 'closed a connection that pinged too often (GOAWAY too_many_pings)');
+    },
   });
   let http: HttpListener | undefined;
   if (config.httpListen && metrics) {

@@ -7,6 +7,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { EngineStats } from '../engine/engine';
 import type { AcquireOutcome, EngineObserver, Probe, ScriptRun } from '../engine/observer';
 import type { LostReason } from '../engine/watchdog';
+import type { LimitName } from '../transport/limits';
 
 /** What the gauges read when scraped. */
 export interface MetricSources {
@@ -91,6 +92,13 @@ export class Metrics implements EngineObserver {
     registers: [this.registry],
   });
 
+  private readonly limitRefusals = new Counter({
+    name: 'holdfast_limit_refusals_total',
+    help: 'Calls refused RESOURCE_EXHAUSTED, and connections closed for their pings, by the limit (its flag name)',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+
   private readonly rpcChildren = new Map<string, Child[]>();
   private readonly scriptChildren = new Map<string, Observed>();
   private readonly errorChildren = new Map<string, Child>();
@@ -119,6 +127,11 @@ export class Metrics implements EngineObserver {
     add('holdfast_holds_active', 'Leases this server keeps renewing (granted Hold streams)', (s) => s.stats().keptLeases);
     add('holdfast_redis_up', '1 while Redis answers this server', (s) => Number(s.redisUp()));
     add('holdfast_grants_blocked', '1 while new grants are held back (failover quarantine)', (s) => Number(s.grantsBlocked()));
+  }
+
+  /** A call or connection was refused for `limit`. */
+  limitRefused(limit: LimitName): void {
+    this.limitRefusals.labels(limit).inc();
   }
 
   /** Where the gauges read from, once the engine exists. */

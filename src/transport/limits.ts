@@ -58,6 +58,16 @@ export function serverOptionsFor(limits: ServerLimits): ServerOptions {
   };
 }
 
+/** The limits a call or connection can be refused for, named as their flags. */
+export type LimitName =
+  | 'max-holds-per-connection'
+  | 'max-waiters-per-connection'
+  | 'max-holds-per-namespace'
+  | 'max-waiters-per-namespace'
+  | 'min-ping-interval-ms';
+
+const refused = (limit: LimitName, details: string) => ({ limit, details });
+
 /** Gives the namespace a call belongs to, from its metadata (auth decides); '' is the default namespace. */
 export type NamespaceOf = (metadata: Metadata) => string;
 
@@ -81,6 +91,8 @@ export class CallLimits {
   constructor(
     private readonly limits: ServerLimits,
     private readonly namespaceOf: NamespaceOf = () => '',
+    /** Told of each refusal, by the limit's flag name (metrics). */
+    private readonly onRefused?: (limit: LimitName) => void,
   ) {}
 
   /** The state of a connection, made on first use. */
@@ -142,7 +154,8 @@ export class CallLimits {
             const refusal = this.refusal(connection, namespace, isHold, waits);
             if (refusal) {
               refused = true;
-              intercepting.sendStatus({ code: status.RESOURCE_EXHAUSTED, details: refusal, metadata: new Metadata() });
+              this.onRefused?.(refusal.limit);
+              intercepting.sendStatus({ code: status.RESOURCE_EXHAUSTED, details: refusal.details, metadata: new Metadata() });
               return;
             }
             this.admit(connection, namespace, isHold, waits);
@@ -173,21 +186,21 @@ export class CallLimits {
   };
 
   /** Why this call may not start, naming the limit, or undefined. */
-  private refusal(connection: Counts, namespace: string, isHold: boolean, waits: boolean): string | undefined {
+  private refusal(connection: Counts, namespace: string, isHold: boolean, waits: boolean): { limit: LimitName; details: string } | undefined {
     const ns = this.namespaces.get(namespace) ?? { waiters: 0, holds: 0 };
     const { limits } = this;
     const where = namespace === '' ? 'the default namespace' : `namespace "${namespace}"`;
     if (isHold && connection.holds >= limits.maxHoldsPerConnection) {
-      return `this connection has ${connection.holds} Hold streams open, the most max-holds-per-connection allows; open another connection or end some`;
+      return refused('max-holds-per-connection', `this connection has ${connection.holds} Hold streams open, the most max-holds-per-connection allows; open another connection or end some`);
     }
     if (waits && connection.waiters >= limits.maxWaitersPerConnection) {
-      return `this connection has ${connection.waiters} calls waiting for locks, the most max-waiters-per-connection allows; open another connection or wait for fewer locks at once`;
+      return refused('max-waiters-per-connection', `this connection has ${connection.waiters} calls waiting for locks, the most max-waiters-per-connection allows; open another connection or wait for fewer locks at once`);
     }
     if (isHold && ns.holds >= limits.maxHoldsPerNamespace) {
-      return `${where} has ${ns.holds} Hold streams open on this server, the most max-holds-per-namespace allows`;
+      return refused('max-holds-per-namespace', `${where} has ${ns.holds} Hold streams open on this server, the most max-holds-per-namespace allows`);
     }
     if (waits && ns.waiters >= limits.maxWaitersPerNamespace) {
-      return `${where} has ${ns.waiters} calls waiting for locks on this server, the most max-waiters-per-namespace allows`;
+      return refused('max-waiters-per-namespace', `${where} has ${ns.waiters} calls waiting for locks on this server, the most max-waiters-per-namespace allows`);
     }
     return undefined;
   }

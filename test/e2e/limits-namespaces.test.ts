@@ -58,6 +58,9 @@ describe('per-namespace limits with API keys', () => {
       code: status.RESOURCE_EXHAUSTED,
       details: 'namespace "tenant-a" has 2 Hold streams open on this server, the most max-holds-per-namespace allows',
     });
+    const scrape = await (await fetch(metricsUrl)).text();
+    expect(scrape).toContain('holdfast_limit_refusals_total{limit="max-holds-per-namespace"} 1\n');
+    expect(scrape).not.toContain('tenant-a'); // namespaces are no label either
     const b = [as(keyB).hold({ name: uniqueName() }), as(keyB).hold({ name: uniqueName() })];
     await Promise.all(b.map((h) => h.next((e) => !!e.acquired)));
     [...holds, ...b].forEach((h) => h.call.cancel());
