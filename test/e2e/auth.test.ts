@@ -35,13 +35,14 @@ const keys = {
   cGone: key('c-gone', 'tenant-c', 'lock'),
   cAdds: key('c-adds', 'tenant-c', 'lock'),
   dFile: key('d-file', 'tenant-d', 'lock'),
+  dflt: key('legacy', 'default', 'lock'),
 };
 
 function configText(list: Key[]): string {
   return 'api-keys:\n' + list.map((k) => `  - { name: ${k.name}, sha256: ${hashApiKey(k.key)}, namespace: ${k.namespace}, role: ${k.role} }\n`).join('');
 }
 
-const firstKeys = [keys.aLock, keys.aRead, keys.aAdmin, keys.bLock, keys.cKeep, keys.cGone];
+const firstKeys = [keys.aLock, keys.aRead, keys.aAdmin, keys.bLock, keys.cKeep, keys.cGone, keys.dflt];
 
 let dir: string;
 let file: string;
@@ -146,6 +147,14 @@ describe('namespaces', () => {
     await b.release({ name, token: grantB.token });
   });
 
+  it('keeps the namespace default in the keys of servers without authentication', async () => {
+    const name = uniqueName();
+    const grant = await as(keys.dflt).acquire({ name, ttlMs: '60000' });
+    expect(grant.acquired).toBe(true);
+    expect(await redis.client.exists(lockKeys('hf', name).holders)).toBe(1);
+    await as(keys.dflt).release({ name, token: grant.token });
+  });
+
   it("releases, renews, checks and inspects nothing of another tenant's lock, even with its stolen token", async () => {
     const name = uniqueName();
     const owner = as(keys.aLock);
@@ -208,7 +217,7 @@ describe('reloading the keys', () => {
   it('keeps the keys in force when the changed file is not valid', async () => {
     writeFileSync(file, configText([...firstKeys, keys.dFile]).replace(hashApiKey(keys.dFile.key), 'not-a-hash'));
     await waitFor('the refusal to be logged', () => server.logs.some((l) => l.includes('config not reloaded')));
-    expect(server.logs.find((l) => l.includes('config not reloaded'))).toContain('api-keys[6].sha256');
+    expect(server.logs.find((l) => l.includes('config not reloaded'))).toContain('api-keys[7].sha256');
     expect((await as(keys.aLock).inspect({ name: 'x' })).holders).toEqual([]);
   });
 
