@@ -122,8 +122,9 @@ describe('a holder killed with SIGKILL', () => {
     const waiter = await queueWaiter(name);
     holder.child.kill('SIGKILL');
     await holder.exited;
+    const inspectedAt = Date.now(); // the lease ends no earlier than this + the lease left
     const [lease] = (await peer.inspect({ name })).holders;
-    const leaseEndsAt = Date.now() + Number(lease.ttlMs);
+    const leaseEndsAt = inspectedAt + Number(lease.ttlMs);
     const grantedAt = await waiter.granted;
     expect(grantedAt).toBeGreaterThanOrEqual(leaseEndsAt - 5); // Inspect rounds to whole ms
     expect(grantedAt - leaseEndsAt).toBeLessThan(1000);
@@ -199,12 +200,13 @@ describe('lock-delay', () => {
       const waiter = await queueWaiter(name);
       holder.child.kill('SIGKILL');
       await holder.exited;
-      const holders = await waitFor('the vanished hold to be given back', async () => {
+      const { holders, sentAt } = (await waitFor('the vanished hold to be given back', async () => {
+        const sentAt = Date.now();
         const { holders } = await peer.inspect({ name });
-        return holders[0]?.holdCount === 0 ? holders : undefined;
-      });
-      const lease = holders![0];
-      const leaseEndsAt = Date.now() + Number(lease.ttlMs);
+        return holders[0]?.holdCount === 0 ? { holders, sentAt } : undefined;
+      }))!;
+      const lease = holders[0];
+      const leaseEndsAt = sentAt + Number(lease.ttlMs);
       expect(Number(lease.ttlMs)).toBeGreaterThan(1000); // the delay is on top of the lease
       expect(await waiter.granted).toBeGreaterThanOrEqual(leaseEndsAt - 5);
 
@@ -306,11 +308,13 @@ describe('reentrant holds are given back once each', () => {
       expect(await peer.release({ name, token })).toMatchObject({ holdCount: 1 }); // the Acquire's
       expect(await peer.release({ name, token, holdId })).toMatchObject({ released: true, holdCount: 0 });
       // Every hold is given back, but the lost stream's client may still count on its lease.
-      const holders = await waitFor('the lease left', async () => {
+      // The lease ends no earlier than (when Inspect was sent) + the lease left it reported.
+      const { holders, sentAt } = (await waitFor('the lease left', async () => {
+        const sentAt = Date.now();
         const { holders } = await peer.inspect({ name });
-        return holders[0]?.holdCount === 0 ? holders : undefined;
-      });
-      const leaseEndsAt = Date.now() + Number(holders![0].ttlMs);
+        return holders[0]?.holdCount === 0 ? { holders, sentAt } : undefined;
+      }))!;
+      const leaseEndsAt = sentAt + Number(holders[0].ttlMs);
       expect(await waiter.granted).toBeGreaterThanOrEqual(leaseEndsAt - 5);
     } finally {
       viaProxy.close();

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { redlockKeys } from '../../src/engine/keys';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
 import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
@@ -40,13 +40,19 @@ async function restartNode(i: number): Promise<void> {
   await startNode(i, port);
 }
 
+/** Starts again (empty) every master a test left stopped, so that a failed test fails alone. */
+async function allNodesUp(): Promise<void> {
+  await Promise.all(nodes.map((n, i) => (n.process.exitCode !== null || n.process.signalCode !== null ? startNode(i, n.port) : undefined)));
+}
+
 const code = (p: Promise<unknown>) => p.then(() => status.OK, (err: { code: number }) => err.code);
 const serving = (s: ServerProcess) => waitFor('health SERVING', async () => (await healthStatus(s.addr)) === 'SERVING', 20_000, 20);
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'holdfast-redlock-'));
   await Promise.all([0, 1, 2, 3, 4].map((i) => startNode(i)));
-  const args = ['--redlock', nodes.map((n) => n.url).join(','), '--max-ttl-ms', String(MAX_TTL_MS), '--quarantine-margin-ms', '300', '--default-ttl-ms', '1000'];
+  // A node timeout that a busy 2-core machine meets (the default 100 ms is for production hosts).
+  const args = ['--redlock', nodes.map((n) => n.url).join(','), '--max-ttl-ms', String(MAX_TTL_MS), '--quarantine-margin-ms', '300', '--default-ttl-ms', '1000', '--redlock-node-timeout-ms', '300'];
   servers.push(...(await Promise.all([startServerProcess(undefined, args), startServerProcess(undefined, args)])));
   clients.push(...servers.map((s) => connect(s.addr)));
   // (A longer --max-ttl-ms, so that its long first lease leaves no doubt about timing.)
@@ -55,6 +61,7 @@ beforeAll(async () => {
   // A new deployment: no master has an epoch record yet, so each sits out one quarantine.
   await Promise.all(servers.map(serving));
 }, 60_000);
+afterEach(allNodesUp);
 afterAll(async () => {
   clients.forEach((c) => c.close());
   trustingClient?.close();
@@ -68,7 +75,7 @@ it('grants with 2 of 5 masters down, never with 3 down (health NOT_SERVING), and
   const name = uniqueName('rl');
   const ports = nodes.map((n) => n.port);
   await Promise.all([nodes[3].stop(), nodes[4].stop()]);
-  const grant = await a.acquire({ name, ttlMs: '1000' });
+  const grant = await a.acquire({ name, ttlMs: '1000', waitTimeoutMs: '5000' });
   expect(grant.acquired).toBe(true);
   expect(Number(grant.ttlMs)).toBeLessThan(1000); // the validity left, never the full ttl
   await a.release({ name, token: grant.token });
@@ -154,7 +161,7 @@ it('a master frozen (SIGSTOP) past the validity window does not let two clients 
   try {
     const sentAt = Date.now();
     // Four votes, the frozen one timing out (waiting out any master still sitting out a restart).
-    const first = await a.acquire({ name, ttlMs: '600', waitTimeoutMs: '5000' });
+    const first = await a.acquire({ name, ttlMs: '1000', waitTimeoutMs: '5000' });
     expect(first.acquired).toBe(true);
     const firstEnds = sentAt + Number(first.leaseStartedAfterMs) + Number(first.ttlMs);
     // No release: the first holder's lease runs out while the node stays frozen.
