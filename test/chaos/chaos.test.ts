@@ -20,7 +20,7 @@ describe('chaos, short run', () => {
     // The worker and storage processes run from test/chaos/dist (dist/ itself is built by globalSetup).
     execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'test', 'chaos', 'tsconfig.json')], { stdio: 'inherit' });
     [positive, negative] = await Promise.all([
-      runChaos(defaultRun(40, SEED, { faults: SHORT_FAULTS, workers: 6, ttlMs: 1000 })),
+      runChaos(defaultRun(40, SEED, { faults: SHORT_FAULTS, workers: 6, ttlMs: 1000, everyFaultOnce: true })),
       runChaos(negativeControl(25, SEED, { workers: 4 })),
     ]);
   }, 240_000);

@@ -27,6 +27,8 @@ export interface ChaosOptions {
   loops: number;
   replicas: number;
   faults: FaultClass[];
+  /** Strike every class in `faults` at least once, even past the duration (a slow machine). */
+  everyFaultOnce?: boolean;
   /** The servers' --release-on-disconnect: the negative control's broken configuration. */
   releaseOnDisconnect: boolean;
   /** How many workers are broken clients that ignore their lease and skip the fence. */
@@ -225,7 +227,8 @@ async function injectFaults(options: ChaosOptions, env: FaultTargets, random: Ra
   await sleep(options.ttlMs + 1_000);
   for (;;) {
     const next = order.next();
-    if (next.done || monoNow() + slotMs(next.value, options.ttlMs) > endAt) break;
+    const owed = options.everyFaultOnce && faults.length < options.faults.length;
+    if (next.done || (!owed && monoNow() + slotMs(next.value, options.ttlMs) > endAt)) break;
     const fault = await strike(next.value, env, random, monoNow);
     faults.push(fault);
     log(`${((fault.start - t0) / 1000).toFixed(1)} s: ${fault.cls} on ${fault.targets.join(', ')} (${(fault.healed - fault.start).toFixed(0)} ms)`);
