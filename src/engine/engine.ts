@@ -313,11 +313,15 @@ export class LockEngine {
 
   /**
    * Whose waiters a release may hand the lock to directly: this server's, unless grants are
-   * blocked (a quarantine: hand-offs wait like every grant), or replicas must acknowledge grants
-   * and this server has no waiters on the lock (then the release needs no WAIT).
+   * blocked (a quarantine: hand-offs wait like every grant), grants must be made on a checked
+   * Cluster master, or replicas must acknowledge grants and this server has no waiters on the
+   * lock (then the release needs no WAIT).
    */
   private handOffTarget(name: string): string {
     if (this.grantsBlocked(name)) return '';
+    // A Cluster with the quarantine checks the master of every grant in the script
+    // (expect-master); a release is not checked, so its hand-offs go through claim-4, which is.
+    if (this.guard?.expectedMaster(lockKeys(this.prefix, name).holders)) return '';
     if (this.guard?.confirmAfter && !this.room.hasWaiters(name)) return '';
     return this.serverId;
   }
