@@ -1,5 +1,5 @@
 // Redis connection security: real redis-servers that want an ACL user, a password, TLS (with
-// the test CA), a Cluster with a password; real holdfast servers given the credentials by URL,
+// the test CA), a Cluster with a password, Sentinels and nodes with passwords; real holdfast servers given the credentials by URL,
 // env and flag, and the wrong ones. No server log line may carry a password.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,6 +12,7 @@ import { freePort, startEmbeddedRedis, type EmbeddedRedis } from '../../src/redi
 import { makeTestCerts, type TestCerts } from '../support/certs';
 import { connect } from '../support/client';
 import { startTestCluster, type TestCluster } from '../support/cluster';
+import { MASTER_NAME, startTestSentinels, type TestSentinels } from '../support/sentinel';
 import { uniqueName } from '../support/redis';
 import { startServerProcess, type ServerProcess } from '../support/server';
 
@@ -126,6 +127,25 @@ describe('Redis Cluster with a password', () => {
     ]);
     expect(await lockRoundTrip(withPassword)).toBe(status.OK);
     expect(await lockRoundTrip(without)).toBe(status.UNAVAILABLE);
+  });
+});
+
+describe('Redis Sentinel with passwords for the nodes and for the Sentinels', () => {
+  const SENTINEL_PASSWORD = `sentinel-${PASSWORD}`;
+  let deployment: TestSentinels;
+  beforeAll(async () => {
+    deployment = await startTestSentinels({ password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD });
+  }, 60_000);
+  afterAll(() => deployment?.cleanup());
+
+  it('connects with HOLDFAST_REDIS_PASSWORD and HOLDFAST_REDIS_SENTINEL_PASSWORD, and answers UNAVAILABLE without the latter', async () => {
+    const args = ['--redis-sentinels', deployment.sentinelAddrs.join(','), '--redis-master', MASTER_NAME];
+    const [withBoth, withoutSentinelPassword] = await Promise.all([
+      serve(undefined, args, { HOLDFAST_REDIS_PASSWORD: PASSWORD, HOLDFAST_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD }),
+      serve(undefined, args, { HOLDFAST_REDIS_PASSWORD: PASSWORD }),
+    ]);
+    expect(await lockRoundTrip(withBoth)).toBe(status.OK);
+    expect(await lockRoundTrip(withoutSentinelPassword)).toBe(status.UNAVAILABLE);
   });
 });
 

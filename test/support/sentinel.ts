@@ -33,6 +33,10 @@ export interface TestSentinels {
 export interface SentinelOptions {
   /** Extra redis-server arguments for every data node (they are all masters some day). */
   nodeArgs?: string[];
+  /** The data nodes' password (requirepass, and masterauth between them). */
+  password?: string;
+  /** The Sentinels' own password (requirepass, and sentinel-pass between them). */
+  sentinelPassword?: string;
 }
 
 const NODE_ARGS = ['--save', '', '--repl-diskless-sync-delay', '0', '--repl-timeout', '5'];
@@ -40,13 +44,16 @@ const NODE_ARGS = ['--save', '', '--repl-diskless-sync-delay', '0', '--repl-time
 export async function startTestSentinels(options: SentinelOptions = {}): Promise<TestSentinels> {
   const root = mkdtempSync(join(tmpdir(), 'holdfast-sentinel-'));
   const clients: Redis[] = [];
+  const sentinels: EmbeddedRedis[] = [];
   const client = (node: EmbeddedRedis) => {
-    const c = new Redis(node.port, '127.0.0.1', { maxRetriesPerRequest: 1, connectTimeout: 1000, retryStrategy: () => 200 });
+    const password = sentinels.includes(node) ? options.sentinelPassword : options.password;
+    const c = new Redis(node.port, '127.0.0.1', { maxRetriesPerRequest: 1, connectTimeout: 1000, retryStrategy: () => 200, password });
     c.on('error', () => {});
     clients.push(c);
     return c;
   };
-  const args = [...NODE_ARGS, ...(options.nodeArgs ?? [])];
+  const auth = options.password ? ['--requirepass', options.password, '--masterauth', options.password] : [];
+  const args = [...NODE_ARGS, ...auth, ...(options.nodeArgs ?? [])];
   const master = await startEmbeddedRedis({ dataDir: join(root, 'node-0'), args });
   const replicas = await Promise.all(
     [1, 2].map((i) =>
@@ -54,7 +61,6 @@ export async function startTestSentinels(options: SentinelOptions = {}): Promise
     ),
   );
   const nodes = [master, ...replicas];
-  const sentinels: EmbeddedRedis[] = [];
   try {
     const masterClient = client(master);
     await waitFor('both replicas online', async () => (String(await masterClient.info('replication')).match(/state=online/g) ?? []).length === 2, 20_000, 50);
@@ -69,6 +75,8 @@ export async function startTestSentinels(options: SentinelOptions = {}): Promise
           `sentinel down-after-milliseconds ${MASTER_NAME} 1000`,
           `sentinel failover-timeout ${MASTER_NAME} 4000`,
           `sentinel parallel-syncs ${MASTER_NAME} 2`,
+          ...(options.password ? [`sentinel auth-pass ${MASTER_NAME} ${options.password}`] : []),
+          ...(options.sentinelPassword ? [`requirepass ${options.sentinelPassword}`, `sentinel sentinel-pass ${options.sentinelPassword}`] : []),
           '',
         ].join('\n'),
       );
