@@ -14,6 +14,7 @@
   ARGV[8] entry lease   ms a queue entry lives unless its server refreshes it
   ARGV[9] hold id       names the hold when a Hold stream asks; '' for Acquire
   ARGV[10] max waiters  queue no one past this many waiters; '' or 0 for no cap
+  ARGV[11] value        published to watchers with a new grant ('' or absent for none)
 
   Returns
     {1, token, fence, leaseLeft, holdCount}   granted (or re-entered, or the request id's live grant)
@@ -30,9 +31,11 @@ local mode, limit, requestId = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local waiterId, entryLease, holdId = ARGV[7], tonumber(ARGV[8]), ARGV[9]
 local maxWaiters = tonumber(ARGV[10]) or 0
 local request = { o = owner, m = mode, l = limit, t = ttl, r = requestId, h = holdId }
+if (ARGV[11] or '') ~= '' then request.v = ARGV[11] end
 
 --- @include "includes/clock"
 --- @include "includes/state"
+--- @include "includes/events"
 
 local served = settle()
 
@@ -77,6 +80,7 @@ end
 if queueEmpty and fits(mode, limit, first) then
   local grant = createGrant(token, request, now + ttl)
   keepKeysUntil(math.max(now + ttl, servedUntil), served or not first)
+  publishEvent('granted', grant.f)
   return { 1, token, grant.f, ttl, holdCount(grant) }
 end
 

@@ -13,6 +13,7 @@ local waiterId = ARGV[1]
 
 --- @include "includes/clock"
 --- @include "includes/state"
+--- @include "includes/events"
 
 local waiter = loadRecord('w:' .. waiterId)
 local dropped = 0
@@ -30,6 +31,7 @@ if waiter then
   end
   if own then
     dropHold(waiter.k, grant, holdId, waiter.m)
+    publishEvent('released', grant.f)
     dropped = 1
   end
 end

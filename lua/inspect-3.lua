@@ -3,7 +3,7 @@
 
   KEYS[1] holders    KEYS[2] queue    KEYS[3] data (see includes/state)
 
-  Returns {lastFence, limit, waiters, {owner, fence, ttlLeft, holdCount, mode}...}
+  Returns {lastFence, limit, waiters, {owner, fence, ttlLeft, holdCount, mode, value}...}
   A holder abandoned to a lock-delay shows with hold count 0.
 ]]
 local holdersKey, queueKey, dataKey = KEYS[1], KEYS[2], KEYS[3]
@@ -18,7 +18,7 @@ for i = 1, #holders, 2 do
   if grant then
     local count = holdCount(grant)
     if grant.a == 1 then count = 0 end
-    reply[#reply + 1] = { grant.o, grant.f, tonumber(holders[i + 1]) - now, count, modeOf(grant) }
+    reply[#reply + 1] = { grant.o, grant.f, tonumber(holders[i + 1]) - now, count, modeOf(grant), grant.v or '' }
   end
 end
 for _, waiterId in ipairs(redis.call('ZRANGE', queueKey, 0, -1)) do

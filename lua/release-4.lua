@@ -16,6 +16,8 @@
   ARGV[6] server id    the releasing server's ('' for none): the queue hands the lock to that
                        server's own waiters (ids '<server id>.…') with their full lease at once,
                        and the reply names them, so the server answers them without a claim
+  ARGV[7] why          with vanished: why its stream ended, for watchers (disconnected, max_hold,
+                       backend_unavailable, server_shutdown); '' or absent: 'disconnected'
 
   Returns
     {1, 0, holdId}           freed (or closed until a vanished holder's lease ends); holdId is
@@ -32,6 +34,7 @@ local serverId = ARGV[6] or ''
 
 --- @include "includes/clock"
 --- @include "includes/state"
+--- @include "includes/events"
 
 local grant = liveGrant(token)
 if grant and holdId ~= '' and not findHold(grant, holdId) then grant = nil end
@@ -51,6 +54,12 @@ if vanished then
   vanishedUntil = vanishedUntil + lockDelay
 end
 local left = dropHold(token, grant, holdId, 0, vanishedUntil)
+if not vanished then
+  publishEvent('released', grant.f)
+elseif left == 0 then
+  local why = ARGV[7] or ''
+  publishEvent('lost:' .. (why ~= '' and why or 'disconnected'), grant.f)
+end
 -- An abandoned grant's expiry may have moved out: the full upkeep then (vanished holders are rare).
 if settle() then keepServed() end
 if grant.a == 1 then keepKeys() else keepIdle() end

@@ -9,6 +9,7 @@ import { releaseCommand } from './cli/release';
 import { renewCommand } from './cli/renew';
 import { serveCommand } from './cli/serve';
 import { statusCommand } from './cli/status';
+import { watchCommand } from './cli/watch';
 
 const program = new Command('holdfast')
   .description('holdfast: a distributed lock server over Redis, spoken to with gRPC')
@@ -21,6 +22,7 @@ program.addCommand(renewCommand());
 program.addCommand(inspectCommand());
 program.addCommand(statusCommand());
 program.addCommand(hashKeyCommand());
+program.addCommand(watchCommand());
 
 program.parseAsync(process.argv).catch((err) => {
   process.stderr.write(`holdfast: ${(err as Error).message}\n`);

@@ -1,7 +1,8 @@
 // HoldfastClient: the TypeScript SDK's entry point.
 import { type ChannelCredentials, type ClientOptions } from '@grpc/grpc-js';
 import { secureChannel, type ConnectionSecurity } from './credentials';
-import { LockMode, LockServiceClient, type Holder } from './gen/holdfast/v1/lock';
+import { LockServiceClient } from './gen/holdfast/v1/lock';
+import { holderInfo, type HolderInfo } from './holders';
 import { NotAcquiredError } from './errors';
 import { openLease } from './hold';
 import { ownConnection, StreamConnections } from './streams';
@@ -9,6 +10,8 @@ import type { Lease } from './lease';
 import { Lock } from './lock';
 import { acquireRequest, holdRequest, type AcquireOptions, type HoldOptions } from './options';
 import { unaryCalls, type UnaryCalls } from './rpc';
+import { campaign, observe, type CampaignOptions, type Leader, type Leadership, type ObserveOptions } from './election';
+import { watchLock, type LockChange } from './watch';
 
 export interface HoldfastClientOptions extends ConnectionSecurity {
   /** Your own channel credentials, instead of the ones `tls` makes; default: plaintext. */
@@ -19,16 +22,7 @@ export interface HoldfastClientOptions extends ConnectionSecurity {
   callTimeoutMs?: number;
 }
 
-export type Mode = 'exclusive' | 'shared';
-
-export interface HolderInfo {
-  owner: string;
-  mode: Mode;
-  fencingToken: bigint;
-  /** The lease left, in ms. */
-  ttlMs: number;
-  holdCount: number;
-}
+export { modeName, type HolderInfo, type Mode } from './holders';
 
 export interface LockInfo {
   name: string;
@@ -54,14 +48,6 @@ export interface FencingTokenCheck {
 
 const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 
-export function modeName(mode: LockMode): Mode {
-  return mode === LockMode.LOCK_MODE_SHARED ? 'shared' : 'exclusive';
-}
-
-function holderInfo(holder: Holder): HolderInfo {
-  const { owner, holdCount } = holder;
-  return { owner, mode: modeName(holder.mode), fencingToken: BigInt(holder.fencingToken), ttlMs: Number(holder.ttlMs), holdCount };
-}
 
 export class HoldfastClient {
   /** The generated grpc-js stub, for anything the SDK does not wrap. */
@@ -136,6 +122,24 @@ export class HoldfastClient {
   async checkFencingToken(name: string, fencingToken: bigint): Promise<FencingTokenCheck> {
     const res = await this.rpc.checkFencingToken({ name, fencingToken: fencingToken.toString() });
     return { live: res.live, ttlMs: Number(res.ttlMs), latestFencingToken: BigInt(res.latestFencingToken) };
+  }
+
+  /**
+   * Follows `name`: yields its state at once, then one LockChange per change, until `signal`
+   * aborts or you break out of the loop. Never shows a token.
+   */
+  watch(name: string, options: { signal?: AbortSignal } = {}): AsyncGenerator<LockChange> {
+    return watchLock(this.stub, name, options.signal);
+  }
+
+  /** Waits until this process leads `name`, publishing `value` (e.g. its address) to observers. */
+  campaign(name: string, value: string, options: CampaignOptions = {}): Promise<Leadership> {
+    return campaign(this, name, value, options);
+  }
+
+  /** Yields the leader of `name` (null while there is none) now and after every change. */
+  observe(name: string, options: ObserveOptions = {}): AsyncGenerator<Leader | null> {
+    return observe(this, name, options);
   }
 
   /** Closes the client's connections. Release leases first: calls already under way are not ended by this. */

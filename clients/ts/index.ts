@@ -3,6 +3,8 @@ export { HoldfastClient, type HoldfastClientOptions, type HolderInfo, type LockI
 export { secureChannel, type ClientTls, type ConnectionSecurity } from './credentials';
 export { NotAcquiredError, LeaseLostError, type LeaseLossSource } from './errors';
 export { Lease } from './lease';
+export { Leadership, campaign, observe, type Leader, type CampaignOptions, type ObserveOptions } from './election';
+export { type LockChange, type WatchEventName } from './watch';
 export { Lock, type ReleaseResult } from './lock';
 export { isServiceError, type UnaryCalls } from './rpc';
 export type { AcquireOptions, HoldOptions, LockOptions } from './options';

@@ -116,6 +116,11 @@ export class Lease {
     }
   }
 
+  /** Replaces the value this grant publishes to watchers; rejects with NOT_FOUND once the grant is gone. */
+  async setValue(value: string): Promise<void> {
+    await this.rpc.setValue({ name: this.name, token: this.token, value });
+  }
+
   /** Called by the stream for every event after `acquired`. */
   onEvent(event: HoldResponse): void {
     if (event.renewed) this.confirmed(Number(event.renewed.leaseStartedAfterMs), Number(event.renewed.ttlMs), 'a renewal');

@@ -55,6 +55,11 @@ export class Lock {
     return { released, holdCount };
   }
 
+  /** Replaces the value this grant publishes to watchers; rejects with NOT_FOUND once the grant is gone. */
+  async setValue(value: string): Promise<void> {
+    await this.rpc.setValue({ name: this.name, token: this.token, value });
+  }
+
   /** Extends the lease to `ttlMs` from now (0: the grant's own lease length); resolves with the lease left in ms. */
   async renew(ttlMs = 0): Promise<number> {
     const sentAt = performance.now();

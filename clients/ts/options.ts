@@ -12,6 +12,8 @@ export interface LockOptions {
   shared?: boolean;
   /** Counting semaphore size: up to `limit` holders at once; unset, 0 or 1: a plain lock. */
   limit?: number;
+  /** A value the grant publishes to watchers (at most 1024 bytes), e.g. a leader's address. */
+  value?: string;
 }
 
 export interface AcquireOptions extends LockOptions {
@@ -48,6 +50,7 @@ function lockFields(name: string, options: LockOptions) {
     waitTimeoutMs: int64Field('waitMs', options.waitMs),
     mode: options.shared ? LockMode.LOCK_MODE_SHARED : LockMode.LOCK_MODE_UNSPECIFIED,
     limit: options.limit ?? 0,
+    value: options.value ?? '',
   };
 }
 

@@ -12,6 +12,8 @@ import type {
   ReleaseResponse,
   RenewRequest,
   RenewResponse,
+  SetValueRequest,
+  SetValueResponse,
 } from './gen/holdfast/v1/lock';
 
 type Callback<Res> = (err: ServiceError | null, res: Res) => void;
@@ -35,6 +37,7 @@ export function unaryCalls(stub: LockServiceClient, timeoutMs: number) {
     renew: unary<RenewRequest, RenewResponse>(stub, stub.renew as never, timeoutMs),
     inspect: unary<InspectRequest, InspectResponse>(stub, stub.inspect as never, timeoutMs),
     checkFencingToken: unary<CheckFencingTokenRequest, CheckFencingTokenResponse>(stub, stub.checkFencingToken as never, timeoutMs),
+    setValue: unary<SetValueRequest, SetValueResponse>(stub, stub.setValue as never, timeoutMs),
   };
 }
 

@@ -13,15 +13,17 @@
                                          t lease ms, r request ids, a abandoned (closed until its expiry),
                                          h Hold streams' holds (mode digit .. hold id, oldest first),
                                          k keep-closed-until ms (leases of vanished Hold streams),
-                                         km the strongest mode a vanished hold had}
+                                         km the strongest mode a vanished hold had,
+                                         v the value it publishes to watchers, absent for none}
                    o:<owner>    token of the owner's grant (reentrancy)
                    r:<request>  request {k token, o owner, m mode, l limit, t lease ms} (idempotency)
                    w:<waiter>   waiter  {k token, o owner, m mode, l limit, t lease ms, r request id,
                                          h hold id, e entry expiry, wl entry lease ms,
                                          g 0 queued / 1 granted / 2 refused}
 
-  A request (what acquire-4 was asked, and what a waiter record keeps) is {o, m, l, t, r, h}:
-  owner, mode, limit, lease ms, request id ('' for none), hold id ('' unless a Hold stream asks).
+  A request (what acquire-4 was asked, and what a waiter record keeps) is {o, m, l, t, r, h, v}:
+  owner, mode, limit, lease ms, request id ('' for none), hold id ('' unless a Hold stream asks),
+  and the value a new grant publishes (absent for none).
 
   The including script defines holdersKey, queueKey, dataKey, channel (may be nil), now and nowUs.
   Numbers that can exceed 14 digits (fencing tokens) are kept as strings: cjson keeps 14.
@@ -112,7 +114,7 @@ local function addHold(token, grant, request)
 end
 
 local function createGrant(token, request, expiry)
-  local grant = { o = request.o, f = nextFence(), x = 0, s = 0, t = request.t, r = {}, a = 0, h = {}, k = 0 }
+  local grant = { o = request.o, f = nextFence(), x = 0, s = 0, t = request.t, r = {}, a = 0, h = {}, k = 0, v = request.v }
   addHold(token, grant, request)
   if request.o ~= '' then redis.call('HSET', dataKey, 'o:' .. request.o, token) end
   redis.call('HSET', dataKey, 'fence', grant.f, 'g:' .. token, cjson.encode(grant), 'limit', request.l)

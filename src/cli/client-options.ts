@@ -24,6 +24,7 @@ export interface LockFlags extends ConnectionFlags {
   waitMs: number;
   shared?: boolean;
   limit: number;
+  value: string;
 }
 
 function count(value: string): number {
@@ -70,7 +71,8 @@ export function withLockFlags(command: Command): Command {
     .addOption(new Option('--wait-ms <ms>', 'how long to wait for the lock (0: try once)').argParser(millis).default(0))
     .option('--shared', 'take the lock shared (a read lock)')
     .addOption(new Option('--limit <n>', 'semaphore size: up to n holders at once').argParser(count).default(0))
-    .addOption(new Option('--owner <owner>', 'who holds it; the same owner re-enters the lock').default(''));
+    .addOption(new Option('--owner <owner>', 'who holds it; the same owner re-enters the lock').default(''))
+    .addOption(new Option('--value <value>', 'a value the grant publishes to watchers (at most 1024 bytes), e.g. this host').default(''));
 }
 
 /** Runs `fn` with a client for the flags' server and closes it afterwards. */

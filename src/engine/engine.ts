@@ -9,7 +9,9 @@ import { lockKeys, lockNameOfKey, lockScanPattern, requestIdKey, scriptKeys } fr
 import { NO_OBSERVER, type EngineObserver } from './observer';
 import { commandName, defineScripts, isGranting, scriptKeyCount, type ScriptName } from './scripts';
 import type { AcquireParams, FenceCheck, Grant, HolderInfo, LockInfo, LockScan, Mode, ReleaseOptions, ReleaseResult } from './types';
+import { LockChannels } from './lock-channels';
 import { WaitRoom, type WaitRoomStats } from './wait-room';
+import { WatchRoom, type WatchListener } from './watch-room';
 import { Watchdog, type KeepRequest, type KeptLease, type LeaseEvents, type WatchdogStats } from './watchdog';
 
 export interface EngineOptions {
@@ -55,6 +57,7 @@ export class LockEngine {
   /** Prefixes this server's waiter ids ('<server id>.<random>'): release-4 hands the lock to them directly. */
   readonly serverId = randomBytes(6).toString('base64url');
   private readonly room: WaitRoom;
+  private readonly watchers: WatchRoom;
   private readonly watchdog: Watchdog;
   private readonly guard?: WriteGuard;
   private readonly maxTtlMs: number;
@@ -75,7 +78,9 @@ export class LockEngine {
     this.observer = options.observer ?? NO_OBSERVER;
     if (this.guard?.connection) defineScripts(this.guard.connection);
     const onBackgroundError = options.onBackgroundError ?? (() => {});
-    this.room = new WaitRoom(this, subscriber, { refreshMs: options.entryRefreshMs ?? 1000, onBackgroundError });
+    const channels = new LockChannels(subscriber);
+    this.room = new WaitRoom(this, channels, { refreshMs: options.entryRefreshMs ?? 1000, onBackgroundError });
+    this.watchers = new WatchRoom(this, channels, onBackgroundError);
     this.watchdog = new Watchdog(redis, this.prefix, (name, token, how) => this.release(name, token, how), onBackgroundError, options.guard, this.observer);
   }
 
@@ -227,11 +232,11 @@ export class LockEngine {
     token: string,
     waiterId: string,
   ): Promise<{ grant?: Grant; queued?: boolean; nextExpiryMs: number }> {
-    const { name, owner, ttlMs, mode, limit, requestId, holdId } = params;
+    const { name, owner, ttlMs, mode, limit, requestId, holdId, value } = params;
     const blocked = this.grantsBlocked(name);
     if (blocked) throw new LockError('unavailable', `lock "${name}": ${blocked}`);
     const sentAt = performance.now();
-    const args = [token, owner, ttlMs, mode, limit, requestId, waiterId, this.entryLeaseMs, holdId, this.maxWaitersPerLock];
+    const args = [token, owner, ttlMs, mode, limit, requestId, waiterId, this.entryLeaseMs, holdId, this.maxWaitersPerLock, value];
     const { reply, confirmed } = await this.runConfirmed('acquire', name, args);
     switch (reply[0]) {
       case ScriptCode.GRANTED: {
@@ -271,9 +276,9 @@ export class LockEngine {
    * served by this server whose hold it was ends as 'released'.
    */
   async release(name: string, token: string, options: ReleaseOptions = {}): Promise<ReleaseResult> {
-    const { holdId = '', vanished = false, lockDelayMs = 0, vanishedLeaseMs } = options;
+    const { holdId = '', vanished = false, lockDelayMs = 0, vanishedLeaseMs, why = '' } = options;
     const handOffTo = this.handOffTarget(name);
-    const args = [token, holdId, vanished ? 1 : 0, lockDelayMs, vanishedLeaseMs ?? '', handOffTo];
+    const args = [token, holdId, vanished ? 1 : 0, lockDelayMs, vanishedLeaseMs ?? '', handOffTo, why];
     const leaseStart = performance.now();
     // With replica acknowledgement, a hand-off is a grant: the WAIT goes in the same round trip.
     const sent = handOffTo && this.guard?.confirmAfter ? this.runConfirmed('release', name, args) : this.run('release', name, args).then((r) => ({ reply: r, confirmed: true }));
@@ -286,6 +291,18 @@ export class LockEngine {
     const result = { released: reply[0] === 1, holdCount: Number(reply[1]), holdId: String(reply[2]) };
     if (result.holdId) this.watchdog.released(result.holdId);
     return result;
+  }
+
+  /** Replaces the value a live grant publishes to watchers; resolves with its fencing token. */
+  async setValue(name: string, token: string, value: string): Promise<{ fencingToken: string }> {
+    const reply = await this.run('setValue', name, [token, value]);
+    if (reply[0] === ScriptCode.NOT_FOUND) throw notHeld(name);
+    return { fencingToken: String(reply[1]) };
+  }
+
+  /** Follows one lock: `listener` gets its state at once, then each change. Returns the way to stop. */
+  watch(name: string, listener: WatchListener): () => void {
+    return this.watchers.watch(name, listener);
   }
 
   /** Keeps renewing a grant until stopped or lost (the lease behind a Hold stream). */
@@ -363,6 +380,7 @@ export class LockEngine {
       ttlMs: Number(h[2]),
       holdCount: Number(h[3]),
       mode: Number(h[4]) as Mode,
+      value: String(h[5] ?? ''),
     }));
     holders.sort((a, b) => (BigInt(a.fencingToken) < BigInt(b.fencingToken) ? -1 : 1));
     return { name, holders, waiters: Number(reply[2]), fencingToken: String(reply[0]), limit: Number(reply[1]), grantsResumeInMs: this.grantsResumeInMs(name) };
@@ -406,6 +424,7 @@ export class LockEngine {
   async close(): Promise<void> {
     await Promise.all([
       this.room.closeAll(new LockError('unavailable', 'the server is shutting down')),
+      this.watchers.closeAll(new LockError('unavailable', 'the server is shutting down')),
       this.watchdog.endAll('server_shutdown', 'the server is shutting down'),
     ]);
   }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Cluster, Redis } from 'ioredis';
 import { packageRoot } from '../package-root';
 
-export type ScriptName = 'acquire' | 'release' | 'renew' | 'claim' | 'dequeue' | 'inspect' | 'checkFencingToken' | 'requestId';
+export type ScriptName = 'acquire' | 'release' | 'renew' | 'claim' | 'dequeue' | 'inspect' | 'checkFencingToken' | 'requestId' | 'setValue';
 
 const FILES: Record<ScriptName, string> = {
   acquire: 'acquire-4',
@@ -16,6 +16,7 @@ const FILES: Record<ScriptName, string> = {
   inspect: 'inspect-3',
   checkFencingToken: 'check-fencing-token-3',
   requestId: 'request-id-1',
+  setValue: 'set-value-4',
 };
 
 export function luaDir(): string {

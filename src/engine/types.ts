@@ -18,6 +18,8 @@ export interface AcquireParams {
   requestId: string;
   /** Names the hold when a Hold stream asks, so that its end gives back exactly this hold; '' for Acquire. */
   holdId: string;
+  /** Published to watchers with a new grant; '' for none. */
+  value: string;
 }
 
 export interface Grant {
@@ -50,14 +52,22 @@ export interface ReleaseOptions {
   /** With vanished: how long the holder's own lease may still run (default: the grant's whole lease). */
   vanishedLeaseMs?: number;
   lockDelayMs?: number;
+  /** With vanished: why the holder's stream ended, told to watchers (default 'disconnected'). */
+  why?: VanishReason;
 }
+
+/** Why a Hold stream ended without its holder's word, as watchers are told. */
+export type VanishReason = 'disconnected' | 'max_hold' | 'backend_unavailable' | 'server_shutdown';
 
 export interface HolderInfo {
   owner: string;
   fencingToken: string;
   ttlMs: number;
+  /** 0 for a holder that vanished: the lock stays closed until its lease has run out. */
   holdCount: number;
   mode: Mode;
+  /** The value the holder publishes; '' for none. */
+  value: string;
 }
 
 export interface LockInfo {

@@ -5,10 +5,10 @@
 // the earliest lease would run out, since an expiry publishes nothing.
 // A release this server sends hands the lock to this server's own waiters in its reply (one
 // round trip, no publish, no claim): releasing() answers them.
-import type { Cluster, Redis } from 'ioredis';
 import type { LockEngine } from './engine';
 import { conflictError, grantOf } from './engine';
 import { LockError, ScriptCode } from './errors';
+import type { LockChannels } from './lock-channels';
 import type { AcquireParams, Grant } from './types';
 
 export interface WaitRequest {
@@ -54,7 +54,7 @@ export interface WaitRoomStats {
   waiters: number;
   /** Locks this server has waiters on. */
   lines: number;
-  /** Lock channels this server's subscriber has confirmed and not yet left. */
+  /** Lock channels this server's subscriber has confirmed and not yet left (for waiters or watchers). */
   subscriptions: number;
   /** Lines with a look-again timer set. */
   lineTimers: number;
@@ -65,22 +65,19 @@ export interface WaitRoomStats {
 export class WaitRoom {
   private readonly lines = new Map<string, Line>();
   private readonly byChannel = new Map<string, Line>();
-  /** Channels whose SSUBSCRIBE was confirmed and whose SSUNSUBSCRIBE was not yet: the subscriber's, not the lines' view. */
-  private readonly subscribed = new Set<string>();
   /** Waiter ids sent in an acquire-4 whose reply is not in yet, with a grant a release handed one meanwhile. */
   private readonly expected = new Map<string, EarlyGrant | null>();
   /** Waiters whose call ended while their dequeue-4 runs: a hand-off that raced it is given back. */
   private readonly leaving = new Map<string, Waiter>();
   /** Releases in flight per lock, until their hand-offs are answered. */
   private readonly releases = new Map<string, Set<Promise<unknown>>>();
+  private readonly onMessage = (channel: string, message: string) => this.heard(channel, message);
 
   constructor(
     private readonly engine: LockEngine,
-    private readonly subscriber: Redis | Cluster,
+    private readonly channels: LockChannels,
     private readonly options: { refreshMs: number; onBackgroundError: (err: unknown) => void },
-  ) {
-    subscriber.on('smessage', (channel: string, message: string) => this.onMessage(channel, message));
-  }
+  ) {}
 
   wait(request: WaitRequest, signal?: AbortSignal): Promise<Grant | null> {
     return new Promise<Grant | null>((resolve, reject) => {
@@ -181,11 +178,8 @@ export class WaitRoom {
     this.lines.set(name, line);
     this.byChannel.set(line.channel, line);
     // The queue may have served us before the subscription was ready: look once it is.
-    this.subscriber.ssubscribe(line.channel).then(
-      () => {
-        this.subscribed.add(line.channel);
-        void this.check(line);
-      },
+    this.channels.join(line.channel, this.onMessage).then(
+      () => void this.check(line),
       (err) => {
         this.options.onBackgroundError(err);
         this.schedule(line, -1);
@@ -193,7 +187,7 @@ export class WaitRoom {
     );
   }
 
-  private onMessage(channel: string, message: string): void {
+  private heard(channel: string, message: string): void {
     const line = this.byChannel.get(channel);
     if (!line) return;
     const [kind, ...rest] = message.split(' ');
@@ -347,10 +341,7 @@ export class WaitRoom {
       clearTimeout(line.timer);
       this.lines.delete(line.name);
       this.byChannel.delete(line.channel);
-      this.subscriber.sunsubscribe(line.channel).then(
-        () => this.subscribed.delete(line.channel),
-        () => {},
-      );
+      this.channels.leave(line.channel, this.onMessage);
     }
     return line;
   }
@@ -365,7 +356,7 @@ export class WaitRoom {
       if (line.timer) lineTimers++;
       if (line.inflight) claimsInFlight++;
     }
-    return { waiters, lines: this.lines.size, subscriptions: this.subscribed.size, lineTimers, claimsInFlight };
+    return { waiters, lines: this.lines.size, subscriptions: this.channels.size, lineTimers, claimsInFlight };
   }
 
   async closeAll(error: LockError): Promise<void> {

@@ -14,7 +14,7 @@ import { fromRedisError, NotRenewed, ScriptCode } from './errors';
 import { lockKeys, scriptKeys } from './keys';
 import { commandName, scriptKeyCount } from './scripts';
 import { NO_OBSERVER, type EngineObserver } from './observer';
-import type { ReleaseOptions } from './types';
+import type { ReleaseOptions, VanishReason } from './types';
 
 export type LostReason = 'expired' | 'taken' | 'backend_unavailable' | 'server_shutdown' | 'max_hold' | 'released' | 'failover';
 
@@ -148,22 +148,23 @@ export class Watchdog {
   /** Ends every lease as lost for `reason`, giving each hold back as vanished first (shutdown). */
   async endAll(reason: LostReason, message: string): Promise<void> {
     const leases = [...this.leases];
-    await Promise.all(leases.map((lease) => this.stop(lease, !lease.releaseOnDisconnect)));
+    await Promise.all(leases.map((lease) => this.stop(lease, !lease.releaseOnDisconnect, 'server_shutdown')));
     const after = (lease: Lease) =>
       lease.releaseOnDisconnect ? 'the lock was released' : 'the lock stays held until its lease runs out';
     for (const lease of leases) lease.onLost(reason, `${message}; ${after(lease)}`);
   }
 
   /** Stops renewing and gives the hold back, once; `vanished` keeps the lock closed until the lease has run out. */
-  private async stop(lease: Lease, vanished: boolean): Promise<void> {
+  private async stop(lease: Lease, vanished: boolean, why?: VanishReason): Promise<void> {
     if (lease.ended) return;
     this.forget(lease);
-    await this.giveBack(lease, vanished).catch(() => {
+    await this.giveBack(lease, vanished, why).catch(() => {
       // Redis is out of reach: the lease runs out by itself.
     });
   }
 
-  private giveBack(lease: Lease, vanished: boolean): Promise<unknown> {
+  /** `why` tells watchers why a vanished hold ended (default: its connection was lost). */
+  private giveBack(lease: Lease, vanished: boolean, why?: VanishReason): Promise<unknown> {
     const { holdId, lockDelayMs } = lease;
     if (!vanished) return this.release(lease.name, lease.token, { holdId });
     // The lock stays closed for as long as this stream's client may count on its lease (it counts
@@ -171,7 +172,7 @@ export class Watchdog {
     // the same grant may have made that much longer. A little extra covers clock rates.
     const leftMs = Math.max(0, lease.toldUntil - performance.now());
     const vanishedLeaseMs = Math.ceil(leftMs * (1 + CLOCK_RATE_ALLOWANCE)) + 2;
-    return this.release(lease.name, lease.token, { holdId, vanished: true, vanishedLeaseMs, lockDelayMs });
+    return this.release(lease.name, lease.token, { holdId, vanished: true, vanishedLeaseMs, lockDelayMs, why });
   }
 
   private forget(lease: Lease): void {
@@ -206,10 +207,10 @@ export class Watchdog {
     for (const lease of this.leases) {
       if (now >= lease.maxHoldAt || (lease.final && now >= lease.lostAt)) {
         this.end(lease, 'max_hold', `the hold reached its max hold time of ${lease.maxHoldMs} ms`);
-        this.giveBack(lease, !lease.releaseOnDisconnect).catch(this.onBackgroundError);
+        this.giveBack(lease, !lease.releaseOnDisconnect, 'max_hold').catch(this.onBackgroundError);
       } else if (now >= lease.lostAt) {
         this.end(lease, 'backend_unavailable', 'no renewal could be confirmed before the lease would end');
-        this.giveBack(lease, !lease.releaseOnDisconnect).catch(() => {});
+        this.giveBack(lease, !lease.releaseOnDisconnect, 'backend_unavailable').catch(() => {});
       } else if (now >= lease.renewAt && !lease.inflight && !lease.final) {
         due.push(lease);
       }

@@ -4,10 +4,11 @@ import type { sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
 import type { LockServiceServer } from '../../clients/ts/gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
 import { boundedWait, callScope } from './call-context';
-import { checkFencingToken, checkHoldId, checkName, checkToken, checkTtl, toAcquireParams } from './requests';
-import { grantFields } from './responses';
+import { checkFencingToken, checkHoldId, checkName, checkToken, checkTtl, checkValue, toAcquireParams } from './requests';
+import { grantFields, holderFields } from './responses';
 import { toServiceError } from './status';
 import { holdHandler, type HoldOptions } from './hold';
+import { watchHandler } from './watch';
 
 export interface ServiceOptions extends HoldOptions {
   defaultTtlMs: number;
@@ -64,7 +65,7 @@ export function lockService(engine: LockBackend, options: ServiceOptions): LockS
       const info = await engine.inspect(checkName(req.name));
       return {
         name: info.name,
-        holders: info.holders.map((h) => ({ ...h, ttlMs: String(h.ttlMs) })),
+        holders: info.holders.map(holderFields),
         waiters: info.waiters,
         fencingToken: info.fencingToken,
         limit: info.limit,
@@ -77,6 +78,13 @@ export function lockService(engine: LockBackend, options: ServiceOptions): LockS
       return { ...result, ttlMs: String(result.ttlMs) };
     }),
 
+    setValue: unary(logError, async (req) => {
+      const result = await engine.setValue(checkName(req.name), checkToken(req.token), checkValue(req.value));
+      return { fencingToken: result.fencingToken };
+    }),
+
     hold: holdHandler(engine, options),
+
+    watch: watchHandler(engine, logError),
   };
 }

@@ -8,6 +8,8 @@ export const MAX_NAME_BYTES = 512;
 export const MIN_TTL_MS = 10;
 export const MAX_TTL_MS = 86_400_000;
 export const MAX_WAIT_MS = 86_400_000;
+/** A holder's published value is read by every watcher on every change: small, like an address. */
+export const MAX_VALUE_BYTES = 1024;
 const MAX_ID_BYTES = 512;
 const MAX_TOKEN_LENGTH = 128;
 // C0 and C1 control characters and DEL.
@@ -51,6 +53,12 @@ function checkRequestId(requestId: string): string {
     throw invalid(`request_id is ${bytes} bytes; use at least ${MIN_REQUEST_ID_BYTES} unguessable bytes (for example a random UUID), or none`);
   }
   return requestId;
+}
+
+export function checkValue(value: string): string {
+  const bytes = Buffer.byteLength(value, 'utf8');
+  if (bytes > MAX_VALUE_BYTES) throw invalid(`value is ${bytes} bytes; at most ${MAX_VALUE_BYTES} are allowed`);
+  return value;
 }
 
 export function checkToken(token: string): string {
@@ -98,6 +106,7 @@ export function toAcquireParams(request: AcquireRequest | HoldRequest, defaultTt
     limit: checkLimit(request.limit, mode),
     requestId: 'requestId' in request ? checkRequestId(request.requestId) : '',
     holdId: '',
+    value: checkValue(request.value),
   };
 }
 

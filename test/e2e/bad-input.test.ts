@@ -29,7 +29,7 @@ const RawLockService = makeGenericClientConstructor(
 
 function send(method: Method, body: Buffer): Promise<Outcome> {
   const fn = (raw as unknown as Record<Method, (...args: unknown[]) => unknown>)[method].bind(raw);
-  if (method !== 'hold') {
+  if (method !== 'hold' && method !== 'watch') {
     return new Promise((resolve) =>
       fn(body, (err: ServiceError | null, response: Buffer) => resolve(err ? { code: err.code, details: err.details } : { code: status.OK, details: '', response })),
     );
@@ -54,12 +54,14 @@ afterAll(() => raw?.close());
 /** Each request message with valid values in every string field, by proto field name and number. */
 const TOKEN = 'c2VjcmV0LXRva2VuLXZhbHVl';
 const REQUESTS: Record<Method, { type: string; fields: Record<string, [number, string]>; more?: Buffer }> = {
-  acquire: { type: 'AcquireRequest', fields: { name: [1, 'n'], owner: [2, 'worker'], request_id: [7, 'req-0123456789abcdef'] } },
+  acquire: { type: 'AcquireRequest', fields: { name: [1, 'n'], owner: [2, 'worker'], request_id: [7, 'req-0123456789abcdef'], value: [8, 'host:1'] } },
   release: { type: 'ReleaseRequest', fields: { name: [1, 'n'], token: [2, TOKEN], hold_id: [3, 'hold-1'] } },
   renew: { type: 'RenewRequest', fields: { name: [1, 'n'], token: [2, TOKEN] } },
-  hold: { type: 'HoldRequest', fields: { name: [1, 'n'], owner: [2, 'worker'] } },
+  hold: { type: 'HoldRequest', fields: { name: [1, 'n'], owner: [2, 'worker'], value: [9, 'host:1'] } },
   inspect: { type: 'InspectRequest', fields: { name: [1, 'n'] } },
   checkFencingToken: { type: 'CheckFencingTokenRequest', fields: { name: [1, 'n'] }, more: varintField(2, 1) },
+  setValue: { type: 'SetValueRequest', fields: { name: [1, 'n'], token: [2, TOKEN], value: [3, 'host:1'] } },
+  watch: { type: 'WatchRequest', fields: { name: [1, 'n'] } },
 };
 const METHODS = Object.keys(REQUESTS) as Method[];
 

@@ -195,7 +195,7 @@ describe('one-shot commands', () => {
 
     const inspected = JSON.parse((await holdfast('inspect', name).done).stdout);
     expect(inspected).toMatchObject({ name, waiters: 0, fencingToken: grant.fencingToken, limit: 1 });
-    expect(inspected.holders).toEqual([{ owner: 'cli', fencingToken: grant.fencingToken, ttlMs: expect.any(String), holdCount: 1, mode: 'LOCK_MODE_EXCLUSIVE' }]);
+    expect(inspected.holders).toEqual([{ owner: 'cli', fencingToken: grant.fencingToken, ttlMs: expect.any(String), holdCount: 1, mode: 'LOCK_MODE_EXCLUSIVE', value: '' }]);
 
     const renewed = await holdfast('renew', name, '--token', grant.token, '--ttl-ms', '40000').done;
     expect(JSON.parse(renewed.stdout)).toEqual({ ttlMs: '40000' });
@@ -207,6 +207,25 @@ describe('one-shot commands', () => {
     const again = await holdfast('release', name, '--token', grant.token).done;
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/^holdfast: NOT_FOUND: .*\n$/);
+  });
+
+  it('watch prints the state, then each change as it happens, until interrupted', async () => {
+    const name = uniqueName();
+    const watch = holdfast('watch', name);
+    await watch.line(/ state \| now: free, 0 waiting$/);
+    const acquired = await holdfast('acquire', name, '--owner', 'cli-w', '--ttl-ms', '20000', '--value', 'host-1:80').done;
+    const grant = JSON.parse(acquired.stdout);
+    await watch.line(new RegExp(`granted fence=${grant.fencingToken} owner="cli-w" exclusive value="host-1:80" \\| now: \\[fence=`));
+    await holdfast('release', name, '--token', grant.token).done;
+    await watch.line(/ released fence=\d+ owner="cli-w" exclusive value="host-1:80" \| now: free, 0 waiting$/);
+    watch.child.kill('SIGINT');
+    const { code, stdout } = await watch.done;
+    expect(code).toBe(0);
+    expect(stdout).not.toContain(grant.token);
+    const json = holdfast('watch', name, '--json');
+    await json.line(/"event":"WATCH_EVENT_STATE"/);
+    json.child.kill('SIGINT');
+    expect((await json.done).code).toBe(0);
   });
 
   it('reports bad input as the server’s INVALID_ARGUMENT', async () => {

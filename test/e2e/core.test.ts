@@ -167,7 +167,7 @@ describe('inspect', () => {
     const info = await b.inspect({ name });
     expect(info).toMatchObject({ name, waiters: 0, fencingToken: grant.fencingToken, limit: 1 });
     expect(info.holders).toEqual([
-      { owner: 'inspector', fencingToken: grant.fencingToken, ttlMs: expect.any(String), holdCount: 1, mode: LockMode.LOCK_MODE_EXCLUSIVE },
+      { owner: 'inspector', fencingToken: grant.fencingToken, ttlMs: expect.any(String), holdCount: 1, mode: LockMode.LOCK_MODE_EXCLUSIVE, value: '' },
     ]);
     expect(Number(info.holders[0].ttlMs)).toBeGreaterThan(15000);
     expect(JSON.stringify(info)).not.toContain(grant.token);

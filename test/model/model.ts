@@ -158,6 +158,7 @@ export class LockModel {
     if (s.queue.length === 0 && this.fits(request.mode, request.limit)) {
       const grant = this.createGrant(token, request, this.now + request.ttl);
       this.keepKeys();
+      this.ctx.published.push(`e granted ${grant.fence}`);
       return this.grantReply(token, grant);
     }
     if (waiterId === '') return [0, this.msToNextExpiry()];
@@ -190,6 +191,9 @@ export class LockModel {
     } else {
       left = this.dropHold(token, grant, holdId, 0, vanishedUntil);
     }
+    // What watchers are told (lua/includes/events.lua).
+    if (!vanished) this.ctx.published.push(`e released ${grant.fence}`);
+    else if (left === 0) this.ctx.published.push(`e lost:disconnected ${grant.fence}`);
     const handedOff = this.settle(server);
     this.keepKeys();
     const reply: Reply = left === 0 ? [1, 0, holdId] : [0, left, holdId];
@@ -246,6 +250,7 @@ export class LockModel {
       const grant = waiter.state === 1 ? this.live(waiter.token) : undefined;
       if (grant && (waiter.holdId === '' || grant.holds.some((h) => h.id === waiter.holdId))) {
         this.dropHold(waiter.token, grant, waiter.holdId, waiter.mode);
+        this.ctx.published.push(`e released ${grant.fence}`);
         dropped = 1;
       }
     }
@@ -258,7 +263,7 @@ export class LockModel {
   inspect(): Reply {
     const reply: Reply = [this.state.fence ?? '0', 0, 0];
     for (const [, g] of this.holdersByExpiry()) {
-      reply.push([g.owner, g.fence, g.expiry - this.now, g.abandoned ? 0 : g.exclusive + g.shared, modeOf(g, this.now)]);
+      reply.push([g.owner, g.fence, g.expiry - this.now, g.abandoned ? 0 : g.exclusive + g.shared, modeOf(g, this.now), '']);
     }
     reply[2] = this.state.queue.filter((e) => (this.state.waiters.get(e.id)?.entryExpiry ?? 0) > this.now).length;
     if (reply.length > 3 || reply[2] > 0) reply[1] = this.state.limit ?? 0;

@@ -17,7 +17,7 @@ export async function startHoldingChild(addr: string, name: string, ttlMs: numbe
   return { child, fencingToken, exited };
 }
 
-export interface SdkHoldingChild {
+export interface JsonLineChild {
   child: ChildProcess;
   /** Every JSON line the child printed so far. */
   lines: Record<string, unknown>[];
@@ -26,9 +26,18 @@ export interface SdkHoldingChild {
   exited: Promise<void>;
 }
 
+export type SdkHoldingChild = JsonLineChild;
+
 /** Starts test/support/sdk-hold-child.js (a holder that uses the TS SDK) and resolves once it holds. */
 export async function startSdkHoldingChild(addr: string, name: string, ttlMs: number): Promise<SdkHoldingChild> {
-  const child = spawn(process.execPath, [join(__dirname, 'sdk-hold-child.js'), addr, name, String(ttlMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const started = startJsonLineChild('sdk-hold-child.js', [addr, name, String(ttlMs)]);
+  await started.next((line) => line.event === 'acquired');
+  return started;
+}
+
+/** Starts test/support/<script> with `args`; it prints one JSON object a line on stdout. */
+export function startJsonLineChild(script: string, args: string[]): JsonLineChild {
+  const child = spawn(process.execPath, [join(__dirname, script), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const lines: Record<string, unknown>[] = [];
   const waiting = new Set<() => void>();
@@ -51,8 +60,7 @@ export async function startSdkHoldingChild(addr: string, name: string, ttlMs: nu
       };
       waiting.add(look);
       look();
-      void exited.then(() => waiting.has(look) && reject(new Error(`SDK holding child exited: ${JSON.stringify(lines)}`)));
+      void exited.then(() => waiting.has(look) && reject(new Error(`${script} exited: ${JSON.stringify(lines)}`)));
     });
-  await next((line) => line.event === 'acquired');
   return { child, lines, next, exited };
 }

@@ -53,11 +53,11 @@ export function connect(addr: string, channelOptions: ChannelOptions = {}, creds
 export type TestClient = ReturnType<typeof connect>;
 
 export function acquireRequest(req: Partial<AcquireRequest>): AcquireRequest {
-  return { name: '', owner: '', ttlMs: '0', waitTimeoutMs: '0', mode: 0, limit: 0, requestId: '', ...req };
+  return { name: '', owner: '', ttlMs: '0', waitTimeoutMs: '0', mode: 0, limit: 0, requestId: '', value: '', ...req };
 }
 
 function holdStream(client: LockServiceClient, req: Partial<HoldRequest>, deadlineMs?: number): HoldStream {
-  const full: HoldRequest = { name: '', owner: '', ttlMs: '0', waitTimeoutMs: '0', mode: 0, limit: 0, maxHoldMs: '0', releaseOnDisconnect: false, ...req };
+  const full: HoldRequest = { name: '', owner: '', ttlMs: '0', waitTimeoutMs: '0', mode: 0, limit: 0, maxHoldMs: '0', releaseOnDisconnect: false, value: '', ...req };
   const call = client.hold(full, new Metadata(), deadlineMs ? { deadline: Date.now() + deadlineMs } : {});
   const events: HoldResponse[] = [];
   const listeners = new Set<() => void>();

@@ -13,49 +13,59 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16holdfast/v1/lock.proto\x12\x0bholdfast.v1\"\xd9\x01\n\x0e\x41\x63quireRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05owner\x18\x02 \x01(\tR\x05owner\x12\x15\n\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12&\n\x0fwait_timeout_ms\x18\x04 \x01(\x03R\rwaitTimeoutMs\x12)\n\x04mode\x18\x05 \x01(\x0e\x32\x15.holdfast.v1.LockModeR\x04mode\x12\x14\n\x05limit\x18\x06 \x01(\rR\x05limit\x12\x1d\n\nrequest_id\x18\x07 \x01(\tR\trequestId\"\xd3\x01\n\x0f\x41\x63quireResponse\x12\x1a\n\x08\x61\x63quired\x18\x01 \x01(\x08R\x08\x61\x63quired\x12\x14\n\x05token\x18\x02 \x01(\tR\x05token\x12#\n\rfencing_token\x18\x03 \x01(\x04R\x0c\x66\x65ncingToken\x12\x15\n\x06ttl_ms\x18\x04 \x01(\x03R\x05ttlMs\x12\x1d\n\nhold_count\x18\x05 \x01(\rR\tholdCount\x12\x33\n\x16lease_started_after_ms\x18\x06 \x01(\x03R\x13leaseStartedAfterMs\"S\n\x0eReleaseRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05token\x18\x02 \x01(\tR\x05token\x12\x17\n\x07hold_id\x18\x03 \x01(\tR\x06holdId\"L\n\x0fReleaseResponse\x12\x1a\n\x08released\x18\x01 \x01(\x08R\x08released\x12\x1d\n\nhold_count\x18\x02 \x01(\rR\tholdCount\"O\n\x0cRenewRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05token\x18\x02 \x01(\tR\x05token\x12\x15\n\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\"&\n\rRenewResponse\x12\x15\n\x06ttl_ms\x18\x01 \x01(\x03R\x05ttlMs\"\x8b\x02\n\x0bHoldRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05owner\x18\x02 \x01(\tR\x05owner\x12\x15\n\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12&\n\x0fwait_timeout_ms\x18\x04 \x01(\x03R\rwaitTimeoutMs\x12)\n\x04mode\x18\x05 \x01(\x0e\x32\x15.holdfast.v1.LockModeR\x04mode\x12\x14\n\x05limit\x18\x06 \x01(\rR\x05limit\x12\x1e\n\x0bmax_hold_ms\x18\x07 \x01(\x03R\tmaxHoldMs\x12\x32\n\x15release_on_disconnect\x18\x08 \x01(\x08R\x13releaseOnDisconnect\"\xb3\x01\n\x0cHoldResponse\x12\x37\n\x08\x61\x63quired\x18\x01 \x01(\x0b\x32\x19.holdfast.v1.HoldAcquiredH\x00R\x08\x61\x63quired\x12\x34\n\x07renewed\x18\x02 \x01(\x0b\x32\x18.holdfast.v1.HoldRenewedH\x00R\x07renewed\x12+\n\x04lost\x18\x03 \x01(\x0b\x32\x15.holdfast.v1.HoldLostH\x00R\x04lostB\x07\n\x05\x65vent\"\xcd\x01\n\x0cHoldAcquired\x12\x14\n\x05token\x18\x01 \x01(\tR\x05token\x12#\n\rfencing_token\x18\x02 \x01(\x04R\x0c\x66\x65ncingToken\x12\x15\n\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12\x1d\n\nhold_count\x18\x04 \x01(\rR\tholdCount\x12\x33\n\x16lease_started_after_ms\x18\x05 \x01(\x03R\x13leaseStartedAfterMs\x12\x17\n\x07hold_id\x18\x06 \x01(\tR\x06holdId\"Y\n\x0bHoldRenewed\x12\x15\n\x06ttl_ms\x18\x01 \x01(\x03R\x05ttlMs\x12\x33\n\x16lease_started_after_ms\x18\x02 \x01(\x03R\x13leaseStartedAfterMs\"O\n\x08HoldLost\x12\x16\n\x06reason\x18\x01 \x01(\tR\x06reason\x12+\n\x04\x63ode\x18\x02 \x01(\x0e\x32\x17.holdfast.v1.LostReasonR\x04\x63ode\"$\n\x0eInspectRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xd8\x01\n\x0fInspectResponse\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12-\n\x07holders\x18\x02 \x03(\x0b\x32\x13.holdfast.v1.HolderR\x07holders\x12\x18\n\x07waiters\x18\x03 \x01(\rR\x07waiters\x12#\n\rfencing_token\x18\x04 \x01(\x04R\x0c\x66\x65ncingToken\x12\x14\n\x05limit\x18\x05 \x01(\rR\x05limit\x12-\n\x13grants_resume_in_ms\x18\x06 \x01(\x04R\x10grantsResumeInMs\"\xa4\x01\n\x06Holder\x12\x14\n\x05owner\x18\x01 \x01(\tR\x05owner\x12#\n\rfencing_token\x18\x02 \x01(\x04R\x0c\x66\x65ncingToken\x12\x15\n\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12\x1d\n\nhold_count\x18\x04 \x01(\rR\tholdCount\x12)\n\x04mode\x18\x05 \x01(\x0e\x32\x15.holdfast.v1.LockModeR\x04mode\"S\n\x18\x43heckFencingTokenRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12#\n\rfencing_token\x18\x02 \x01(\x04R\x0c\x66\x65ncingToken\"\xa3\x01\n\x19\x43heckFencingTokenResponse\x12\x12\n\x04live\x18\x01 \x01(\x08R\x04live\x12\x15\n\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\x12)\n\x04mode\x18\x03 \x01(\x0e\x32\x15.holdfast.v1.LockModeR\x04mode\x12\x30\n\x14latest_fencing_token\x18\x04 \x01(\x04R\x12latestFencingToken*T\n\x08LockMode\x12\x19\n\x15LOCK_MODE_UNSPECIFIED\x10\x00\x12\x17\n\x13LOCK_MODE_EXCLUSIVE\x10\x01\x12\x14\n\x10LOCK_MODE_SHARED\x10\x02*\xed\x01\n\nLostReason\x12\x1b\n\x17LOST_REASON_UNSPECIFIED\x10\x00\x12\x17\n\x13LOST_REASON_EXPIRED\x10\x01\x12\x15\n\x11LOST_REASON_TAKEN\x10\x02\x12#\n\x1fLOST_REASON_BACKEND_UNAVAILABLE\x10\x03\x12\x1f\n\x1bLOST_REASON_SERVER_SHUTDOWN\x10\x04\x12\x18\n\x14LOST_REASON_MAX_HOLD\x10\x05\x12\x18\n\x14LOST_REASON_RELEASED\x10\x06\x12\x18\n\x14LOST_REASON_FAILOVER\x10\x07\x32\xc2\x03\n\x0bLockService\x12\x44\n\x07\x41\x63quire\x12\x1b.holdfast.v1.AcquireRequest\x1a\x1c.holdfast.v1.AcquireResponse\x12\x44\n\x07Release\x12\x1b.holdfast.v1.ReleaseRequest\x1a\x1c.holdfast.v1.ReleaseResponse\x12>\n\x05Renew\x12\x19.holdfast.v1.RenewRequest\x1a\x1a.holdfast.v1.RenewResponse\x12=\n\x04Hold\x12\x18.holdfast.v1.HoldRequest\x1a\x19.holdfast.v1.HoldResponse0\x01\x12\x44\n\x07Inspect\x12\x1b.holdfast.v1.InspectRequest\x1a\x1c.holdfast.v1.InspectResponse\x12\x62\n\x11\x43heckFencingToken\x12%.holdfast.v1.CheckFencingTokenRequest\x1a&.holdfast.v1.CheckFencingTokenResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16holdfast/v1/lock.proto\x12\x0bholdfast.v1\"\xef\x01\n\x0e\x41\x63quireRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05owner\x18\x02 \x01(\tR\x05owner\x12\x15\n\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12&\n\x0fwait_timeout_ms\x18\x04 \x01(\x03R\rwaitTimeoutMs\x12)\n\x04mode\x18\x05 \x01(\x0e\x32\x15.holdfast.v1.LockModeR\x04mode\x12\x14\n\x05limit\x18\x06 \x01(\rR\x05limit\x12\x1d\n\nrequest_id\x18\x07 \x01(\tR\trequestId\x12\x14\n\x05value\x18\x08 \x01(\tR\x05value\"\xd3\x01\n\x0f\x41\x63quireResponse\x12\x1a\n\x08\x61\x63quired\x18\x01 \x01(\x08R\x08\x61\x63quired\x12\x14\n\x05token\x18\x02 \x01(\tR\x05token\x12#\n\rfencing_token\x18\x03 \x01(\x04R\x0c\x66\x65ncingToken\x12\x15\n\x06ttl_ms\x18\x04 \x01(\x03R\x05ttlMs\x12\x1d\n\nhold_count\x18\x05 \x01(\rR\tholdCount\x12\x33\n\x16lease_started_after_ms\x18\x06 \x01(\x03R\x13leaseStartedAfterMs\"S\n\x0eReleaseRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05token\x18\x02 \x01(\tR\x05token\x12\x17\n\x07hold_id\x18\x03 \x01(\tR\x06holdId\"L\n\x0fReleaseResponse\x12\x1a\n\x08released\x18\x01 \x01(\x08R\x08released\x12\x1d\n\nhold_count\x18\x02 \x01(\rR\tholdCount\"O\n\x0cRenewRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05token\x18\x02 \x01(\tR\x05token\x12\x15\n\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\"&\n\rRenewResponse\x12\x15\n\x06ttl_ms\x18\x01 \x01(\x03R\x05ttlMs\"\xa1\x02\n\x0bHoldRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05owner\x18\x02 \x01(\tR\x05owner\x12\x15\n\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12&\n\x0fwait_timeout_ms\x18\x04 \x01(\x03R\rwaitTimeoutMs\x12)\n\x04mode\x18\x05 \x01(\x0e\x32\x15.holdfast.v1.LockModeR\x04mode\x12\x14\n\x05limit\x18\x06 \x01(\rR\x05limit\x12\x1e\n\x0bmax_hold_ms\x18\x07 \x01(\x03R\tmaxHoldMs\x12\x32\n\x15release_on_disconnect\x18\x08 \x01(\x08R\x13releaseOnDisconnect\x12\x14\n\x05value\x18\t \x01(\tR\x05value\"\xb3\x01\n\x0cHoldResponse\x12\x37\n\x08\x61\x63quired\x18\x01 \x01(\x0b\x32\x19.holdfast.v1.HoldAcquiredH\x00R\x08\x61\x63quired\x12\x34\n\x07renewed\x18\x02 \x01(\x0b\x32\x18.holdfast.v1.HoldRenewedH\x00R\x07renewed\x12+\n\x04lost\x18\x03 \x01(\x0b\x32\x15.holdfast.v1.HoldLostH\x00R\x04lostB\x07\n\x05\x65vent\"\xcd\x01\n\x0cHoldAcquired\x12\x14\n\x05token\x18\x01 \x01(\tR\x05token\x12#\n\rfencing_token\x18\x02 \x01(\x04R\x0c\x66\x65ncingToken\x12\x15\n\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12\x1d\n\nhold_count\x18\x04 \x01(\rR\tholdCount\x12\x33\n\x16lease_started_after_ms\x18\x05 \x01(\x03R\x13leaseStartedAfterMs\x12\x17\n\x07hold_id\x18\x06 \x01(\tR\x06holdId\"Y\n\x0bHoldRenewed\x12\x15\n\x06ttl_ms\x18\x01 \x01(\x03R\x05ttlMs\x12\x33\n\x16lease_started_after_ms\x18\x02 \x01(\x03R\x13leaseStartedAfterMs\"O\n\x08HoldLost\x12\x16\n\x06reason\x18\x01 \x01(\tR\x06reason\x12+\n\x04\x63ode\x18\x02 \x01(\x0e\x32\x17.holdfast.v1.LostReasonR\x04\x63ode\"$\n\x0eInspectRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xd8\x01\n\x0fInspectResponse\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12-\n\x07holders\x18\x02 \x03(\x0b\x32\x13.holdfast.v1.HolderR\x07holders\x12\x18\n\x07waiters\x18\x03 \x01(\rR\x07waiters\x12#\n\rfencing_token\x18\x04 \x01(\x04R\x0c\x66\x65ncingToken\x12\x14\n\x05limit\x18\x05 \x01(\rR\x05limit\x12-\n\x13grants_resume_in_ms\x18\x06 \x01(\x04R\x10grantsResumeInMs\"\xba\x01\n\x06Holder\x12\x14\n\x05owner\x18\x01 \x01(\tR\x05owner\x12#\n\rfencing_token\x18\x02 \x01(\x04R\x0c\x66\x65ncingToken\x12\x15\n\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12\x1d\n\nhold_count\x18\x04 \x01(\rR\tholdCount\x12)\n\x04mode\x18\x05 \x01(\x0e\x32\x15.holdfast.v1.LockModeR\x04mode\x12\x14\n\x05value\x18\x06 \x01(\tR\x05value\"S\n\x18\x43heckFencingTokenRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12#\n\rfencing_token\x18\x02 \x01(\x04R\x0c\x66\x65ncingToken\"\xa3\x01\n\x19\x43heckFencingTokenResponse\x12\x12\n\x04live\x18\x01 \x01(\x08R\x04live\x12\x15\n\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\x12)\n\x04mode\x18\x03 \x01(\x0e\x32\x15.holdfast.v1.LockModeR\x04mode\x12\x30\n\x14latest_fencing_token\x18\x04 \x01(\x04R\x12latestFencingToken\"Q\n\x0fSetValueRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05token\x18\x02 \x01(\tR\x05token\x12\x14\n\x05value\x18\x03 \x01(\tR\x05value\"7\n\x10SetValueResponse\x12#\n\rfencing_token\x18\x01 \x01(\x04R\x0c\x66\x65ncingToken\"\"\n\x0cWatchRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\xa7\x02\n\rWatchResponse\x12-\n\x05\x65vent\x18\x01 \x01(\x0e\x32\x17.holdfast.v1.WatchEventR\x05\x65vent\x12+\n\x06holder\x18\x02 \x01(\x0b\x32\x13.holdfast.v1.HolderR\x06holder\x12\x38\n\x0blost_reason\x18\x03 \x01(\x0e\x32\x17.holdfast.v1.LostReasonR\nlostReason\x12\x12\n\x04name\x18\x04 \x01(\tR\x04name\x12-\n\x07holders\x18\x05 \x03(\x0b\x32\x13.holdfast.v1.HolderR\x07holders\x12\x18\n\x07waiters\x18\x06 \x01(\rR\x07waiters\x12#\n\rfencing_token\x18\x07 \x01(\x04R\x0c\x66\x65ncingToken*T\n\x08LockMode\x12\x19\n\x15LOCK_MODE_UNSPECIFIED\x10\x00\x12\x17\n\x13LOCK_MODE_EXCLUSIVE\x10\x01\x12\x14\n\x10LOCK_MODE_SHARED\x10\x02*\x8b\x02\n\nLostReason\x12\x1b\n\x17LOST_REASON_UNSPECIFIED\x10\x00\x12\x17\n\x13LOST_REASON_EXPIRED\x10\x01\x12\x15\n\x11LOST_REASON_TAKEN\x10\x02\x12#\n\x1fLOST_REASON_BACKEND_UNAVAILABLE\x10\x03\x12\x1f\n\x1bLOST_REASON_SERVER_SHUTDOWN\x10\x04\x12\x18\n\x14LOST_REASON_MAX_HOLD\x10\x05\x12\x18\n\x14LOST_REASON_RELEASED\x10\x06\x12\x18\n\x14LOST_REASON_FAILOVER\x10\x07\x12\x1c\n\x18LOST_REASON_DISCONNECTED\x10\x08*\xc1\x01\n\nWatchEvent\x12\x1b\n\x17WATCH_EVENT_UNSPECIFIED\x10\x00\x12\x15\n\x11WATCH_EVENT_STATE\x10\x01\x12\x17\n\x13WATCH_EVENT_GRANTED\x10\x02\x12\x18\n\x14WATCH_EVENT_RELEASED\x10\x03\x12\x17\n\x13WATCH_EVENT_EXPIRED\x10\x04\x12\x14\n\x10WATCH_EVENT_LOST\x10\x05\x12\x1d\n\x19WATCH_EVENT_VALUE_CHANGED\x10\x06\x32\xcd\x04\n\x0bLockService\x12\x44\n\x07\x41\x63quire\x12\x1b.holdfast.v1.AcquireRequest\x1a\x1c.holdfast.v1.AcquireResponse\x12\x44\n\x07Release\x12\x1b.holdfast.v1.ReleaseRequest\x1a\x1c.holdfast.v1.ReleaseResponse\x12>\n\x05Renew\x12\x19.holdfast.v1.RenewRequest\x1a\x1a.holdfast.v1.RenewResponse\x12=\n\x04Hold\x12\x18.holdfast.v1.HoldRequest\x1a\x19.holdfast.v1.HoldResponse0\x01\x12\x44\n\x07Inspect\x12\x1b.holdfast.v1.InspectRequest\x1a\x1c.holdfast.v1.InspectResponse\x12\x62\n\x11\x43heckFencingToken\x12%.holdfast.v1.CheckFencingTokenRequest\x1a&.holdfast.v1.CheckFencingTokenResponse\x12G\n\x08SetValue\x12\x1c.holdfast.v1.SetValueRequest\x1a\x1d.holdfast.v1.SetValueResponse\x12@\n\x05Watch\x12\x19.holdfast.v1.WatchRequest\x1a\x1a.holdfast.v1.WatchResponse0\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'holdfast.v1.lock_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _LOCKMODE._serialized_start=2264
-  _LOCKMODE._serialized_end=2348
-  _LOSTREASON._serialized_start=2351
-  _LOSTREASON._serialized_end=2588
+  _LOCKMODE._serialized_start=2804
+  _LOCKMODE._serialized_end=2888
+  _LOSTREASON._serialized_start=2891
+  _LOSTREASON._serialized_end=3158
+  _WATCHEVENT._serialized_start=3161
+  _WATCHEVENT._serialized_end=3354
   _ACQUIREREQUEST._serialized_start=40
-  _ACQUIREREQUEST._serialized_end=257
-  _ACQUIRERESPONSE._serialized_start=260
-  _ACQUIRERESPONSE._serialized_end=471
-  _RELEASEREQUEST._serialized_start=473
-  _RELEASEREQUEST._serialized_end=556
-  _RELEASERESPONSE._serialized_start=558
-  _RELEASERESPONSE._serialized_end=634
-  _RENEWREQUEST._serialized_start=636
-  _RENEWREQUEST._serialized_end=715
-  _RENEWRESPONSE._serialized_start=717
-  _RENEWRESPONSE._serialized_end=755
-  _HOLDREQUEST._serialized_start=758
-  _HOLDREQUEST._serialized_end=1025
-  _HOLDRESPONSE._serialized_start=1028
-  _HOLDRESPONSE._serialized_end=1207
-  _HOLDACQUIRED._serialized_start=1210
-  _HOLDACQUIRED._serialized_end=1415
-  _HOLDRENEWED._serialized_start=1417
-  _HOLDRENEWED._serialized_end=1506
-  _HOLDLOST._serialized_start=1508
-  _HOLDLOST._serialized_end=1587
-  _INSPECTREQUEST._serialized_start=1589
-  _INSPECTREQUEST._serialized_end=1625
-  _INSPECTRESPONSE._serialized_start=1628
-  _INSPECTRESPONSE._serialized_end=1844
-  _HOLDER._serialized_start=1847
-  _HOLDER._serialized_end=2011
-  _CHECKFENCINGTOKENREQUEST._serialized_start=2013
-  _CHECKFENCINGTOKENREQUEST._serialized_end=2096
-  _CHECKFENCINGTOKENRESPONSE._serialized_start=2099
-  _CHECKFENCINGTOKENRESPONSE._serialized_end=2262
-  _LOCKSERVICE._serialized_start=2591
-  _LOCKSERVICE._serialized_end=3041
+  _ACQUIREREQUEST._serialized_end=279
+  _ACQUIRERESPONSE._serialized_start=282
+  _ACQUIRERESPONSE._serialized_end=493
+  _RELEASEREQUEST._serialized_start=495
+  _RELEASEREQUEST._serialized_end=578
+  _RELEASERESPONSE._serialized_start=580
+  _RELEASERESPONSE._serialized_end=656
+  _RENEWREQUEST._serialized_start=658
+  _RENEWREQUEST._serialized_end=737
+  _RENEWRESPONSE._serialized_start=739
+  _RENEWRESPONSE._serialized_end=777
+  _HOLDREQUEST._serialized_start=780
+  _HOLDREQUEST._serialized_end=1069
+  _HOLDRESPONSE._serialized_start=1072
+  _HOLDRESPONSE._serialized_end=1251
+  _HOLDACQUIRED._serialized_start=1254
+  _HOLDACQUIRED._serialized_end=1459
+  _HOLDRENEWED._serialized_start=1461
+  _HOLDRENEWED._serialized_end=1550
+  _HOLDLOST._serialized_start=1552
+  _HOLDLOST._serialized_end=1631
+  _INSPECTREQUEST._serialized_start=1633
+  _INSPECTREQUEST._serialized_end=1669
+  _INSPECTRESPONSE._serialized_start=1672
+  _INSPECTRESPONSE._serialized_end=1888
+  _HOLDER._serialized_start=1891
+  _HOLDER._serialized_end=2077
+  _CHECKFENCINGTOKENREQUEST._serialized_start=2079
+  _CHECKFENCINGTOKENREQUEST._serialized_end=2162
+  _CHECKFENCINGTOKENRESPONSE._serialized_start=2165
+  _CHECKFENCINGTOKENRESPONSE._serialized_end=2328
+  _SETVALUEREQUEST._serialized_start=2330
+  _SETVALUEREQUEST._serialized_end=2411
+  _SETVALUERESPONSE._serialized_start=2413
+  _SETVALUERESPONSE._serialized_end=2468
+  _WATCHREQUEST._serialized_start=2470
+  _WATCHREQUEST._serialized_end=2504
+  _WATCHRESPONSE._serialized_start=2507
+  _WATCHRESPONSE._serialized_end=2802
+  _LOCKSERVICE._serialized_start=3357
+  _LOCKSERVICE._serialized_end=3946
 # @@protoc_insertion_point(module_scope)

@@ -45,6 +45,16 @@ class LockServiceStub(object):
                 request_serializer=holdfast_dot_v1_dot_lock__pb2.CheckFencingTokenRequest.SerializeToString,
                 response_deserializer=holdfast_dot_v1_dot_lock__pb2.CheckFencingTokenResponse.FromString,
                 )
+        self.SetValue = channel.unary_unary(
+                '/holdfast.v1.LockService/SetValue',
+                request_serializer=holdfast_dot_v1_dot_lock__pb2.SetValueRequest.SerializeToString,
+                response_deserializer=holdfast_dot_v1_dot_lock__pb2.SetValueResponse.FromString,
+                )
+        self.Watch = channel.unary_stream(
+                '/holdfast.v1.LockService/Watch',
+                request_serializer=holdfast_dot_v1_dot_lock__pb2.WatchRequest.SerializeToString,
+                response_deserializer=holdfast_dot_v1_dot_lock__pb2.WatchResponse.FromString,
+                )
 
 
 class LockServiceServicer(object):
@@ -96,6 +106,22 @@ class LockServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetValue(self, request, context):
+        """Replaces the value a live grant publishes to watchers (Holder.value); a token that holds nothing is answered with NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Watch(self, request, context):
+        """Watches one lock: sends its current state at once, then one message per change (granted, released, expired,
+        lost, value changed), each with the state after it. A watcher that falls behind gets the latest state, not a
+        backlog. Never shows a token.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LockServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -128,6 +154,16 @@ def add_LockServiceServicer_to_server(servicer, server):
                     servicer.CheckFencingToken,
                     request_deserializer=holdfast_dot_v1_dot_lock__pb2.CheckFencingTokenRequest.FromString,
                     response_serializer=holdfast_dot_v1_dot_lock__pb2.CheckFencingTokenResponse.SerializeToString,
+            ),
+            'SetValue': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetValue,
+                    request_deserializer=holdfast_dot_v1_dot_lock__pb2.SetValueRequest.FromString,
+                    response_serializer=holdfast_dot_v1_dot_lock__pb2.SetValueResponse.SerializeToString,
+            ),
+            'Watch': grpc.unary_stream_rpc_method_handler(
+                    servicer.Watch,
+                    request_deserializer=holdfast_dot_v1_dot_lock__pb2.WatchRequest.FromString,
+                    response_serializer=holdfast_dot_v1_dot_lock__pb2.WatchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -239,5 +275,39 @@ class LockService(object):
         return grpc.experimental.unary_unary(request, target, '/holdfast.v1.LockService/CheckFencingToken',
             holdfast_dot_v1_dot_lock__pb2.CheckFencingTokenRequest.SerializeToString,
             holdfast_dot_v1_dot_lock__pb2.CheckFencingTokenResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetValue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/holdfast.v1.LockService/SetValue',
+            holdfast_dot_v1_dot_lock__pb2.SetValueRequest.SerializeToString,
+            holdfast_dot_v1_dot_lock__pb2.SetValueResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Watch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/holdfast.v1.LockService/Watch',
+            holdfast_dot_v1_dot_lock__pb2.WatchRequest.SerializeToString,
+            holdfast_dot_v1_dot_lock__pb2.WatchResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -32,6 +32,12 @@ type LockServiceClient interface {
 	Inspect(ctx context.Context, in *InspectRequest, opts ...grpc.CallOption) (*InspectResponse, error)
 	// Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer).
 	CheckFencingToken(ctx context.Context, in *CheckFencingTokenRequest, opts ...grpc.CallOption) (*CheckFencingTokenResponse, error)
+	// Replaces the value a live grant publishes to watchers (Holder.value); a token that holds nothing is answered with NOT_FOUND.
+	SetValue(ctx context.Context, in *SetValueRequest, opts ...grpc.CallOption) (*SetValueResponse, error)
+	// Watches one lock: sends its current state at once, then one message per change (granted, released, expired,
+	// lost, value changed), each with the state after it. A watcher that falls behind gets the latest state, not a
+	// backlog. Never shows a token.
+	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (LockService_WatchClient, error)
 }
 
 type lockServiceClient struct {
@@ -119,6 +125,47 @@ func (c *lockServiceClient) CheckFencingToken(ctx context.Context, in *CheckFenc
 	return out, nil
 }
 
+func (c *lockServiceClient) SetValue(ctx context.Context, in *SetValueRequest, opts ...grpc.CallOption) (*SetValueResponse, error) {
+	out := new(SetValueResponse)
+	err := c.cc.Invoke(ctx, "/holdfast.v1.LockService/SetValue", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lockServiceClient) Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (LockService_WatchClient, error) {
+	stream, err := c.cc.NewStream(ctx, &_LockService_serviceDesc.Streams[1], "/holdfast.v1.LockService/Watch", opts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &lockServiceWatchClient{stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+type LockService_WatchClient interface {
+	Recv() (*WatchResponse, error)
+	grpc.ClientStream
+}
+
+type lockServiceWatchClient struct {
+	grpc.ClientStream
+}
+
+func (x *lockServiceWatchClient) Recv() (*WatchResponse, error) {
+	m := new(WatchResponse)
+	if err := x.ClientStream.RecvMsg(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // LockServiceServer is the server API for LockService service.
 // All implementations must embed UnimplementedLockServiceServer
 // for forward compatibility
@@ -138,6 +185,12 @@ type LockServiceServer interface {
 	Inspect(context.Context, *InspectRequest) (*InspectResponse, error)
 	// Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer).
 	CheckFencingToken(context.Context, *CheckFencingTokenRequest) (*CheckFencingTokenResponse, error)
+	// Replaces the value a live grant publishes to watchers (Holder.value); a token that holds nothing is answered with NOT_FOUND.
+	SetValue(context.Context, *SetValueRequest) (*SetValueResponse, error)
+	// Watches one lock: sends its current state at once, then one message per change (granted, released, expired,
+	// lost, value changed), each with the state after it. A watcher that falls behind gets the latest state, not a
+	// backlog. Never shows a token.
+	Watch(*WatchRequest, LockService_WatchServer) error
 	mustEmbedUnimplementedLockServiceServer()
 }
 
@@ -162,6 +215,12 @@ func (UnimplementedLockServiceServer) Inspect(context.Context, *InspectRequest) 
 }
 func (UnimplementedLockServiceServer) CheckFencingToken(context.Context, *CheckFencingTokenRequest) (*CheckFencingTokenResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CheckFencingToken not implemented")
+}
+func (UnimplementedLockServiceServer) SetValue(context.Context, *SetValueRequest) (*SetValueResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetValue not implemented")
+}
+func (UnimplementedLockServiceServer) Watch(*WatchRequest, LockService_WatchServer) error {
+	return status.Errorf(codes.Unimplemented, "method Watch not implemented")
 }
 func (UnimplementedLockServiceServer) mustEmbedUnimplementedLockServiceServer() {}
 
@@ -287,6 +346,45 @@ func _LockService_CheckFencingToken_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LockService_SetValue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetValueRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LockServiceServer).SetValue(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/holdfast.v1.LockService/SetValue",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LockServiceServer).SetValue(ctx, req.(*SetValueRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LockService_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(LockServiceServer).Watch(m, &lockServiceWatchServer{stream})
+}
+
+type LockService_WatchServer interface {
+	Send(*WatchResponse) error
+	grpc.ServerStream
+}
+
+type lockServiceWatchServer struct {
+	grpc.ServerStream
+}
+
+func (x *lockServiceWatchServer) Send(m *WatchResponse) error {
+	return x.ServerStream.SendMsg(m)
+}
+
 var _LockService_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "holdfast.v1.LockService",
 	HandlerType: (*LockServiceServer)(nil),
@@ -311,11 +409,20 @@ var _LockService_serviceDesc = grpc.ServiceDesc{
 			MethodName: "CheckFencingToken",
 			Handler:    _LockService_CheckFencingToken_Handler,
 		},
+		{
+			MethodName: "SetValue",
+			Handler:    _LockService_SetValue_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Hold",
 			Handler:       _LockService_Hold_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Watch",
+			Handler:       _LockService_Watch_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -86,6 +86,11 @@ export enum LostReason {
   LOST_REASON_RELEASED = 6,
   /** LOST_REASON_FAILOVER - The grant was lost when Redis failed over to a replica that did not have it. */
   LOST_REASON_FAILOVER = 7,
+  /**
+   * LOST_REASON_DISCONNECTED - Seen by watchers: the holder's Hold stream ended without its word (its connection was lost); the lock stays
+   * closed until the lease its holder was told of has run out.
+   */
+  LOST_REASON_DISCONNECTED = 8,
   UNRECOGNIZED = -1,
 }
 
@@ -115,6 +120,9 @@ export function lostReasonFromJSON(object: any): LostReason {
     case 7:
     case "LOST_REASON_FAILOVER":
       return LostReason.LOST_REASON_FAILOVER;
+    case 8:
+    case "LOST_REASON_DISCONNECTED":
+      return LostReason.LOST_REASON_DISCONNECTED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -140,7 +148,83 @@ export function lostReasonToJSON(object: LostReason): string {
       return "LOST_REASON_RELEASED";
     case LostReason.LOST_REASON_FAILOVER:
       return "LOST_REASON_FAILOVER";
+    case LostReason.LOST_REASON_DISCONNECTED:
+      return "LOST_REASON_DISCONNECTED";
     case LostReason.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+/** WatchEvent says what a WatchResponse reports. */
+export enum WatchEvent {
+  /** WATCH_EVENT_UNSPECIFIED - Not set. */
+  WATCH_EVENT_UNSPECIFIED = 0,
+  /** WATCH_EVENT_STATE - The current state, with no change named: the first message, and the one a watcher that fell behind gets. */
+  WATCH_EVENT_STATE = 1,
+  /** WATCH_EVENT_GRANTED - A holder was granted the lock. */
+  WATCH_EVENT_GRANTED = 2,
+  /** WATCH_EVENT_RELEASED - A holder released the lock (Release, or a cancel of its Hold stream). */
+  WATCH_EVENT_RELEASED = 3,
+  /** WATCH_EVENT_EXPIRED - A holder's lease ran out. */
+  WATCH_EVENT_EXPIRED = 4,
+  /**
+   * WATCH_EVENT_LOST - A holder's Hold stream ended without its word (lost_reason says why); it shows with hold_count 0 and keeps
+   * the lock closed until its ttl_ms has run out, then it expires.
+   */
+  WATCH_EVENT_LOST = 5,
+  /** WATCH_EVENT_VALUE_CHANGED - A holder published a new value. */
+  WATCH_EVENT_VALUE_CHANGED = 6,
+  UNRECOGNIZED = -1,
+}
+
+export function watchEventFromJSON(object: any): WatchEvent {
+  switch (object) {
+    case 0:
+    case "WATCH_EVENT_UNSPECIFIED":
+      return WatchEvent.WATCH_EVENT_UNSPECIFIED;
+    case 1:
+    case "WATCH_EVENT_STATE":
+      return WatchEvent.WATCH_EVENT_STATE;
+    case 2:
+    case "WATCH_EVENT_GRANTED":
+      return WatchEvent.WATCH_EVENT_GRANTED;
+    case 3:
+    case "WATCH_EVENT_RELEASED":
+      return WatchEvent.WATCH_EVENT_RELEASED;
+    case 4:
+    case "WATCH_EVENT_EXPIRED":
+      return WatchEvent.WATCH_EVENT_EXPIRED;
+    case 5:
+    case "WATCH_EVENT_LOST":
+      return WatchEvent.WATCH_EVENT_LOST;
+    case 6:
+    case "WATCH_EVENT_VALUE_CHANGED":
+      return WatchEvent.WATCH_EVENT_VALUE_CHANGED;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return WatchEvent.UNRECOGNIZED;
+  }
+}
+
+export function watchEventToJSON(object: WatchEvent): string {
+  switch (object) {
+    case WatchEvent.WATCH_EVENT_UNSPECIFIED:
+      return "WATCH_EVENT_UNSPECIFIED";
+    case WatchEvent.WATCH_EVENT_STATE:
+      return "WATCH_EVENT_STATE";
+    case WatchEvent.WATCH_EVENT_GRANTED:
+      return "WATCH_EVENT_GRANTED";
+    case WatchEvent.WATCH_EVENT_RELEASED:
+      return "WATCH_EVENT_RELEASED";
+    case WatchEvent.WATCH_EVENT_EXPIRED:
+      return "WATCH_EVENT_EXPIRED";
+    case WatchEvent.WATCH_EVENT_LOST:
+      return "WATCH_EVENT_LOST";
+    case WatchEvent.WATCH_EVENT_VALUE_CHANGED:
+      return "WATCH_EVENT_VALUE_CHANGED";
+    case WatchEvent.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
   }
@@ -168,6 +252,11 @@ export interface AcquireRequest {
    * wait_timeout_ms + ttl_ms + 60 s after its first use.
    */
   requestId: string;
+  /**
+   * A value this grant publishes to watchers (Holder.value), for example a leader's address: at most 1024 bytes
+   * of UTF-8. A re-entered grant keeps the value it has; SetValue changes it.
+   */
+  value: string;
 }
 
 /** AcquireResponse says whether the lock was granted and, if so, the grant. */
@@ -253,6 +342,8 @@ export interface HoldRequest {
    * guarantee for a faster handover after a crash (the server's --release-on-disconnect sets it for every Hold).
    */
   releaseOnDisconnect: boolean;
+  /** A value this grant publishes to watchers, as AcquireRequest.value. */
+  value: string;
 }
 
 /** HoldResponse is one event on a Hold stream. */
@@ -344,6 +435,8 @@ export interface Holder {
   holdCount: number;
   /** Exclusive or shared. */
   mode: LockMode;
+  /** The value the holder publishes (AcquireRequest.value, HoldRequest.value or SetValue); empty for none. */
+  value: string;
 }
 
 /** CheckFencingTokenRequest asks whether a fencing token is live. */
@@ -366,8 +459,53 @@ export interface CheckFencingTokenResponse {
   latestFencingToken: string;
 }
 
+/** SetValueRequest replaces the value a live grant publishes. */
+export interface SetValueRequest {
+  /** The lock's name. */
+  name: string;
+  /** The grant's token. */
+  token: string;
+  /** The new value: at most 1024 bytes of UTF-8; empty clears it. */
+  value: string;
+}
+
+/** SetValueResponse confirms the new value. */
+export interface SetValueResponse {
+  /** The grant's fencing token. */
+  fencingToken: string;
+}
+
+/** WatchRequest names the lock to watch. */
+export interface WatchRequest {
+  /** The lock's name. */
+  name: string;
+}
+
+/** WatchResponse is one change of a watched lock, with the lock's state after it. */
+export interface WatchResponse {
+  /** What happened. */
+  event: WatchEvent;
+  /**
+   * The holder the event is about (unset for WATCH_EVENT_STATE). Its ttl_ms is the lease left when the change
+   * was seen, 0 once it is gone.
+   */
+  holder:
+    | Holder
+    | undefined;
+  /** Why, for WATCH_EVENT_LOST. */
+  lostReason: LostReason;
+  /** The lock's name. */
+  name: string;
+  /** The live holders after the change, oldest grant first. */
+  holders: Holder[];
+  /** Callers queued for the lock when the change was seen. */
+  waiters: number;
+  /** The last fencing token granted. */
+  fencingToken: string;
+}
+
 function createBaseAcquireRequest(): AcquireRequest {
-  return { name: "", owner: "", ttlMs: "0", waitTimeoutMs: "0", mode: 0, limit: 0, requestId: "" };
+  return { name: "", owner: "", ttlMs: "0", waitTimeoutMs: "0", mode: 0, limit: 0, requestId: "", value: "" };
 }
 
 export const AcquireRequest: MessageFns<AcquireRequest> = {
@@ -392,6 +530,9 @@ export const AcquireRequest: MessageFns<AcquireRequest> = {
     }
     if (message.requestId !== "") {
       writer.uint32(58).string(message.requestId);
+    }
+    if (message.value !== "") {
+      writer.uint32(66).string(message.value);
     }
     return writer;
   },
@@ -465,6 +606,14 @@ export const AcquireRequest: MessageFns<AcquireRequest> = {
             message.requestId = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -498,6 +647,7 @@ export const AcquireRequest: MessageFns<AcquireRequest> = {
         : isSet(object.request_id)
         ? globalThis.String(object.request_id)
         : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
     };
   },
 
@@ -524,6 +674,9 @@ export const AcquireRequest: MessageFns<AcquireRequest> = {
     if (message.requestId !== "") {
       obj.requestId = message.requestId;
     }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
     return obj;
   },
 
@@ -539,6 +692,7 @@ export const AcquireRequest: MessageFns<AcquireRequest> = {
     message.mode = object.mode ?? 0;
     message.limit = object.limit ?? 0;
     message.requestId = object.requestId ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
@@ -1090,6 +1244,7 @@ function createBaseHoldRequest(): HoldRequest {
     limit: 0,
     maxHoldMs: "0",
     releaseOnDisconnect: false,
+    value: "",
   };
 }
 
@@ -1118,6 +1273,9 @@ export const HoldRequest: MessageFns<HoldRequest> = {
     }
     if (message.releaseOnDisconnect !== false) {
       writer.uint32(64).bool(message.releaseOnDisconnect);
+    }
+    if (message.value !== "") {
+      writer.uint32(74).string(message.value);
     }
     return writer;
   },
@@ -1199,6 +1357,14 @@ export const HoldRequest: MessageFns<HoldRequest> = {
             message.releaseOnDisconnect = reader.bool();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1237,6 +1403,7 @@ export const HoldRequest: MessageFns<HoldRequest> = {
         : isSet(object.release_on_disconnect)
         ? globalThis.Boolean(object.release_on_disconnect)
         : false,
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
     };
   },
 
@@ -1266,6 +1433,9 @@ export const HoldRequest: MessageFns<HoldRequest> = {
     if (message.releaseOnDisconnect !== false) {
       obj.releaseOnDisconnect = message.releaseOnDisconnect;
     }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
     return obj;
   },
 
@@ -1282,6 +1452,7 @@ export const HoldRequest: MessageFns<HoldRequest> = {
     message.limit = object.limit ?? 0;
     message.maxHoldMs = object.maxHoldMs ?? "0";
     message.releaseOnDisconnect = object.releaseOnDisconnect ?? false;
+    message.value = object.value ?? "";
     return message;
   },
 };
@@ -1963,7 +2134,7 @@ export const InspectResponse: MessageFns<InspectResponse> = {
 };
 
 function createBaseHolder(): Holder {
-  return { owner: "", fencingToken: "0", ttlMs: "0", holdCount: 0, mode: 0 };
+  return { owner: "", fencingToken: "0", ttlMs: "0", holdCount: 0, mode: 0, value: "" };
 }
 
 export const Holder: MessageFns<Holder> = {
@@ -1982,6 +2153,9 @@ export const Holder: MessageFns<Holder> = {
     }
     if (message.mode !== 0) {
       writer.uint32(40).int32(message.mode);
+    }
+    if (message.value !== "") {
+      writer.uint32(50).string(message.value);
     }
     return writer;
   },
@@ -2039,6 +2213,14 @@ export const Holder: MessageFns<Holder> = {
             message.mode = reader.int32() as any;
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2070,6 +2252,7 @@ export const Holder: MessageFns<Holder> = {
         ? globalThis.Number(object.hold_count)
         : 0,
       mode: isSet(object.mode) ? lockModeFromJSON(object.mode) : 0,
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
     };
   },
 
@@ -2090,6 +2273,9 @@ export const Holder: MessageFns<Holder> = {
     if (message.mode !== 0) {
       obj.mode = lockModeToJSON(message.mode);
     }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
     return obj;
   },
 
@@ -2103,6 +2289,7 @@ export const Holder: MessageFns<Holder> = {
     message.ttlMs = object.ttlMs ?? "0";
     message.holdCount = object.holdCount ?? 0;
     message.mode = object.mode ?? 0;
+    message.value = object.value ?? "";
     return message;
   },
 };
@@ -2321,6 +2508,422 @@ export const CheckFencingTokenResponse: MessageFns<CheckFencingTokenResponse> = 
   },
 };
 
+function createBaseSetValueRequest(): SetValueRequest {
+  return { name: "", token: "", value: "" };
+}
+
+export const SetValueRequest: MessageFns<SetValueRequest> = {
+  encode(message: SetValueRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.token !== "") {
+      writer.uint32(18).string(message.token);
+    }
+    if (message.value !== "") {
+      writer.uint32(26).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetValueRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetValueRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetValueRequest {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: SetValueRequest): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SetValueRequest>): SetValueRequest {
+    return SetValueRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SetValueRequest>): SetValueRequest {
+    const message = createBaseSetValueRequest();
+    message.name = object.name ?? "";
+    message.token = object.token ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseSetValueResponse(): SetValueResponse {
+  return { fencingToken: "0" };
+}
+
+export const SetValueResponse: MessageFns<SetValueResponse> = {
+  encode(message: SetValueResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.fencingToken !== "0") {
+      writer.uint32(8).uint64(message.fencingToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetValueResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetValueResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.fencingToken = reader.uint64().toString();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetValueResponse {
+    return {
+      fencingToken: isSet(object.fencingToken)
+        ? globalThis.String(object.fencingToken)
+        : isSet(object.fencing_token)
+        ? globalThis.String(object.fencing_token)
+        : "0",
+    };
+  },
+
+  toJSON(message: SetValueResponse): unknown {
+    const obj: any = {};
+    if (message.fencingToken !== "0") {
+      obj.fencingToken = message.fencingToken;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SetValueResponse>): SetValueResponse {
+    return SetValueResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SetValueResponse>): SetValueResponse {
+    const message = createBaseSetValueResponse();
+    message.fencingToken = object.fencingToken ?? "0";
+    return message;
+  },
+};
+
+function createBaseWatchRequest(): WatchRequest {
+  return { name: "" };
+}
+
+export const WatchRequest: MessageFns<WatchRequest> = {
+  encode(message: WatchRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WatchRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWatchRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WatchRequest {
+    return { name: isSet(object.name) ? globalThis.String(object.name) : "" };
+  },
+
+  toJSON(message: WatchRequest): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<WatchRequest>): WatchRequest {
+    return WatchRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<WatchRequest>): WatchRequest {
+    const message = createBaseWatchRequest();
+    message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBaseWatchResponse(): WatchResponse {
+  return { event: 0, holder: undefined, lostReason: 0, name: "", holders: [], waiters: 0, fencingToken: "0" };
+}
+
+export const WatchResponse: MessageFns<WatchResponse> = {
+  encode(message: WatchResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.event !== 0) {
+      writer.uint32(8).int32(message.event);
+    }
+    if (message.holder !== undefined) {
+      Holder.encode(message.holder, writer.uint32(18).fork()).join();
+    }
+    if (message.lostReason !== 0) {
+      writer.uint32(24).int32(message.lostReason);
+    }
+    if (message.name !== "") {
+      writer.uint32(34).string(message.name);
+    }
+    for (const v of message.holders) {
+      Holder.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.waiters !== 0) {
+      writer.uint32(48).uint32(message.waiters);
+    }
+    if (message.fencingToken !== "0") {
+      writer.uint32(56).uint64(message.fencingToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WatchResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWatchResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.event = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.holder = Holder.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.lostReason = reader.int32() as any;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.holders.push(Holder.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.waiters = reader.uint32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.fencingToken = reader.uint64().toString();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WatchResponse {
+    return {
+      event: isSet(object.event) ? watchEventFromJSON(object.event) : 0,
+      holder: isSet(object.holder) ? Holder.fromJSON(object.holder) : undefined,
+      lostReason: isSet(object.lostReason)
+        ? lostReasonFromJSON(object.lostReason)
+        : isSet(object.lost_reason)
+        ? lostReasonFromJSON(object.lost_reason)
+        : 0,
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      holders: globalThis.Array.isArray(object?.holders) ? object.holders.map((e: any) => Holder.fromJSON(e)) : [],
+      waiters: isSet(object.waiters) ? globalThis.Number(object.waiters) : 0,
+      fencingToken: isSet(object.fencingToken)
+        ? globalThis.String(object.fencingToken)
+        : isSet(object.fencing_token)
+        ? globalThis.String(object.fencing_token)
+        : "0",
+    };
+  },
+
+  toJSON(message: WatchResponse): unknown {
+    const obj: any = {};
+    if (message.event !== 0) {
+      obj.event = watchEventToJSON(message.event);
+    }
+    if (message.holder !== undefined) {
+      obj.holder = Holder.toJSON(message.holder);
+    }
+    if (message.lostReason !== 0) {
+      obj.lostReason = lostReasonToJSON(message.lostReason);
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.holders?.length) {
+      obj.holders = message.holders.map((e) => Holder.toJSON(e));
+    }
+    if (message.waiters !== 0) {
+      obj.waiters = Math.round(message.waiters);
+    }
+    if (message.fencingToken !== "0") {
+      obj.fencingToken = message.fencingToken;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<WatchResponse>): WatchResponse {
+    return WatchResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<WatchResponse>): WatchResponse {
+    const message = createBaseWatchResponse();
+    message.event = object.event ?? 0;
+    message.holder = (object.holder !== undefined && object.holder !== null)
+      ? Holder.fromPartial(object.holder)
+      : undefined;
+    message.lostReason = object.lostReason ?? 0;
+    message.name = object.name ?? "";
+    message.holders = object.holders?.map((e) => Holder.fromPartial(e)) || [];
+    message.waiters = object.waiters ?? 0;
+    message.fencingToken = object.fencingToken ?? "0";
+    return message;
+  },
+};
+
 /** LockService grants, renews, releases and reports named locks whose state lives in Redis. */
 export type LockServiceService = typeof LockServiceService;
 export const LockServiceService = {
@@ -2395,6 +2998,30 @@ export const LockServiceService = {
       Buffer.from(CheckFencingTokenResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CheckFencingTokenResponse => CheckFencingTokenResponse.decode(value),
   },
+  /** Replaces the value a live grant publishes to watchers (Holder.value); a token that holds nothing is answered with NOT_FOUND. */
+  setValue: {
+    path: "/holdfast.v1.LockService/SetValue" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetValueRequest): Buffer => Buffer.from(SetValueRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetValueRequest => SetValueRequest.decode(value),
+    responseSerialize: (value: SetValueResponse): Buffer => Buffer.from(SetValueResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetValueResponse => SetValueResponse.decode(value),
+  },
+  /**
+   * Watches one lock: sends its current state at once, then one message per change (granted, released, expired,
+   * lost, value changed), each with the state after it. A watcher that falls behind gets the latest state, not a
+   * backlog. Never shows a token.
+   */
+  watch: {
+    path: "/holdfast.v1.LockService/Watch" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: WatchRequest): Buffer => Buffer.from(WatchRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): WatchRequest => WatchRequest.decode(value),
+    responseSerialize: (value: WatchResponse): Buffer => Buffer.from(WatchResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): WatchResponse => WatchResponse.decode(value),
+  },
 } as const;
 
 export interface LockServiceServer extends UntypedServiceImplementation {
@@ -2419,6 +3046,14 @@ export interface LockServiceServer extends UntypedServiceImplementation {
   inspect: handleUnaryCall<InspectRequest, InspectResponse>;
   /** Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer). */
   checkFencingToken: handleUnaryCall<CheckFencingTokenRequest, CheckFencingTokenResponse>;
+  /** Replaces the value a live grant publishes to watchers (Holder.value); a token that holds nothing is answered with NOT_FOUND. */
+  setValue: handleUnaryCall<SetValueRequest, SetValueResponse>;
+  /**
+   * Watches one lock: sends its current state at once, then one message per change (granted, released, expired,
+   * lost, value changed), each with the state after it. A watcher that falls behind gets the latest state, not a
+   * backlog. Never shows a token.
+   */
+  watch: handleServerStreamingCall<WatchRequest, WatchResponse>;
 }
 
 export interface LockServiceClient extends Client {
@@ -2514,6 +3149,33 @@ export interface LockServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CheckFencingTokenResponse) => void,
   ): ClientUnaryCall;
+  /** Replaces the value a live grant publishes to watchers (Holder.value); a token that holds nothing is answered with NOT_FOUND. */
+  setValue(
+    request: SetValueRequest,
+    callback: (error: ServiceError | null, response: SetValueResponse) => void,
+  ): ClientUnaryCall;
+  setValue(
+    request: SetValueRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetValueResponse) => void,
+  ): ClientUnaryCall;
+  setValue(
+    request: SetValueRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetValueResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Watches one lock: sends its current state at once, then one message per change (granted, released, expired,
+   * lost, value changed), each with the state after it. A watcher that falls behind gets the latest state, not a
+   * backlog. Never shows a token.
+   */
+  watch(request: WatchRequest, options?: Partial<CallOptions>): ClientReadableStream<WatchResponse>;
+  watch(
+    request: WatchRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<WatchResponse>;
 }
 
 export const LockServiceClient = makeGenericClientConstructor(
