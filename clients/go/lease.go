@@ -35,6 +35,8 @@ type Options struct {
 	// stream ends, however it ends. That gives up the guarantee that a holder that is only paused
 	// or cut off never believes it holds a lock someone else has.
 	ReleaseOnDisconnect bool
+	// Value is published to watchers with the grant (at most 1024 bytes), e.g. a leader's address.
+	Value string
 }
 
 // ErrNotAcquired is returned by Hold when the lock was not granted within Options.Wait.
@@ -97,6 +99,7 @@ func Hold(ctx context.Context, client holdfastv1.LockServiceClient, name string,
 	stream, err := client.Hold(streamCtx, &holdfastv1.HoldRequest{
 		Name: name, Owner: opts.Owner, TtlMs: opts.TTL.Milliseconds(), WaitTimeoutMs: opts.Wait.Milliseconds(),
 		Mode: mode, Limit: opts.Limit, MaxHoldMs: opts.MaxHold.Milliseconds(), ReleaseOnDisconnect: opts.ReleaseOnDisconnect,
+		Value: opts.Value,
 	})
 	if err != nil {
 		cancel()
@@ -133,6 +136,12 @@ func Hold(ctx context.Context, client holdfastv1.LockServiceClient, name string,
 
 // Name is the lock's name.
 func (l *Lease) Name() string { return l.name }
+
+// SetValue replaces the value this grant publishes to watchers; NOT_FOUND once the grant is gone.
+func (l *Lease) SetValue(ctx context.Context, value string) error {
+	_, err := l.client.SetValue(ctx, &holdfastv1.SetValueRequest{Name: l.name, Token: l.token, Value: value})
+	return err
+}
 
 // Token is the grant's secret token (it works with Release and Renew).
 func (l *Lease) Token() string { return l.token }

@@ -101,14 +101,7 @@ func startProcessesDialing(t testing.TB, readyOpts []grpc.DialOption, serverArgs
 			t.Fatalf("redis-server did not answer PING: %v", err)
 		}
 	}
-	root := os.Getenv("HOLDFAST_REPO_ROOT") // set by go.sh, which runs the tests from a linked GOPATH
-	if root == "" {
-		root = filepath.Join("..", "..")
-	}
-	root, err := filepath.Abs(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	cli := filepath.Join(root, "dist", "src", "cli.js")
 	if _, err := os.Stat(cli); err != nil {
 		t.Fatalf("%s is missing: build the server first (npx tsc -p .)", cli)
@@ -162,6 +155,17 @@ func dial(t testing.TB, addr string, opts ...grpc.DialOption) *grpc.ClientConn {
 
 // sharedServer is the server named by HOLDFAST_ADDR/HOLDFAST_REDIS_URL, or a new one for this test.
 func sharedServer(t testing.TB) (holdfastv1.LockServiceClient, string) {
+	client, redisAddr, _ := sharedServerAt(t)
+	return client, redisAddr
+}
+
+// sharedServerAddr is sharedServer's client with the server's address.
+func sharedServerAddr(t testing.TB) (holdfastv1.LockServiceClient, string) {
+	client, _, addr := sharedServerAt(t)
+	return client, addr
+}
+
+func sharedServerAt(t testing.TB) (holdfastv1.LockServiceClient, string, string) {
 	addr, redisURL := os.Getenv("HOLDFAST_ADDR"), os.Getenv("HOLDFAST_REDIS_URL")
 	redisAddr := strings.TrimSuffix(strings.TrimPrefix(redisURL, "redis://"), "/")
 	if addr == "" || redisAddr == "" {
@@ -170,5 +174,18 @@ func sharedServer(t testing.TB) (holdfastv1.LockServiceClient, string) {
 	}
 	conn := dial(t, addr)
 	t.Cleanup(func() { conn.Close() })
-	return holdfastv1.NewLockServiceClient(conn), redisAddr
+	return holdfastv1.NewLockServiceClient(conn), redisAddr, addr
+}
+
+// repoRoot is the holdfast repository (go.sh runs the tests from a linked GOPATH and says where).
+func repoRoot(t testing.TB) string {
+	root := os.Getenv("HOLDFAST_REPO_ROOT")
+	if root == "" {
+		root = filepath.Join("..", "..")
+	}
+	root, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
 }

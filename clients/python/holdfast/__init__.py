@@ -15,7 +15,9 @@ The generated stubs live in holdfast.v1 (lock_pb2, lock_pb2_grpc).
 from holdfast.aio import AsyncLease, alock
 from holdfast.calls import acquire, inspect, release
 from holdfast.connect import aio_channel, channel
+from holdfast.election import Leader, Leadership, campaign, observe, watch
 from holdfast.lease import CLOCK_DRIFT, Lease, LeaseLost, NotAcquired, drift_margin_ms, lease_deadline, lock
 
-__all__ = ["CLOCK_DRIFT", "AsyncLease", "Lease", "LeaseLost", "NotAcquired", "acquire", "aio_channel", "alock", "channel",
-           "drift_margin_ms", "inspect", "lease_deadline", "lock", "release"]
+__all__ = ["CLOCK_DRIFT", "AsyncLease", "Leader", "Leadership", "Lease", "LeaseLost", "NotAcquired", "acquire", "aio_channel",
+           "alock", "campaign", "channel", "drift_margin_ms", "inspect", "lease_deadline", "lock", "observe", "release",
+           "watch"]

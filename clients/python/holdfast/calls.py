@@ -4,20 +4,20 @@ from holdfast.lease import NotAcquired
 from holdfast.v1 import lock_pb2, lock_pb2_grpc
 
 
-def acquire(channel, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0, timeout=None):
+def acquire(channel, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0, timeout=None, value=""):
     """Acquires `name` once and returns the AcquireResponse; raises NotAcquired when it is not granted.
 
     Nothing keeps a local deadline for this grant. Count its lease from a time.monotonic() read
     before the call, not after it returns: lease_deadline(sent_at, grant.lease_started_after_ms, grant.ttl_ms).
     """
-    request = acquire_request(name, ttl_ms, wait_ms, owner, shared, limit)
+    request = acquire_request(name, ttl_ms, wait_ms, owner, shared, limit, value)
     return granted(lock_pb2_grpc.LockServiceStub(channel).Acquire(request, timeout=timeout), name, wait_ms)
 
 
-def acquire_request(name, ttl_ms, wait_ms, owner, shared, limit):
+def acquire_request(name, ttl_ms, wait_ms, owner, shared, limit, value=""):
     mode = lock_pb2.LOCK_MODE_SHARED if shared else lock_pb2.LOCK_MODE_EXCLUSIVE
     return lock_pb2.AcquireRequest(name=name, owner=owner, ttl_ms=ttl_ms, wait_timeout_ms=wait_ms, mode=mode,
-                                   limit=limit)
+                                   limit=limit, value=value)
 
 
 def granted(grant, name, wait_ms):

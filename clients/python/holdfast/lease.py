@@ -53,11 +53,12 @@ PAST_DEADLINE = "no renewal was confirmed before the local deadline"
 
 
 def hold_request(name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0, max_hold_ms=0,
-                 release_on_disconnect=False):
+                 release_on_disconnect=False, value=""):
     """The HoldRequest both `lock` and `alock` send."""
     mode = lock_pb2.LOCK_MODE_SHARED if shared else lock_pb2.LOCK_MODE_EXCLUSIVE
     return lock_pb2.HoldRequest(name=name, owner=owner, ttl_ms=ttl_ms, wait_timeout_ms=wait_ms, mode=mode,
-                                limit=limit, max_hold_ms=max_hold_ms, release_on_disconnect=release_on_disconnect)
+                                limit=limit, max_hold_ms=max_hold_ms, release_on_disconnect=release_on_disconnect,
+                                value=value)
 
 
 class LeaseState:
@@ -201,6 +202,10 @@ class Lease(LeaseState):
             self.lost.set()
             self._cond.notify_all()
 
+    def set_value(self, value, timeout=RELEASE_TIMEOUT_S):
+        """Replaces the value this grant publishes to watchers; raises grpc.RpcError (NOT_FOUND) once it is gone."""
+        self._stub.SetValue(lock_pb2.SetValueRequest(name=self.name, token=self.token, value=value), timeout=timeout)
+
     def release(self):
         """Gives back exactly this stream's hold (Release with token and hold_id), then ends the stream.
 
@@ -234,7 +239,8 @@ class lock:  # noqa: N801 - used like a function: `with holdfast.lock(...) as le
 
     Raises NotAcquired when the lock is not granted within wait_ms, and LeaseLost when the grant
     arrives after its lease could have ended. Inside the block, `lease.lost` is set as soon as the
-    lease can no longer be trusted. Leaving the block gives back this block's hold.
+    lease can no longer be trusted. Leaving the block gives back this block's hold. `value` is
+    published to watchers (at most 1024 bytes); lease.set_value() changes it.
 
     release_on_disconnect=True opts in to the old fast release: the server frees the lock the
     moment the stream ends, however it ends. That gives up the guarantee that a holder that is
@@ -242,8 +248,8 @@ class lock:  # noqa: N801 - used like a function: `with holdfast.lock(...) as le
     """
 
     def __init__(self, channel, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0, max_hold_ms=0,
-                 release_on_disconnect=False):
-        request = hold_request(name, ttl_ms, wait_ms, owner, shared, limit, max_hold_ms, release_on_disconnect)
+                 release_on_disconnect=False, value=""):
+        request = hold_request(name, ttl_ms, wait_ms, owner, shared, limit, max_hold_ms, release_on_disconnect, value)
         self._wait_s = wait_ms / 1000.0 + ACQUIRE_GRACE_S
         self._lease = Lease(lock_pb2_grpc.LockServiceStub(channel), name, request)
 
