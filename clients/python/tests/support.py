@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import unittest
 
 CLIENT_ROOT = pathlib.Path(__file__).resolve().parents[1]
 REPO_ROOT = CLIENT_ROOT.parents[1]
@@ -198,3 +199,18 @@ class StallingProxy:
                 sink.sendall(data)
             except OSError:
                 return
+
+
+class ServerTestCase(unittest.TestCase):
+    """Tests against shared_server(): `addr`, `redis_url` and an open `channel` for the class."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.addr, cls.redis_url, cls.processes = shared_server()
+        cls.channel = grpc.insecure_channel(cls.addr)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        if cls.processes:
+            cls.processes.stop()

@@ -29,18 +29,7 @@ time.sleep(3600)
 """
 
 
-class ElectionTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.addr, cls.redis_url, cls.processes = support.shared_server()
-        cls.channel = grpc.insecure_channel(cls.addr)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.channel.close()
-        if cls.processes:
-            cls.processes.stop()
-
+class ElectionTest(support.ServerTestCase):
     def observing(self, name):
         """Observes `name` in a thread; returns (observer, queue of leaders)."""
         leaders = queue.Queue()

@@ -11,18 +11,7 @@ from holdfast.v1 import lock_pb2  # noqa: E402
 WAIT_S = 10.0
 
 
-class LockTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.addr, cls.redis_url, cls.processes = support.shared_server()
-        cls.channel = grpc.insecure_channel(cls.addr)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.channel.close()
-        if cls.processes:
-            cls.processes.stop()
-
+class LockTest(support.ServerTestCase):
     def holders(self, name):
         return list(holdfast.inspect(self.channel, name, timeout=5).holders)
 
