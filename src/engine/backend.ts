@@ -2,6 +2,7 @@
 // RedlockEngine (a majority of independent Redis masters, src/redlock) both provide it.
 import type { EngineStats } from './engine';
 import type { AcquireParams, FenceCheck, Grant, LockInfo, LockScan, ReleaseOptions, ReleaseResult } from './types';
+import type { WatchListener } from './watch-room';
 import type { KeepRequest, KeptLease, LeaseEvents } from './watchdog';
 
 export interface LockBackend {
@@ -12,6 +13,10 @@ export interface LockBackend {
   /** One SCAN step through the locks with holders or waiters (absent: this backend cannot list its locks). */
   scanLocks?(cursor: string, count: number, namePrefix?: string): Promise<LockScan>;
   checkFencingToken(name: string, fencingToken: string): Promise<FenceCheck>;
+  /** Replaces the value a live grant publishes to watchers. */
+  setValue(name: string, token: string, value: string): Promise<{ fencingToken: string }>;
+  /** Follows one lock's changes; returns the way to stop. Throws a LockError when the backend cannot. */
+  watch(name: string, listener: WatchListener): () => void;
   keep(request: KeepRequest, events: LeaseEvents, leaseStart: number, grantedMs?: number): KeptLease;
   stats(): EngineStats;
   close(): Promise<void>;

@@ -192,6 +192,7 @@ export class RedlockEngine implements LockBackend {
   async acquire(params: AcquireParams, signal?: AbortSignal): Promise<Grant | null> {
     if (params.mode !== Mode.EXCLUSIVE || params.limit !== 1) throw unsupported('a shared lock or a semaphore');
     if (params.requestId) throw unsupported('request_id');
+    if (params.value) throw unsupported('value');
     if (params.ttlMs > this.options.maxTtlMs) {
       throw new LockError('invalid', `ttl_ms ${params.ttlMs} is longer than this server's longest lease (${this.options.maxTtlMs} ms)`);
     }
@@ -394,12 +395,21 @@ export class RedlockEngine implements LockBackend {
     const { holder, latest } = await this.survey(name);
     return {
       name,
-      holders: holder ? [{ owner: holder.owner, fencingToken: holder.fence, ttlMs: holder.ttlMs, holdCount: 1, mode: Mode.EXCLUSIVE }] : [],
+      holders: holder ? [{ owner: holder.owner, fencingToken: holder.fence, ttlMs: holder.ttlMs, holdCount: 1, mode: Mode.EXCLUSIVE, value: '' }] : [],
       waiters: this.wakers.get(this.keys(name).channel)?.size ?? 0,
       fencingToken: latest,
       limit: 1,
       grantsResumeInMs: this.grantsResumeInMs(),
     };
+  }
+
+  /** Watch and published values need one Redis's pub/sub and state: not offered over independent masters. */
+  async setValue(): Promise<never> {
+    throw unsupported('SetValue');
+  }
+
+  watch(): never {
+    throw unsupported('Watch');
   }
 
   async checkFencingToken(name: string, fencingToken: string): Promise<FenceCheck> {

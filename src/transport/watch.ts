@@ -3,7 +3,7 @@
 // whose connection cannot keep up is sent nothing more until it drains, then only the latest state.
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import { LostReason, WatchEvent, type WatchRequest, type WatchResponse } from '../../clients/ts/gen/holdfast/v1/lock';
-import type { LockEngine } from '../engine/engine';
+import type { LockBackend } from '../engine/backend';
 import type { VanishReason } from '../engine/types';
 import type { WatchEventKind, WatchUpdate } from '../engine/watch-room';
 import { callScope } from './call-context';
@@ -42,15 +42,9 @@ export function watchResponse(update: WatchUpdate): WatchResponse {
   };
 }
 
-export function watchHandler(engine: LockEngine, logError: (err: unknown) => void) {
+export function watchHandler(engine: LockBackend, logError: (err: unknown) => void) {
   return (call: WatchCall) => {
-    let name: string;
-    try {
-      name = checkName(call.request.name);
-    } catch (err) {
-      call.emit('error', toServiceError(err, logError));
-      return;
-    }
+    let stop: () => void;
     let behind = false;
     let latest: WatchUpdate | null = null;
     const send = (update: WatchUpdate) => {
@@ -63,10 +57,15 @@ export function watchHandler(engine: LockEngine, logError: (err: unknown) => voi
       latest = null;
       if (missed) send({ event: 'state', state: missed.state });
     });
-    const stop = engine.watch(name, {
-      onUpdate: send,
-      onEnd: (error) => call.emit('error', toServiceError(error, logError)),
-    });
+    try {
+      stop = engine.watch(checkName(call.request.name), {
+        onUpdate: send,
+        onEnd: (error) => call.emit('error', toServiceError(error, logError)),
+      });
+    } catch (err) {
+      call.emit('error', toServiceError(err, logError));
+      return;
+    }
     callScope(call).signal.addEventListener('abort', stop, { once: true });
   };
 }

@@ -232,6 +232,15 @@ public final class Lock {
      * <code>LOST_REASON_FAILOVER = 7;</code>
      */
     LOST_REASON_FAILOVER(7),
+    /**
+     * <pre>
+     * Seen by watchers: the holder's Hold stream ended without its word (its connection was lost); the lock stays
+     * closed until the lease its holder was told of has run out.
+     * </pre>
+     *
+     * <code>LOST_REASON_DISCONNECTED = 8;</code>
+     */
+    LOST_REASON_DISCONNECTED(8),
     UNRECOGNIZED(-1),
     ;
 
@@ -299,6 +308,15 @@ public final class Lock {
      * <code>LOST_REASON_FAILOVER = 7;</code>
      */
     public static final int LOST_REASON_FAILOVER_VALUE = 7;
+    /**
+     * <pre>
+     * Seen by watchers: the holder's Hold stream ended without its word (its connection was lost); the lock stays
+     * closed until the lease its holder was told of has run out.
+     * </pre>
+     *
+     * <code>LOST_REASON_DISCONNECTED = 8;</code>
+     */
+    public static final int LOST_REASON_DISCONNECTED_VALUE = 8;
 
 
     public final int getNumber() {
@@ -333,6 +351,7 @@ public final class Lock {
         case 5: return LOST_REASON_MAX_HOLD;
         case 6: return LOST_REASON_RELEASED;
         case 7: return LOST_REASON_FAILOVER;
+        case 8: return LOST_REASON_DISCONNECTED;
         default: return null;
       }
     }
@@ -387,6 +406,221 @@ public final class Lock {
     }
 
     // @@protoc_insertion_point(enum_scope:holdfast.v1.LostReason)
+  }
+
+  /**
+   * <pre>
+   * WatchEvent says what a WatchResponse reports.
+   * </pre>
+   *
+   * Protobuf enum {@code holdfast.v1.WatchEvent}
+   */
+  public enum WatchEvent
+      implements com.google.protobuf.ProtocolMessageEnum {
+    /**
+     * <pre>
+     * Not set.
+     * </pre>
+     *
+     * <code>WATCH_EVENT_UNSPECIFIED = 0;</code>
+     */
+    WATCH_EVENT_UNSPECIFIED(0),
+    /**
+     * <pre>
+     * The current state, with no change named: the first message, and the one a watcher that fell behind gets.
+     * </pre>
+     *
+     * <code>WATCH_EVENT_STATE = 1;</code>
+     */
+    WATCH_EVENT_STATE(1),
+    /**
+     * <pre>
+     * A holder was granted the lock.
+     * </pre>
+     *
+     * <code>WATCH_EVENT_GRANTED = 2;</code>
+     */
+    WATCH_EVENT_GRANTED(2),
+    /**
+     * <pre>
+     * A holder released the lock (Release, or a cancel of its Hold stream).
+     * </pre>
+     *
+     * <code>WATCH_EVENT_RELEASED = 3;</code>
+     */
+    WATCH_EVENT_RELEASED(3),
+    /**
+     * <pre>
+     * A holder's lease ran out.
+     * </pre>
+     *
+     * <code>WATCH_EVENT_EXPIRED = 4;</code>
+     */
+    WATCH_EVENT_EXPIRED(4),
+    /**
+     * <pre>
+     * A holder's Hold stream ended without its word (lost_reason says why); it shows with hold_count 0 and keeps
+     * the lock closed until its ttl_ms has run out, then it expires.
+     * </pre>
+     *
+     * <code>WATCH_EVENT_LOST = 5;</code>
+     */
+    WATCH_EVENT_LOST(5),
+    /**
+     * <pre>
+     * A holder published a new value.
+     * </pre>
+     *
+     * <code>WATCH_EVENT_VALUE_CHANGED = 6;</code>
+     */
+    WATCH_EVENT_VALUE_CHANGED(6),
+    UNRECOGNIZED(-1),
+    ;
+
+    /**
+     * <pre>
+     * Not set.
+     * </pre>
+     *
+     * <code>WATCH_EVENT_UNSPECIFIED = 0;</code>
+     */
+    public static final int WATCH_EVENT_UNSPECIFIED_VALUE = 0;
+    /**
+     * <pre>
+     * The current state, with no change named: the first message, and the one a watcher that fell behind gets.
+     * </pre>
+     *
+     * <code>WATCH_EVENT_STATE = 1;</code>
+     */
+    public static final int WATCH_EVENT_STATE_VALUE = 1;
+    /**
+     * <pre>
+     * A holder was granted the lock.
+     * </pre>
+     *
+     * <code>WATCH_EVENT_GRANTED = 2;</code>
+     */
+    public static final int WATCH_EVENT_GRANTED_VALUE = 2;
+    /**
+     * <pre>
+     * A holder released the lock (Release, or a cancel of its Hold stream).
+     * </pre>
+     *
+     * <code>WATCH_EVENT_RELEASED = 3;</code>
+     */
+    public static final int WATCH_EVENT_RELEASED_VALUE = 3;
+    /**
+     * <pre>
+     * A holder's lease ran out.
+     * </pre>
+     *
+     * <code>WATCH_EVENT_EXPIRED = 4;</code>
+     */
+    public static final int WATCH_EVENT_EXPIRED_VALUE = 4;
+    /**
+     * <pre>
+     * A holder's Hold stream ended without its word (lost_reason says why); it shows with hold_count 0 and keeps
+     * the lock closed until its ttl_ms has run out, then it expires.
+     * </pre>
+     *
+     * <code>WATCH_EVENT_LOST = 5;</code>
+     */
+    public static final int WATCH_EVENT_LOST_VALUE = 5;
+    /**
+     * <pre>
+     * A holder published a new value.
+     * </pre>
+     *
+     * <code>WATCH_EVENT_VALUE_CHANGED = 6;</code>
+     */
+    public static final int WATCH_EVENT_VALUE_CHANGED_VALUE = 6;
+
+
+    public final int getNumber() {
+      if (this == UNRECOGNIZED) {
+        throw new java.lang.IllegalArgumentException(
+            "Can't get the number of an unknown enum value.");
+      }
+      return value;
+    }
+
+    /**
+     * @param value The numeric wire value of the corresponding enum entry.
+     * @return The enum associated with the given numeric wire value.
+     * @deprecated Use {@link #forNumber(int)} instead.
+     */
+    @java.lang.Deprecated
+    public static WatchEvent valueOf(int value) {
+      return forNumber(value);
+    }
+
+    /**
+     * @param value The numeric wire value of the corresponding enum entry.
+     * @return The enum associated with the given numeric wire value.
+     */
+    public static WatchEvent forNumber(int value) {
+      switch (value) {
+        case 0: return WATCH_EVENT_UNSPECIFIED;
+        case 1: return WATCH_EVENT_STATE;
+        case 2: return WATCH_EVENT_GRANTED;
+        case 3: return WATCH_EVENT_RELEASED;
+        case 4: return WATCH_EVENT_EXPIRED;
+        case 5: return WATCH_EVENT_LOST;
+        case 6: return WATCH_EVENT_VALUE_CHANGED;
+        default: return null;
+      }
+    }
+
+    public static com.google.protobuf.Internal.EnumLiteMap<WatchEvent>
+        internalGetValueMap() {
+      return internalValueMap;
+    }
+    private static final com.google.protobuf.Internal.EnumLiteMap<
+        WatchEvent> internalValueMap =
+          new com.google.protobuf.Internal.EnumLiteMap<WatchEvent>() {
+            public WatchEvent findValueByNumber(int number) {
+              return WatchEvent.forNumber(number);
+            }
+          };
+
+    public final com.google.protobuf.Descriptors.EnumValueDescriptor
+        getValueDescriptor() {
+      if (this == UNRECOGNIZED) {
+        throw new java.lang.IllegalStateException(
+            "Can't get the descriptor of an unrecognized enum value.");
+      }
+      return getDescriptor().getValues().get(ordinal());
+    }
+    public final com.google.protobuf.Descriptors.EnumDescriptor
+        getDescriptorForType() {
+      return getDescriptor();
+    }
+    public static final com.google.protobuf.Descriptors.EnumDescriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.getDescriptor().getEnumTypes().get(2);
+    }
+
+    private static final WatchEvent[] VALUES = values();
+
+    public static WatchEvent valueOf(
+        com.google.protobuf.Descriptors.EnumValueDescriptor desc) {
+      if (desc.getType() != getDescriptor()) {
+        throw new java.lang.IllegalArgumentException(
+          "EnumValueDescriptor is not for this type.");
+      }
+      if (desc.getIndex() == -1) {
+        return UNRECOGNIZED;
+      }
+      return VALUES[desc.getIndex()];
+    }
+
+    private final int value;
+
+    private WatchEvent(int value) {
+      this.value = value;
+    }
+
+    // @@protoc_insertion_point(enum_scope:holdfast.v1.WatchEvent)
   }
 
   public interface AcquireRequestOrBuilder extends
@@ -509,6 +743,28 @@ public final class Lock {
      */
     com.google.protobuf.ByteString
         getRequestIdBytes();
+
+    /**
+     * <pre>
+     * A value this grant publishes to watchers (Holder.value), for example a leader's address: at most 1024 bytes
+     * of UTF-8. A re-entered grant keeps the value it has; SetValue changes it.
+     * </pre>
+     *
+     * <code>string value = 8 [json_name = "value"];</code>
+     * @return The value.
+     */
+    java.lang.String getValue();
+    /**
+     * <pre>
+     * A value this grant publishes to watchers (Holder.value), for example a leader's address: at most 1024 bytes
+     * of UTF-8. A re-entered grant keeps the value it has; SetValue changes it.
+     * </pre>
+     *
+     * <code>string value = 8 [json_name = "value"];</code>
+     * @return The bytes for value.
+     */
+    com.google.protobuf.ByteString
+        getValueBytes();
   }
   /**
    * <pre>
@@ -531,6 +787,7 @@ public final class Lock {
       owner_ = "";
       mode_ = 0;
       requestId_ = "";
+      value_ = "";
     }
 
     @java.lang.Override
@@ -778,6 +1035,55 @@ public final class Lock {
       }
     }
 
+    public static final int VALUE_FIELD_NUMBER = 8;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object value_ = "";
+    /**
+     * <pre>
+     * A value this grant publishes to watchers (Holder.value), for example a leader's address: at most 1024 bytes
+     * of UTF-8. A re-entered grant keeps the value it has; SetValue changes it.
+     * </pre>
+     *
+     * <code>string value = 8 [json_name = "value"];</code>
+     * @return The value.
+     */
+    @java.lang.Override
+    public java.lang.String getValue() {
+      java.lang.Object ref = value_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        value_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * A value this grant publishes to watchers (Holder.value), for example a leader's address: at most 1024 bytes
+     * of UTF-8. A re-entered grant keeps the value it has; SetValue changes it.
+     * </pre>
+     *
+     * <code>string value = 8 [json_name = "value"];</code>
+     * @return The bytes for value.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getValueBytes() {
+      java.lang.Object ref = value_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        value_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -813,6 +1119,9 @@ public final class Lock {
       if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(requestId_)) {
         com.google.protobuf.GeneratedMessageV3.writeString(output, 7, requestId_);
       }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(value_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 8, value_);
+      }
       getUnknownFields().writeTo(output);
     }
 
@@ -847,6 +1156,9 @@ public final class Lock {
       if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(requestId_)) {
         size += com.google.protobuf.GeneratedMessageV3.computeStringSize(7, requestId_);
       }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(value_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(8, value_);
+      }
       size += getUnknownFields().getSerializedSize();
       memoizedSize = size;
       return size;
@@ -875,6 +1187,8 @@ public final class Lock {
           != other.getLimit()) return false;
       if (!getRequestId()
           .equals(other.getRequestId())) return false;
+      if (!getValue()
+          .equals(other.getValue())) return false;
       if (!getUnknownFields().equals(other.getUnknownFields())) return false;
       return true;
     }
@@ -902,6 +1216,8 @@ public final class Lock {
       hash = (53 * hash) + getLimit();
       hash = (37 * hash) + REQUEST_ID_FIELD_NUMBER;
       hash = (53 * hash) + getRequestId().hashCode();
+      hash = (37 * hash) + VALUE_FIELD_NUMBER;
+      hash = (53 * hash) + getValue().hashCode();
       hash = (29 * hash) + getUnknownFields().hashCode();
       memoizedHashCode = hash;
       return hash;
@@ -1042,6 +1358,7 @@ public final class Lock {
         mode_ = 0;
         limit_ = 0;
         requestId_ = "";
+        value_ = "";
         return this;
       }
 
@@ -1095,6 +1412,9 @@ public final class Lock {
         }
         if (((from_bitField0_ & 0x00000040) != 0)) {
           result.requestId_ = requestId_;
+        }
+        if (((from_bitField0_ & 0x00000080) != 0)) {
+          result.value_ = value_;
         }
       }
 
@@ -1169,6 +1489,11 @@ public final class Lock {
           bitField0_ |= 0x00000040;
           onChanged();
         }
+        if (!other.getValue().isEmpty()) {
+          value_ = other.value_;
+          bitField0_ |= 0x00000080;
+          onChanged();
+        }
         this.mergeUnknownFields(other.getUnknownFields());
         onChanged();
         return this;
@@ -1230,6 +1555,11 @@ public final class Lock {
                 bitField0_ |= 0x00000040;
                 break;
               } // case 58
+              case 66: {
+                value_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000080;
+                break;
+              } // case 66
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -1744,6 +2074,103 @@ public final class Lock {
         checkByteStringIsUtf8(value);
         requestId_ = value;
         bitField0_ |= 0x00000040;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object value_ = "";
+      /**
+       * <pre>
+       * A value this grant publishes to watchers (Holder.value), for example a leader's address: at most 1024 bytes
+       * of UTF-8. A re-entered grant keeps the value it has; SetValue changes it.
+       * </pre>
+       *
+       * <code>string value = 8 [json_name = "value"];</code>
+       * @return The value.
+       */
+      public java.lang.String getValue() {
+        java.lang.Object ref = value_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          value_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * A value this grant publishes to watchers (Holder.value), for example a leader's address: at most 1024 bytes
+       * of UTF-8. A re-entered grant keeps the value it has; SetValue changes it.
+       * </pre>
+       *
+       * <code>string value = 8 [json_name = "value"];</code>
+       * @return The bytes for value.
+       */
+      public com.google.protobuf.ByteString
+          getValueBytes() {
+        java.lang.Object ref = value_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          value_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * A value this grant publishes to watchers (Holder.value), for example a leader's address: at most 1024 bytes
+       * of UTF-8. A re-entered grant keeps the value it has; SetValue changes it.
+       * </pre>
+       *
+       * <code>string value = 8 [json_name = "value"];</code>
+       * @param value The value to set.
+       * @return This builder for chaining.
+       */
+      public Builder setValue(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        value_ = value;
+        bitField0_ |= 0x00000080;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * A value this grant publishes to watchers (Holder.value), for example a leader's address: at most 1024 bytes
+       * of UTF-8. A re-entered grant keeps the value it has; SetValue changes it.
+       * </pre>
+       *
+       * <code>string value = 8 [json_name = "value"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearValue() {
+        value_ = getDefaultInstance().getValue();
+        bitField0_ = (bitField0_ & ~0x00000080);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * A value this grant publishes to watchers (Holder.value), for example a leader's address: at most 1024 bytes
+       * of UTF-8. A re-entered grant keeps the value it has; SetValue changes it.
+       * </pre>
+       *
+       * <code>string value = 8 [json_name = "value"];</code>
+       * @param value The bytes for value to set.
+       * @return This builder for chaining.
+       */
+      public Builder setValueBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        value_ = value;
+        bitField0_ |= 0x00000080;
         onChanged();
         return this;
       }
@@ -5956,6 +6383,26 @@ public final class Lock {
      * @return The releaseOnDisconnect.
      */
     boolean getReleaseOnDisconnect();
+
+    /**
+     * <pre>
+     * A value this grant publishes to watchers, as AcquireRequest.value.
+     * </pre>
+     *
+     * <code>string value = 9 [json_name = "value"];</code>
+     * @return The value.
+     */
+    java.lang.String getValue();
+    /**
+     * <pre>
+     * A value this grant publishes to watchers, as AcquireRequest.value.
+     * </pre>
+     *
+     * <code>string value = 9 [json_name = "value"];</code>
+     * @return The bytes for value.
+     */
+    com.google.protobuf.ByteString
+        getValueBytes();
   }
   /**
    * <pre>
@@ -5977,6 +6424,7 @@ public final class Lock {
       name_ = "";
       owner_ = "";
       mode_ = 0;
+      value_ = "";
     }
 
     @java.lang.Override
@@ -6204,6 +6652,53 @@ public final class Lock {
       return releaseOnDisconnect_;
     }
 
+    public static final int VALUE_FIELD_NUMBER = 9;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object value_ = "";
+    /**
+     * <pre>
+     * A value this grant publishes to watchers, as AcquireRequest.value.
+     * </pre>
+     *
+     * <code>string value = 9 [json_name = "value"];</code>
+     * @return The value.
+     */
+    @java.lang.Override
+    public java.lang.String getValue() {
+      java.lang.Object ref = value_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        value_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * A value this grant publishes to watchers, as AcquireRequest.value.
+     * </pre>
+     *
+     * <code>string value = 9 [json_name = "value"];</code>
+     * @return The bytes for value.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getValueBytes() {
+      java.lang.Object ref = value_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        value_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -6241,6 +6736,9 @@ public final class Lock {
       }
       if (releaseOnDisconnect_ != false) {
         output.writeBool(8, releaseOnDisconnect_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(value_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 9, value_);
       }
       getUnknownFields().writeTo(output);
     }
@@ -6281,6 +6779,9 @@ public final class Lock {
         size += com.google.protobuf.CodedOutputStream
           .computeBoolSize(8, releaseOnDisconnect_);
       }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(value_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(9, value_);
+      }
       size += getUnknownFields().getSerializedSize();
       memoizedSize = size;
       return size;
@@ -6311,6 +6812,8 @@ public final class Lock {
           != other.getMaxHoldMs()) return false;
       if (getReleaseOnDisconnect()
           != other.getReleaseOnDisconnect()) return false;
+      if (!getValue()
+          .equals(other.getValue())) return false;
       if (!getUnknownFields().equals(other.getUnknownFields())) return false;
       return true;
     }
@@ -6342,6 +6845,8 @@ public final class Lock {
       hash = (37 * hash) + RELEASE_ON_DISCONNECT_FIELD_NUMBER;
       hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
           getReleaseOnDisconnect());
+      hash = (37 * hash) + VALUE_FIELD_NUMBER;
+      hash = (53 * hash) + getValue().hashCode();
       hash = (29 * hash) + getUnknownFields().hashCode();
       memoizedHashCode = hash;
       return hash;
@@ -6483,6 +6988,7 @@ public final class Lock {
         limit_ = 0;
         maxHoldMs_ = 0L;
         releaseOnDisconnect_ = false;
+        value_ = "";
         return this;
       }
 
@@ -6539,6 +7045,9 @@ public final class Lock {
         }
         if (((from_bitField0_ & 0x00000080) != 0)) {
           result.releaseOnDisconnect_ = releaseOnDisconnect_;
+        }
+        if (((from_bitField0_ & 0x00000100) != 0)) {
+          result.value_ = value_;
         }
       }
 
@@ -6614,6 +7123,11 @@ public final class Lock {
         if (other.getReleaseOnDisconnect() != false) {
           setReleaseOnDisconnect(other.getReleaseOnDisconnect());
         }
+        if (!other.getValue().isEmpty()) {
+          value_ = other.value_;
+          bitField0_ |= 0x00000100;
+          onChanged();
+        }
         this.mergeUnknownFields(other.getUnknownFields());
         onChanged();
         return this;
@@ -6680,6 +7194,11 @@ public final class Lock {
                 bitField0_ |= 0x00000080;
                 break;
               } // case 64
+              case 74: {
+                value_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000100;
+                break;
+              } // case 74
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -7185,6 +7704,98 @@ public final class Lock {
       public Builder clearReleaseOnDisconnect() {
         bitField0_ = (bitField0_ & ~0x00000080);
         releaseOnDisconnect_ = false;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object value_ = "";
+      /**
+       * <pre>
+       * A value this grant publishes to watchers, as AcquireRequest.value.
+       * </pre>
+       *
+       * <code>string value = 9 [json_name = "value"];</code>
+       * @return The value.
+       */
+      public java.lang.String getValue() {
+        java.lang.Object ref = value_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          value_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * A value this grant publishes to watchers, as AcquireRequest.value.
+       * </pre>
+       *
+       * <code>string value = 9 [json_name = "value"];</code>
+       * @return The bytes for value.
+       */
+      public com.google.protobuf.ByteString
+          getValueBytes() {
+        java.lang.Object ref = value_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          value_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * A value this grant publishes to watchers, as AcquireRequest.value.
+       * </pre>
+       *
+       * <code>string value = 9 [json_name = "value"];</code>
+       * @param value The value to set.
+       * @return This builder for chaining.
+       */
+      public Builder setValue(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        value_ = value;
+        bitField0_ |= 0x00000100;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * A value this grant publishes to watchers, as AcquireRequest.value.
+       * </pre>
+       *
+       * <code>string value = 9 [json_name = "value"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearValue() {
+        value_ = getDefaultInstance().getValue();
+        bitField0_ = (bitField0_ & ~0x00000100);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * A value this grant publishes to watchers, as AcquireRequest.value.
+       * </pre>
+       *
+       * <code>string value = 9 [json_name = "value"];</code>
+       * @param value The bytes for value to set.
+       * @return This builder for chaining.
+       */
+      public Builder setValueBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        value_ = value;
+        bitField0_ |= 0x00000100;
         onChanged();
         return this;
       }
@@ -13232,6 +13843,26 @@ public final class Lock {
      * @return The mode.
      */
     holdfast.v1.Lock.LockMode getMode();
+
+    /**
+     * <pre>
+     * The value the holder publishes (AcquireRequest.value, HoldRequest.value or SetValue); empty for none.
+     * </pre>
+     *
+     * <code>string value = 6 [json_name = "value"];</code>
+     * @return The value.
+     */
+    java.lang.String getValue();
+    /**
+     * <pre>
+     * The value the holder publishes (AcquireRequest.value, HoldRequest.value or SetValue); empty for none.
+     * </pre>
+     *
+     * <code>string value = 6 [json_name = "value"];</code>
+     * @return The bytes for value.
+     */
+    com.google.protobuf.ByteString
+        getValueBytes();
   }
   /**
    * <pre>
@@ -13252,6 +13883,7 @@ public final class Lock {
     private Holder() {
       owner_ = "";
       mode_ = 0;
+      value_ = "";
     }
 
     @java.lang.Override
@@ -13397,6 +14029,53 @@ public final class Lock {
       return result == null ? holdfast.v1.Lock.LockMode.UNRECOGNIZED : result;
     }
 
+    public static final int VALUE_FIELD_NUMBER = 6;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object value_ = "";
+    /**
+     * <pre>
+     * The value the holder publishes (AcquireRequest.value, HoldRequest.value or SetValue); empty for none.
+     * </pre>
+     *
+     * <code>string value = 6 [json_name = "value"];</code>
+     * @return The value.
+     */
+    @java.lang.Override
+    public java.lang.String getValue() {
+      java.lang.Object ref = value_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        value_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * The value the holder publishes (AcquireRequest.value, HoldRequest.value or SetValue); empty for none.
+     * </pre>
+     *
+     * <code>string value = 6 [json_name = "value"];</code>
+     * @return The bytes for value.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getValueBytes() {
+      java.lang.Object ref = value_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        value_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -13426,6 +14105,9 @@ public final class Lock {
       if (mode_ != holdfast.v1.Lock.LockMode.LOCK_MODE_UNSPECIFIED.getNumber()) {
         output.writeEnum(5, mode_);
       }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(value_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 6, value_);
+      }
       getUnknownFields().writeTo(output);
     }
 
@@ -13454,6 +14136,9 @@ public final class Lock {
         size += com.google.protobuf.CodedOutputStream
           .computeEnumSize(5, mode_);
       }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(value_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(6, value_);
+      }
       size += getUnknownFields().getSerializedSize();
       memoizedSize = size;
       return size;
@@ -13478,6 +14163,8 @@ public final class Lock {
       if (getHoldCount()
           != other.getHoldCount()) return false;
       if (mode_ != other.mode_) return false;
+      if (!getValue()
+          .equals(other.getValue())) return false;
       if (!getUnknownFields().equals(other.getUnknownFields())) return false;
       return true;
     }
@@ -13501,6 +14188,8 @@ public final class Lock {
       hash = (53 * hash) + getHoldCount();
       hash = (37 * hash) + MODE_FIELD_NUMBER;
       hash = (53 * hash) + mode_;
+      hash = (37 * hash) + VALUE_FIELD_NUMBER;
+      hash = (53 * hash) + getValue().hashCode();
       hash = (29 * hash) + getUnknownFields().hashCode();
       memoizedHashCode = hash;
       return hash;
@@ -13639,6 +14328,7 @@ public final class Lock {
         ttlMs_ = 0L;
         holdCount_ = 0;
         mode_ = 0;
+        value_ = "";
         return this;
       }
 
@@ -13686,6 +14376,9 @@ public final class Lock {
         }
         if (((from_bitField0_ & 0x00000010) != 0)) {
           result.mode_ = mode_;
+        }
+        if (((from_bitField0_ & 0x00000020) != 0)) {
+          result.value_ = value_;
         }
       }
 
@@ -13750,6 +14443,11 @@ public final class Lock {
         if (other.mode_ != 0) {
           setModeValue(other.getModeValue());
         }
+        if (!other.getValue().isEmpty()) {
+          value_ = other.value_;
+          bitField0_ |= 0x00000020;
+          onChanged();
+        }
         this.mergeUnknownFields(other.getUnknownFields());
         onChanged();
         return this;
@@ -13801,6 +14499,11 @@ public final class Lock {
                 bitField0_ |= 0x00000010;
                 break;
               } // case 40
+              case 50: {
+                value_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000020;
+                break;
+              } // case 50
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -14111,6 +14814,98 @@ public final class Lock {
       public Builder clearMode() {
         bitField0_ = (bitField0_ & ~0x00000010);
         mode_ = 0;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object value_ = "";
+      /**
+       * <pre>
+       * The value the holder publishes (AcquireRequest.value, HoldRequest.value or SetValue); empty for none.
+       * </pre>
+       *
+       * <code>string value = 6 [json_name = "value"];</code>
+       * @return The value.
+       */
+      public java.lang.String getValue() {
+        java.lang.Object ref = value_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          value_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The value the holder publishes (AcquireRequest.value, HoldRequest.value or SetValue); empty for none.
+       * </pre>
+       *
+       * <code>string value = 6 [json_name = "value"];</code>
+       * @return The bytes for value.
+       */
+      public com.google.protobuf.ByteString
+          getValueBytes() {
+        java.lang.Object ref = value_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          value_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The value the holder publishes (AcquireRequest.value, HoldRequest.value or SetValue); empty for none.
+       * </pre>
+       *
+       * <code>string value = 6 [json_name = "value"];</code>
+       * @param value The value to set.
+       * @return This builder for chaining.
+       */
+      public Builder setValue(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        value_ = value;
+        bitField0_ |= 0x00000020;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The value the holder publishes (AcquireRequest.value, HoldRequest.value or SetValue); empty for none.
+       * </pre>
+       *
+       * <code>string value = 6 [json_name = "value"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearValue() {
+        value_ = getDefaultInstance().getValue();
+        bitField0_ = (bitField0_ & ~0x00000020);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The value the holder publishes (AcquireRequest.value, HoldRequest.value or SetValue); empty for none.
+       * </pre>
+       *
+       * <code>string value = 6 [json_name = "value"];</code>
+       * @param value The bytes for value to set.
+       * @return This builder for chaining.
+       */
+      public Builder setValueBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        value_ = value;
+        bitField0_ |= 0x00000020;
         onChanged();
         return this;
       }
@@ -15705,6 +16500,3907 @@ public final class Lock {
 
   }
 
+  public interface SetValueRequestOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.SetValueRequest)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * The lock's name.
+     * </pre>
+     *
+     * <code>string name = 1 [json_name = "name"];</code>
+     * @return The name.
+     */
+    java.lang.String getName();
+    /**
+     * <pre>
+     * The lock's name.
+     * </pre>
+     *
+     * <code>string name = 1 [json_name = "name"];</code>
+     * @return The bytes for name.
+     */
+    com.google.protobuf.ByteString
+        getNameBytes();
+
+    /**
+     * <pre>
+     * The grant's token.
+     * </pre>
+     *
+     * <code>string token = 2 [json_name = "token"];</code>
+     * @return The token.
+     */
+    java.lang.String getToken();
+    /**
+     * <pre>
+     * The grant's token.
+     * </pre>
+     *
+     * <code>string token = 2 [json_name = "token"];</code>
+     * @return The bytes for token.
+     */
+    com.google.protobuf.ByteString
+        getTokenBytes();
+
+    /**
+     * <pre>
+     * The new value: at most 1024 bytes of UTF-8; empty clears it.
+     * </pre>
+     *
+     * <code>string value = 3 [json_name = "value"];</code>
+     * @return The value.
+     */
+    java.lang.String getValue();
+    /**
+     * <pre>
+     * The new value: at most 1024 bytes of UTF-8; empty clears it.
+     * </pre>
+     *
+     * <code>string value = 3 [json_name = "value"];</code>
+     * @return The bytes for value.
+     */
+    com.google.protobuf.ByteString
+        getValueBytes();
+  }
+  /**
+   * <pre>
+   * SetValueRequest replaces the value a live grant publishes.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.SetValueRequest}
+   */
+  public static final class SetValueRequest extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.SetValueRequest)
+      SetValueRequestOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use SetValueRequest.newBuilder() to construct.
+    private SetValueRequest(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private SetValueRequest() {
+      name_ = "";
+      token_ = "";
+      value_ = "";
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new SetValueRequest();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SetValueRequest_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SetValueRequest_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.SetValueRequest.class, holdfast.v1.Lock.SetValueRequest.Builder.class);
+    }
+
+    public static final int NAME_FIELD_NUMBER = 1;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object name_ = "";
+    /**
+     * <pre>
+     * The lock's name.
+     * </pre>
+     *
+     * <code>string name = 1 [json_name = "name"];</code>
+     * @return The name.
+     */
+    @java.lang.Override
+    public java.lang.String getName() {
+      java.lang.Object ref = name_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        name_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * The lock's name.
+     * </pre>
+     *
+     * <code>string name = 1 [json_name = "name"];</code>
+     * @return The bytes for name.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getNameBytes() {
+      java.lang.Object ref = name_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        name_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int TOKEN_FIELD_NUMBER = 2;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object token_ = "";
+    /**
+     * <pre>
+     * The grant's token.
+     * </pre>
+     *
+     * <code>string token = 2 [json_name = "token"];</code>
+     * @return The token.
+     */
+    @java.lang.Override
+    public java.lang.String getToken() {
+      java.lang.Object ref = token_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        token_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * The grant's token.
+     * </pre>
+     *
+     * <code>string token = 2 [json_name = "token"];</code>
+     * @return The bytes for token.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getTokenBytes() {
+      java.lang.Object ref = token_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        token_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int VALUE_FIELD_NUMBER = 3;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object value_ = "";
+    /**
+     * <pre>
+     * The new value: at most 1024 bytes of UTF-8; empty clears it.
+     * </pre>
+     *
+     * <code>string value = 3 [json_name = "value"];</code>
+     * @return The value.
+     */
+    @java.lang.Override
+    public java.lang.String getValue() {
+      java.lang.Object ref = value_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        value_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * The new value: at most 1024 bytes of UTF-8; empty clears it.
+     * </pre>
+     *
+     * <code>string value = 3 [json_name = "value"];</code>
+     * @return The bytes for value.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getValueBytes() {
+      java.lang.Object ref = value_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        value_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(name_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 1, name_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(token_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 2, token_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(value_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 3, value_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(name_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(1, name_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(token_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(2, token_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(value_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(3, value_);
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.SetValueRequest)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.SetValueRequest other = (holdfast.v1.Lock.SetValueRequest) obj;
+
+      if (!getName()
+          .equals(other.getName())) return false;
+      if (!getToken()
+          .equals(other.getToken())) return false;
+      if (!getValue()
+          .equals(other.getValue())) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (37 * hash) + NAME_FIELD_NUMBER;
+      hash = (53 * hash) + getName().hashCode();
+      hash = (37 * hash) + TOKEN_FIELD_NUMBER;
+      hash = (53 * hash) + getToken().hashCode();
+      hash = (37 * hash) + VALUE_FIELD_NUMBER;
+      hash = (53 * hash) + getValue().hashCode();
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.SetValueRequest parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SetValueRequest parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SetValueRequest parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SetValueRequest parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SetValueRequest parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SetValueRequest parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SetValueRequest parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SetValueRequest parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SetValueRequest parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SetValueRequest parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SetValueRequest parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SetValueRequest parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.SetValueRequest prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * SetValueRequest replaces the value a live grant publishes.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.SetValueRequest}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.SetValueRequest)
+        holdfast.v1.Lock.SetValueRequestOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SetValueRequest_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SetValueRequest_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.SetValueRequest.class, holdfast.v1.Lock.SetValueRequest.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.SetValueRequest.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        name_ = "";
+        token_ = "";
+        value_ = "";
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SetValueRequest_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SetValueRequest getDefaultInstanceForType() {
+        return holdfast.v1.Lock.SetValueRequest.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SetValueRequest build() {
+        holdfast.v1.Lock.SetValueRequest result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SetValueRequest buildPartial() {
+        holdfast.v1.Lock.SetValueRequest result = new holdfast.v1.Lock.SetValueRequest(this);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.SetValueRequest result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000001) != 0)) {
+          result.name_ = name_;
+        }
+        if (((from_bitField0_ & 0x00000002) != 0)) {
+          result.token_ = token_;
+        }
+        if (((from_bitField0_ & 0x00000004) != 0)) {
+          result.value_ = value_;
+        }
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.SetValueRequest) {
+          return mergeFrom((holdfast.v1.Lock.SetValueRequest)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.SetValueRequest other) {
+        if (other == holdfast.v1.Lock.SetValueRequest.getDefaultInstance()) return this;
+        if (!other.getName().isEmpty()) {
+          name_ = other.name_;
+          bitField0_ |= 0x00000001;
+          onChanged();
+        }
+        if (!other.getToken().isEmpty()) {
+          token_ = other.token_;
+          bitField0_ |= 0x00000002;
+          onChanged();
+        }
+        if (!other.getValue().isEmpty()) {
+          value_ = other.value_;
+          bitField0_ |= 0x00000004;
+          onChanged();
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 10: {
+                name_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000001;
+                break;
+              } // case 10
+              case 18: {
+                token_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000002;
+                break;
+              } // case 18
+              case 26: {
+                value_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000004;
+                break;
+              } // case 26
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private java.lang.Object name_ = "";
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 1 [json_name = "name"];</code>
+       * @return The name.
+       */
+      public java.lang.String getName() {
+        java.lang.Object ref = name_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          name_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 1 [json_name = "name"];</code>
+       * @return The bytes for name.
+       */
+      public com.google.protobuf.ByteString
+          getNameBytes() {
+        java.lang.Object ref = name_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          name_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 1 [json_name = "name"];</code>
+       * @param value The name to set.
+       * @return This builder for chaining.
+       */
+      public Builder setName(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        name_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 1 [json_name = "name"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearName() {
+        name_ = getDefaultInstance().getName();
+        bitField0_ = (bitField0_ & ~0x00000001);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 1 [json_name = "name"];</code>
+       * @param value The bytes for name to set.
+       * @return This builder for chaining.
+       */
+      public Builder setNameBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        name_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object token_ = "";
+      /**
+       * <pre>
+       * The grant's token.
+       * </pre>
+       *
+       * <code>string token = 2 [json_name = "token"];</code>
+       * @return The token.
+       */
+      public java.lang.String getToken() {
+        java.lang.Object ref = token_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          token_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The grant's token.
+       * </pre>
+       *
+       * <code>string token = 2 [json_name = "token"];</code>
+       * @return The bytes for token.
+       */
+      public com.google.protobuf.ByteString
+          getTokenBytes() {
+        java.lang.Object ref = token_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          token_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The grant's token.
+       * </pre>
+       *
+       * <code>string token = 2 [json_name = "token"];</code>
+       * @param value The token to set.
+       * @return This builder for chaining.
+       */
+      public Builder setToken(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        token_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The grant's token.
+       * </pre>
+       *
+       * <code>string token = 2 [json_name = "token"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearToken() {
+        token_ = getDefaultInstance().getToken();
+        bitField0_ = (bitField0_ & ~0x00000002);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The grant's token.
+       * </pre>
+       *
+       * <code>string token = 2 [json_name = "token"];</code>
+       * @param value The bytes for token to set.
+       * @return This builder for chaining.
+       */
+      public Builder setTokenBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        token_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object value_ = "";
+      /**
+       * <pre>
+       * The new value: at most 1024 bytes of UTF-8; empty clears it.
+       * </pre>
+       *
+       * <code>string value = 3 [json_name = "value"];</code>
+       * @return The value.
+       */
+      public java.lang.String getValue() {
+        java.lang.Object ref = value_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          value_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The new value: at most 1024 bytes of UTF-8; empty clears it.
+       * </pre>
+       *
+       * <code>string value = 3 [json_name = "value"];</code>
+       * @return The bytes for value.
+       */
+      public com.google.protobuf.ByteString
+          getValueBytes() {
+        java.lang.Object ref = value_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          value_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The new value: at most 1024 bytes of UTF-8; empty clears it.
+       * </pre>
+       *
+       * <code>string value = 3 [json_name = "value"];</code>
+       * @param value The value to set.
+       * @return This builder for chaining.
+       */
+      public Builder setValue(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        value_ = value;
+        bitField0_ |= 0x00000004;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The new value: at most 1024 bytes of UTF-8; empty clears it.
+       * </pre>
+       *
+       * <code>string value = 3 [json_name = "value"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearValue() {
+        value_ = getDefaultInstance().getValue();
+        bitField0_ = (bitField0_ & ~0x00000004);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The new value: at most 1024 bytes of UTF-8; empty clears it.
+       * </pre>
+       *
+       * <code>string value = 3 [json_name = "value"];</code>
+       * @param value The bytes for value to set.
+       * @return This builder for chaining.
+       */
+      public Builder setValueBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        value_ = value;
+        bitField0_ |= 0x00000004;
+        onChanged();
+        return this;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.SetValueRequest)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.SetValueRequest)
+    private static final holdfast.v1.Lock.SetValueRequest DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.SetValueRequest();
+    }
+
+    public static holdfast.v1.Lock.SetValueRequest getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<SetValueRequest>
+        PARSER = new com.google.protobuf.AbstractParser<SetValueRequest>() {
+      @java.lang.Override
+      public SetValueRequest parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<SetValueRequest> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<SetValueRequest> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.SetValueRequest getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface SetValueResponseOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.SetValueResponse)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * The grant's fencing token.
+     * </pre>
+     *
+     * <code>uint64 fencing_token = 1 [json_name = "fencingToken"];</code>
+     * @return The fencingToken.
+     */
+    long getFencingToken();
+  }
+  /**
+   * <pre>
+   * SetValueResponse confirms the new value.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.SetValueResponse}
+   */
+  public static final class SetValueResponse extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.SetValueResponse)
+      SetValueResponseOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use SetValueResponse.newBuilder() to construct.
+    private SetValueResponse(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private SetValueResponse() {
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new SetValueResponse();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SetValueResponse_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SetValueResponse_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.SetValueResponse.class, holdfast.v1.Lock.SetValueResponse.Builder.class);
+    }
+
+    public static final int FENCING_TOKEN_FIELD_NUMBER = 1;
+    private long fencingToken_ = 0L;
+    /**
+     * <pre>
+     * The grant's fencing token.
+     * </pre>
+     *
+     * <code>uint64 fencing_token = 1 [json_name = "fencingToken"];</code>
+     * @return The fencingToken.
+     */
+    @java.lang.Override
+    public long getFencingToken() {
+      return fencingToken_;
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      if (fencingToken_ != 0L) {
+        output.writeUInt64(1, fencingToken_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      if (fencingToken_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeUInt64Size(1, fencingToken_);
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.SetValueResponse)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.SetValueResponse other = (holdfast.v1.Lock.SetValueResponse) obj;
+
+      if (getFencingToken()
+          != other.getFencingToken()) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (37 * hash) + FENCING_TOKEN_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getFencingToken());
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.SetValueResponse parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SetValueResponse parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SetValueResponse parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SetValueResponse parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SetValueResponse parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SetValueResponse parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SetValueResponse parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SetValueResponse parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SetValueResponse parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SetValueResponse parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SetValueResponse parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SetValueResponse parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.SetValueResponse prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * SetValueResponse confirms the new value.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.SetValueResponse}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.SetValueResponse)
+        holdfast.v1.Lock.SetValueResponseOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SetValueResponse_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SetValueResponse_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.SetValueResponse.class, holdfast.v1.Lock.SetValueResponse.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.SetValueResponse.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        fencingToken_ = 0L;
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SetValueResponse_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SetValueResponse getDefaultInstanceForType() {
+        return holdfast.v1.Lock.SetValueResponse.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SetValueResponse build() {
+        holdfast.v1.Lock.SetValueResponse result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SetValueResponse buildPartial() {
+        holdfast.v1.Lock.SetValueResponse result = new holdfast.v1.Lock.SetValueResponse(this);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.SetValueResponse result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000001) != 0)) {
+          result.fencingToken_ = fencingToken_;
+        }
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.SetValueResponse) {
+          return mergeFrom((holdfast.v1.Lock.SetValueResponse)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.SetValueResponse other) {
+        if (other == holdfast.v1.Lock.SetValueResponse.getDefaultInstance()) return this;
+        if (other.getFencingToken() != 0L) {
+          setFencingToken(other.getFencingToken());
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 8: {
+                fencingToken_ = input.readUInt64();
+                bitField0_ |= 0x00000001;
+                break;
+              } // case 8
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private long fencingToken_ ;
+      /**
+       * <pre>
+       * The grant's fencing token.
+       * </pre>
+       *
+       * <code>uint64 fencing_token = 1 [json_name = "fencingToken"];</code>
+       * @return The fencingToken.
+       */
+      @java.lang.Override
+      public long getFencingToken() {
+        return fencingToken_;
+      }
+      /**
+       * <pre>
+       * The grant's fencing token.
+       * </pre>
+       *
+       * <code>uint64 fencing_token = 1 [json_name = "fencingToken"];</code>
+       * @param value The fencingToken to set.
+       * @return This builder for chaining.
+       */
+      public Builder setFencingToken(long value) {
+        
+        fencingToken_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The grant's fencing token.
+       * </pre>
+       *
+       * <code>uint64 fencing_token = 1 [json_name = "fencingToken"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearFencingToken() {
+        bitField0_ = (bitField0_ & ~0x00000001);
+        fencingToken_ = 0L;
+        onChanged();
+        return this;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.SetValueResponse)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.SetValueResponse)
+    private static final holdfast.v1.Lock.SetValueResponse DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.SetValueResponse();
+    }
+
+    public static holdfast.v1.Lock.SetValueResponse getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<SetValueResponse>
+        PARSER = new com.google.protobuf.AbstractParser<SetValueResponse>() {
+      @java.lang.Override
+      public SetValueResponse parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<SetValueResponse> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<SetValueResponse> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.SetValueResponse getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface WatchRequestOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.WatchRequest)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * The lock's name.
+     * </pre>
+     *
+     * <code>string name = 1 [json_name = "name"];</code>
+     * @return The name.
+     */
+    java.lang.String getName();
+    /**
+     * <pre>
+     * The lock's name.
+     * </pre>
+     *
+     * <code>string name = 1 [json_name = "name"];</code>
+     * @return The bytes for name.
+     */
+    com.google.protobuf.ByteString
+        getNameBytes();
+  }
+  /**
+   * <pre>
+   * WatchRequest names the lock to watch.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.WatchRequest}
+   */
+  public static final class WatchRequest extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.WatchRequest)
+      WatchRequestOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use WatchRequest.newBuilder() to construct.
+    private WatchRequest(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private WatchRequest() {
+      name_ = "";
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new WatchRequest();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_WatchRequest_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_WatchRequest_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.WatchRequest.class, holdfast.v1.Lock.WatchRequest.Builder.class);
+    }
+
+    public static final int NAME_FIELD_NUMBER = 1;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object name_ = "";
+    /**
+     * <pre>
+     * The lock's name.
+     * </pre>
+     *
+     * <code>string name = 1 [json_name = "name"];</code>
+     * @return The name.
+     */
+    @java.lang.Override
+    public java.lang.String getName() {
+      java.lang.Object ref = name_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        name_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * The lock's name.
+     * </pre>
+     *
+     * <code>string name = 1 [json_name = "name"];</code>
+     * @return The bytes for name.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getNameBytes() {
+      java.lang.Object ref = name_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        name_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(name_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 1, name_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(name_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(1, name_);
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.WatchRequest)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.WatchRequest other = (holdfast.v1.Lock.WatchRequest) obj;
+
+      if (!getName()
+          .equals(other.getName())) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (37 * hash) + NAME_FIELD_NUMBER;
+      hash = (53 * hash) + getName().hashCode();
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.WatchRequest parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.WatchRequest parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.WatchRequest parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.WatchRequest parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.WatchRequest parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.WatchRequest parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.WatchRequest parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.WatchRequest parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.WatchRequest parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.WatchRequest parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.WatchRequest parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.WatchRequest parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.WatchRequest prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * WatchRequest names the lock to watch.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.WatchRequest}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.WatchRequest)
+        holdfast.v1.Lock.WatchRequestOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_WatchRequest_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_WatchRequest_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.WatchRequest.class, holdfast.v1.Lock.WatchRequest.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.WatchRequest.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        name_ = "";
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_WatchRequest_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.WatchRequest getDefaultInstanceForType() {
+        return holdfast.v1.Lock.WatchRequest.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.WatchRequest build() {
+        holdfast.v1.Lock.WatchRequest result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.WatchRequest buildPartial() {
+        holdfast.v1.Lock.WatchRequest result = new holdfast.v1.Lock.WatchRequest(this);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.WatchRequest result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000001) != 0)) {
+          result.name_ = name_;
+        }
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.WatchRequest) {
+          return mergeFrom((holdfast.v1.Lock.WatchRequest)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.WatchRequest other) {
+        if (other == holdfast.v1.Lock.WatchRequest.getDefaultInstance()) return this;
+        if (!other.getName().isEmpty()) {
+          name_ = other.name_;
+          bitField0_ |= 0x00000001;
+          onChanged();
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 10: {
+                name_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000001;
+                break;
+              } // case 10
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private java.lang.Object name_ = "";
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 1 [json_name = "name"];</code>
+       * @return The name.
+       */
+      public java.lang.String getName() {
+        java.lang.Object ref = name_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          name_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 1 [json_name = "name"];</code>
+       * @return The bytes for name.
+       */
+      public com.google.protobuf.ByteString
+          getNameBytes() {
+        java.lang.Object ref = name_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          name_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 1 [json_name = "name"];</code>
+       * @param value The name to set.
+       * @return This builder for chaining.
+       */
+      public Builder setName(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        name_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 1 [json_name = "name"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearName() {
+        name_ = getDefaultInstance().getName();
+        bitField0_ = (bitField0_ & ~0x00000001);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 1 [json_name = "name"];</code>
+       * @param value The bytes for name to set.
+       * @return This builder for chaining.
+       */
+      public Builder setNameBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        name_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.WatchRequest)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.WatchRequest)
+    private static final holdfast.v1.Lock.WatchRequest DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.WatchRequest();
+    }
+
+    public static holdfast.v1.Lock.WatchRequest getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<WatchRequest>
+        PARSER = new com.google.protobuf.AbstractParser<WatchRequest>() {
+      @java.lang.Override
+      public WatchRequest parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<WatchRequest> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<WatchRequest> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.WatchRequest getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface WatchResponseOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.WatchResponse)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * What happened.
+     * </pre>
+     *
+     * <code>.holdfast.v1.WatchEvent event = 1 [json_name = "event"];</code>
+     * @return The enum numeric value on the wire for event.
+     */
+    int getEventValue();
+    /**
+     * <pre>
+     * What happened.
+     * </pre>
+     *
+     * <code>.holdfast.v1.WatchEvent event = 1 [json_name = "event"];</code>
+     * @return The event.
+     */
+    holdfast.v1.Lock.WatchEvent getEvent();
+
+    /**
+     * <pre>
+     * The holder the event is about (unset for WATCH_EVENT_STATE). Its ttl_ms is the lease left when the change
+     * was seen, 0 once it is gone.
+     * </pre>
+     *
+     * <code>.holdfast.v1.Holder holder = 2 [json_name = "holder"];</code>
+     * @return Whether the holder field is set.
+     */
+    boolean hasHolder();
+    /**
+     * <pre>
+     * The holder the event is about (unset for WATCH_EVENT_STATE). Its ttl_ms is the lease left when the change
+     * was seen, 0 once it is gone.
+     * </pre>
+     *
+     * <code>.holdfast.v1.Holder holder = 2 [json_name = "holder"];</code>
+     * @return The holder.
+     */
+    holdfast.v1.Lock.Holder getHolder();
+    /**
+     * <pre>
+     * The holder the event is about (unset for WATCH_EVENT_STATE). Its ttl_ms is the lease left when the change
+     * was seen, 0 once it is gone.
+     * </pre>
+     *
+     * <code>.holdfast.v1.Holder holder = 2 [json_name = "holder"];</code>
+     */
+    holdfast.v1.Lock.HolderOrBuilder getHolderOrBuilder();
+
+    /**
+     * <pre>
+     * Why, for WATCH_EVENT_LOST.
+     * </pre>
+     *
+     * <code>.holdfast.v1.LostReason lost_reason = 3 [json_name = "lostReason"];</code>
+     * @return The enum numeric value on the wire for lostReason.
+     */
+    int getLostReasonValue();
+    /**
+     * <pre>
+     * Why, for WATCH_EVENT_LOST.
+     * </pre>
+     *
+     * <code>.holdfast.v1.LostReason lost_reason = 3 [json_name = "lostReason"];</code>
+     * @return The lostReason.
+     */
+    holdfast.v1.Lock.LostReason getLostReason();
+
+    /**
+     * <pre>
+     * The lock's name.
+     * </pre>
+     *
+     * <code>string name = 4 [json_name = "name"];</code>
+     * @return The name.
+     */
+    java.lang.String getName();
+    /**
+     * <pre>
+     * The lock's name.
+     * </pre>
+     *
+     * <code>string name = 4 [json_name = "name"];</code>
+     * @return The bytes for name.
+     */
+    com.google.protobuf.ByteString
+        getNameBytes();
+
+    /**
+     * <pre>
+     * The live holders after the change, oldest grant first.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+     */
+    java.util.List<holdfast.v1.Lock.Holder> 
+        getHoldersList();
+    /**
+     * <pre>
+     * The live holders after the change, oldest grant first.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+     */
+    holdfast.v1.Lock.Holder getHolders(int index);
+    /**
+     * <pre>
+     * The live holders after the change, oldest grant first.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+     */
+    int getHoldersCount();
+    /**
+     * <pre>
+     * The live holders after the change, oldest grant first.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+     */
+    java.util.List<? extends holdfast.v1.Lock.HolderOrBuilder> 
+        getHoldersOrBuilderList();
+    /**
+     * <pre>
+     * The live holders after the change, oldest grant first.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+     */
+    holdfast.v1.Lock.HolderOrBuilder getHoldersOrBuilder(
+        int index);
+
+    /**
+     * <pre>
+     * Callers queued for the lock when the change was seen.
+     * </pre>
+     *
+     * <code>uint32 waiters = 6 [json_name = "waiters"];</code>
+     * @return The waiters.
+     */
+    int getWaiters();
+
+    /**
+     * <pre>
+     * The last fencing token granted.
+     * </pre>
+     *
+     * <code>uint64 fencing_token = 7 [json_name = "fencingToken"];</code>
+     * @return The fencingToken.
+     */
+    long getFencingToken();
+  }
+  /**
+   * <pre>
+   * WatchResponse is one change of a watched lock, with the lock's state after it.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.WatchResponse}
+   */
+  public static final class WatchResponse extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.WatchResponse)
+      WatchResponseOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use WatchResponse.newBuilder() to construct.
+    private WatchResponse(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private WatchResponse() {
+      event_ = 0;
+      lostReason_ = 0;
+      name_ = "";
+      holders_ = java.util.Collections.emptyList();
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new WatchResponse();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_WatchResponse_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_WatchResponse_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.WatchResponse.class, holdfast.v1.Lock.WatchResponse.Builder.class);
+    }
+
+    public static final int EVENT_FIELD_NUMBER = 1;
+    private int event_ = 0;
+    /**
+     * <pre>
+     * What happened.
+     * </pre>
+     *
+     * <code>.holdfast.v1.WatchEvent event = 1 [json_name = "event"];</code>
+     * @return The enum numeric value on the wire for event.
+     */
+    @java.lang.Override public int getEventValue() {
+      return event_;
+    }
+    /**
+     * <pre>
+     * What happened.
+     * </pre>
+     *
+     * <code>.holdfast.v1.WatchEvent event = 1 [json_name = "event"];</code>
+     * @return The event.
+     */
+    @java.lang.Override public holdfast.v1.Lock.WatchEvent getEvent() {
+      holdfast.v1.Lock.WatchEvent result = holdfast.v1.Lock.WatchEvent.forNumber(event_);
+      return result == null ? holdfast.v1.Lock.WatchEvent.UNRECOGNIZED : result;
+    }
+
+    public static final int HOLDER_FIELD_NUMBER = 2;
+    private holdfast.v1.Lock.Holder holder_;
+    /**
+     * <pre>
+     * The holder the event is about (unset for WATCH_EVENT_STATE). Its ttl_ms is the lease left when the change
+     * was seen, 0 once it is gone.
+     * </pre>
+     *
+     * <code>.holdfast.v1.Holder holder = 2 [json_name = "holder"];</code>
+     * @return Whether the holder field is set.
+     */
+    @java.lang.Override
+    public boolean hasHolder() {
+      return holder_ != null;
+    }
+    /**
+     * <pre>
+     * The holder the event is about (unset for WATCH_EVENT_STATE). Its ttl_ms is the lease left when the change
+     * was seen, 0 once it is gone.
+     * </pre>
+     *
+     * <code>.holdfast.v1.Holder holder = 2 [json_name = "holder"];</code>
+     * @return The holder.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.Holder getHolder() {
+      return holder_ == null ? holdfast.v1.Lock.Holder.getDefaultInstance() : holder_;
+    }
+    /**
+     * <pre>
+     * The holder the event is about (unset for WATCH_EVENT_STATE). Its ttl_ms is the lease left when the change
+     * was seen, 0 once it is gone.
+     * </pre>
+     *
+     * <code>.holdfast.v1.Holder holder = 2 [json_name = "holder"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HolderOrBuilder getHolderOrBuilder() {
+      return holder_ == null ? holdfast.v1.Lock.Holder.getDefaultInstance() : holder_;
+    }
+
+    public static final int LOST_REASON_FIELD_NUMBER = 3;
+    private int lostReason_ = 0;
+    /**
+     * <pre>
+     * Why, for WATCH_EVENT_LOST.
+     * </pre>
+     *
+     * <code>.holdfast.v1.LostReason lost_reason = 3 [json_name = "lostReason"];</code>
+     * @return The enum numeric value on the wire for lostReason.
+     */
+    @java.lang.Override public int getLostReasonValue() {
+      return lostReason_;
+    }
+    /**
+     * <pre>
+     * Why, for WATCH_EVENT_LOST.
+     * </pre>
+     *
+     * <code>.holdfast.v1.LostReason lost_reason = 3 [json_name = "lostReason"];</code>
+     * @return The lostReason.
+     */
+    @java.lang.Override public holdfast.v1.Lock.LostReason getLostReason() {
+      holdfast.v1.Lock.LostReason result = holdfast.v1.Lock.LostReason.forNumber(lostReason_);
+      return result == null ? holdfast.v1.Lock.LostReason.UNRECOGNIZED : result;
+    }
+
+    public static final int NAME_FIELD_NUMBER = 4;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object name_ = "";
+    /**
+     * <pre>
+     * The lock's name.
+     * </pre>
+     *
+     * <code>string name = 4 [json_name = "name"];</code>
+     * @return The name.
+     */
+    @java.lang.Override
+    public java.lang.String getName() {
+      java.lang.Object ref = name_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        name_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * The lock's name.
+     * </pre>
+     *
+     * <code>string name = 4 [json_name = "name"];</code>
+     * @return The bytes for name.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getNameBytes() {
+      java.lang.Object ref = name_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        name_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int HOLDERS_FIELD_NUMBER = 5;
+    @SuppressWarnings("serial")
+    private java.util.List<holdfast.v1.Lock.Holder> holders_;
+    /**
+     * <pre>
+     * The live holders after the change, oldest grant first.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+     */
+    @java.lang.Override
+    public java.util.List<holdfast.v1.Lock.Holder> getHoldersList() {
+      return holders_;
+    }
+    /**
+     * <pre>
+     * The live holders after the change, oldest grant first.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+     */
+    @java.lang.Override
+    public java.util.List<? extends holdfast.v1.Lock.HolderOrBuilder> 
+        getHoldersOrBuilderList() {
+      return holders_;
+    }
+    /**
+     * <pre>
+     * The live holders after the change, oldest grant first.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+     */
+    @java.lang.Override
+    public int getHoldersCount() {
+      return holders_.size();
+    }
+    /**
+     * <pre>
+     * The live holders after the change, oldest grant first.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.Holder getHolders(int index) {
+      return holders_.get(index);
+    }
+    /**
+     * <pre>
+     * The live holders after the change, oldest grant first.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HolderOrBuilder getHoldersOrBuilder(
+        int index) {
+      return holders_.get(index);
+    }
+
+    public static final int WAITERS_FIELD_NUMBER = 6;
+    private int waiters_ = 0;
+    /**
+     * <pre>
+     * Callers queued for the lock when the change was seen.
+     * </pre>
+     *
+     * <code>uint32 waiters = 6 [json_name = "waiters"];</code>
+     * @return The waiters.
+     */
+    @java.lang.Override
+    public int getWaiters() {
+      return waiters_;
+    }
+
+    public static final int FENCING_TOKEN_FIELD_NUMBER = 7;
+    private long fencingToken_ = 0L;
+    /**
+     * <pre>
+     * The last fencing token granted.
+     * </pre>
+     *
+     * <code>uint64 fencing_token = 7 [json_name = "fencingToken"];</code>
+     * @return The fencingToken.
+     */
+    @java.lang.Override
+    public long getFencingToken() {
+      return fencingToken_;
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      if (event_ != holdfast.v1.Lock.WatchEvent.WATCH_EVENT_UNSPECIFIED.getNumber()) {
+        output.writeEnum(1, event_);
+      }
+      if (holder_ != null) {
+        output.writeMessage(2, getHolder());
+      }
+      if (lostReason_ != holdfast.v1.Lock.LostReason.LOST_REASON_UNSPECIFIED.getNumber()) {
+        output.writeEnum(3, lostReason_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(name_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 4, name_);
+      }
+      for (int i = 0; i < holders_.size(); i++) {
+        output.writeMessage(5, holders_.get(i));
+      }
+      if (waiters_ != 0) {
+        output.writeUInt32(6, waiters_);
+      }
+      if (fencingToken_ != 0L) {
+        output.writeUInt64(7, fencingToken_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      if (event_ != holdfast.v1.Lock.WatchEvent.WATCH_EVENT_UNSPECIFIED.getNumber()) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeEnumSize(1, event_);
+      }
+      if (holder_ != null) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(2, getHolder());
+      }
+      if (lostReason_ != holdfast.v1.Lock.LostReason.LOST_REASON_UNSPECIFIED.getNumber()) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeEnumSize(3, lostReason_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(name_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(4, name_);
+      }
+      for (int i = 0; i < holders_.size(); i++) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(5, holders_.get(i));
+      }
+      if (waiters_ != 0) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeUInt32Size(6, waiters_);
+      }
+      if (fencingToken_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeUInt64Size(7, fencingToken_);
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.WatchResponse)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.WatchResponse other = (holdfast.v1.Lock.WatchResponse) obj;
+
+      if (event_ != other.event_) return false;
+      if (hasHolder() != other.hasHolder()) return false;
+      if (hasHolder()) {
+        if (!getHolder()
+            .equals(other.getHolder())) return false;
+      }
+      if (lostReason_ != other.lostReason_) return false;
+      if (!getName()
+          .equals(other.getName())) return false;
+      if (!getHoldersList()
+          .equals(other.getHoldersList())) return false;
+      if (getWaiters()
+          != other.getWaiters()) return false;
+      if (getFencingToken()
+          != other.getFencingToken()) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (37 * hash) + EVENT_FIELD_NUMBER;
+      hash = (53 * hash) + event_;
+      if (hasHolder()) {
+        hash = (37 * hash) + HOLDER_FIELD_NUMBER;
+        hash = (53 * hash) + getHolder().hashCode();
+      }
+      hash = (37 * hash) + LOST_REASON_FIELD_NUMBER;
+      hash = (53 * hash) + lostReason_;
+      hash = (37 * hash) + NAME_FIELD_NUMBER;
+      hash = (53 * hash) + getName().hashCode();
+      if (getHoldersCount() > 0) {
+        hash = (37 * hash) + HOLDERS_FIELD_NUMBER;
+        hash = (53 * hash) + getHoldersList().hashCode();
+      }
+      hash = (37 * hash) + WAITERS_FIELD_NUMBER;
+      hash = (53 * hash) + getWaiters();
+      hash = (37 * hash) + FENCING_TOKEN_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getFencingToken());
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.WatchResponse parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.WatchResponse parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.WatchResponse parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.WatchResponse parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.WatchResponse parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.WatchResponse parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.WatchResponse parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.WatchResponse parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.WatchResponse parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.WatchResponse parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.WatchResponse parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.WatchResponse parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.WatchResponse prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * WatchResponse is one change of a watched lock, with the lock's state after it.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.WatchResponse}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.WatchResponse)
+        holdfast.v1.Lock.WatchResponseOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_WatchResponse_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_WatchResponse_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.WatchResponse.class, holdfast.v1.Lock.WatchResponse.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.WatchResponse.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        event_ = 0;
+        holder_ = null;
+        if (holderBuilder_ != null) {
+          holderBuilder_.dispose();
+          holderBuilder_ = null;
+        }
+        lostReason_ = 0;
+        name_ = "";
+        if (holdersBuilder_ == null) {
+          holders_ = java.util.Collections.emptyList();
+        } else {
+          holders_ = null;
+          holdersBuilder_.clear();
+        }
+        bitField0_ = (bitField0_ & ~0x00000010);
+        waiters_ = 0;
+        fencingToken_ = 0L;
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_WatchResponse_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.WatchResponse getDefaultInstanceForType() {
+        return holdfast.v1.Lock.WatchResponse.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.WatchResponse build() {
+        holdfast.v1.Lock.WatchResponse result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.WatchResponse buildPartial() {
+        holdfast.v1.Lock.WatchResponse result = new holdfast.v1.Lock.WatchResponse(this);
+        buildPartialRepeatedFields(result);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartialRepeatedFields(holdfast.v1.Lock.WatchResponse result) {
+        if (holdersBuilder_ == null) {
+          if (((bitField0_ & 0x00000010) != 0)) {
+            holders_ = java.util.Collections.unmodifiableList(holders_);
+            bitField0_ = (bitField0_ & ~0x00000010);
+          }
+          result.holders_ = holders_;
+        } else {
+          result.holders_ = holdersBuilder_.build();
+        }
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.WatchResponse result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000001) != 0)) {
+          result.event_ = event_;
+        }
+        if (((from_bitField0_ & 0x00000002) != 0)) {
+          result.holder_ = holderBuilder_ == null
+              ? holder_
+              : holderBuilder_.build();
+        }
+        if (((from_bitField0_ & 0x00000004) != 0)) {
+          result.lostReason_ = lostReason_;
+        }
+        if (((from_bitField0_ & 0x00000008) != 0)) {
+          result.name_ = name_;
+        }
+        if (((from_bitField0_ & 0x00000020) != 0)) {
+          result.waiters_ = waiters_;
+        }
+        if (((from_bitField0_ & 0x00000040) != 0)) {
+          result.fencingToken_ = fencingToken_;
+        }
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.WatchResponse) {
+          return mergeFrom((holdfast.v1.Lock.WatchResponse)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.WatchResponse other) {
+        if (other == holdfast.v1.Lock.WatchResponse.getDefaultInstance()) return this;
+        if (other.event_ != 0) {
+          setEventValue(other.getEventValue());
+        }
+        if (other.hasHolder()) {
+          mergeHolder(other.getHolder());
+        }
+        if (other.lostReason_ != 0) {
+          setLostReasonValue(other.getLostReasonValue());
+        }
+        if (!other.getName().isEmpty()) {
+          name_ = other.name_;
+          bitField0_ |= 0x00000008;
+          onChanged();
+        }
+        if (holdersBuilder_ == null) {
+          if (!other.holders_.isEmpty()) {
+            if (holders_.isEmpty()) {
+              holders_ = other.holders_;
+              bitField0_ = (bitField0_ & ~0x00000010);
+            } else {
+              ensureHoldersIsMutable();
+              holders_.addAll(other.holders_);
+            }
+            onChanged();
+          }
+        } else {
+          if (!other.holders_.isEmpty()) {
+            if (holdersBuilder_.isEmpty()) {
+              holdersBuilder_.dispose();
+              holdersBuilder_ = null;
+              holders_ = other.holders_;
+              bitField0_ = (bitField0_ & ~0x00000010);
+              holdersBuilder_ = 
+                com.google.protobuf.GeneratedMessageV3.alwaysUseFieldBuilders ?
+                   getHoldersFieldBuilder() : null;
+            } else {
+              holdersBuilder_.addAllMessages(other.holders_);
+            }
+          }
+        }
+        if (other.getWaiters() != 0) {
+          setWaiters(other.getWaiters());
+        }
+        if (other.getFencingToken() != 0L) {
+          setFencingToken(other.getFencingToken());
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 8: {
+                event_ = input.readEnum();
+                bitField0_ |= 0x00000001;
+                break;
+              } // case 8
+              case 18: {
+                input.readMessage(
+                    getHolderFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                bitField0_ |= 0x00000002;
+                break;
+              } // case 18
+              case 24: {
+                lostReason_ = input.readEnum();
+                bitField0_ |= 0x00000004;
+                break;
+              } // case 24
+              case 34: {
+                name_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000008;
+                break;
+              } // case 34
+              case 42: {
+                holdfast.v1.Lock.Holder m =
+                    input.readMessage(
+                        holdfast.v1.Lock.Holder.parser(),
+                        extensionRegistry);
+                if (holdersBuilder_ == null) {
+                  ensureHoldersIsMutable();
+                  holders_.add(m);
+                } else {
+                  holdersBuilder_.addMessage(m);
+                }
+                break;
+              } // case 42
+              case 48: {
+                waiters_ = input.readUInt32();
+                bitField0_ |= 0x00000020;
+                break;
+              } // case 48
+              case 56: {
+                fencingToken_ = input.readUInt64();
+                bitField0_ |= 0x00000040;
+                break;
+              } // case 56
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private int event_ = 0;
+      /**
+       * <pre>
+       * What happened.
+       * </pre>
+       *
+       * <code>.holdfast.v1.WatchEvent event = 1 [json_name = "event"];</code>
+       * @return The enum numeric value on the wire for event.
+       */
+      @java.lang.Override public int getEventValue() {
+        return event_;
+      }
+      /**
+       * <pre>
+       * What happened.
+       * </pre>
+       *
+       * <code>.holdfast.v1.WatchEvent event = 1 [json_name = "event"];</code>
+       * @param value The enum numeric value on the wire for event to set.
+       * @return This builder for chaining.
+       */
+      public Builder setEventValue(int value) {
+        event_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * What happened.
+       * </pre>
+       *
+       * <code>.holdfast.v1.WatchEvent event = 1 [json_name = "event"];</code>
+       * @return The event.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.WatchEvent getEvent() {
+        holdfast.v1.Lock.WatchEvent result = holdfast.v1.Lock.WatchEvent.forNumber(event_);
+        return result == null ? holdfast.v1.Lock.WatchEvent.UNRECOGNIZED : result;
+      }
+      /**
+       * <pre>
+       * What happened.
+       * </pre>
+       *
+       * <code>.holdfast.v1.WatchEvent event = 1 [json_name = "event"];</code>
+       * @param value The event to set.
+       * @return This builder for chaining.
+       */
+      public Builder setEvent(holdfast.v1.Lock.WatchEvent value) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        bitField0_ |= 0x00000001;
+        event_ = value.getNumber();
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * What happened.
+       * </pre>
+       *
+       * <code>.holdfast.v1.WatchEvent event = 1 [json_name = "event"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearEvent() {
+        bitField0_ = (bitField0_ & ~0x00000001);
+        event_ = 0;
+        onChanged();
+        return this;
+      }
+
+      private holdfast.v1.Lock.Holder holder_;
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.Holder, holdfast.v1.Lock.Holder.Builder, holdfast.v1.Lock.HolderOrBuilder> holderBuilder_;
+      /**
+       * <pre>
+       * The holder the event is about (unset for WATCH_EVENT_STATE). Its ttl_ms is the lease left when the change
+       * was seen, 0 once it is gone.
+       * </pre>
+       *
+       * <code>.holdfast.v1.Holder holder = 2 [json_name = "holder"];</code>
+       * @return Whether the holder field is set.
+       */
+      public boolean hasHolder() {
+        return ((bitField0_ & 0x00000002) != 0);
+      }
+      /**
+       * <pre>
+       * The holder the event is about (unset for WATCH_EVENT_STATE). Its ttl_ms is the lease left when the change
+       * was seen, 0 once it is gone.
+       * </pre>
+       *
+       * <code>.holdfast.v1.Holder holder = 2 [json_name = "holder"];</code>
+       * @return The holder.
+       */
+      public holdfast.v1.Lock.Holder getHolder() {
+        if (holderBuilder_ == null) {
+          return holder_ == null ? holdfast.v1.Lock.Holder.getDefaultInstance() : holder_;
+        } else {
+          return holderBuilder_.getMessage();
+        }
+      }
+      /**
+       * <pre>
+       * The holder the event is about (unset for WATCH_EVENT_STATE). Its ttl_ms is the lease left when the change
+       * was seen, 0 once it is gone.
+       * </pre>
+       *
+       * <code>.holdfast.v1.Holder holder = 2 [json_name = "holder"];</code>
+       */
+      public Builder setHolder(holdfast.v1.Lock.Holder value) {
+        if (holderBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          holder_ = value;
+        } else {
+          holderBuilder_.setMessage(value);
+        }
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The holder the event is about (unset for WATCH_EVENT_STATE). Its ttl_ms is the lease left when the change
+       * was seen, 0 once it is gone.
+       * </pre>
+       *
+       * <code>.holdfast.v1.Holder holder = 2 [json_name = "holder"];</code>
+       */
+      public Builder setHolder(
+          holdfast.v1.Lock.Holder.Builder builderForValue) {
+        if (holderBuilder_ == null) {
+          holder_ = builderForValue.build();
+        } else {
+          holderBuilder_.setMessage(builderForValue.build());
+        }
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The holder the event is about (unset for WATCH_EVENT_STATE). Its ttl_ms is the lease left when the change
+       * was seen, 0 once it is gone.
+       * </pre>
+       *
+       * <code>.holdfast.v1.Holder holder = 2 [json_name = "holder"];</code>
+       */
+      public Builder mergeHolder(holdfast.v1.Lock.Holder value) {
+        if (holderBuilder_ == null) {
+          if (((bitField0_ & 0x00000002) != 0) &&
+            holder_ != null &&
+            holder_ != holdfast.v1.Lock.Holder.getDefaultInstance()) {
+            getHolderBuilder().mergeFrom(value);
+          } else {
+            holder_ = value;
+          }
+        } else {
+          holderBuilder_.mergeFrom(value);
+        }
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The holder the event is about (unset for WATCH_EVENT_STATE). Its ttl_ms is the lease left when the change
+       * was seen, 0 once it is gone.
+       * </pre>
+       *
+       * <code>.holdfast.v1.Holder holder = 2 [json_name = "holder"];</code>
+       */
+      public Builder clearHolder() {
+        bitField0_ = (bitField0_ & ~0x00000002);
+        holder_ = null;
+        if (holderBuilder_ != null) {
+          holderBuilder_.dispose();
+          holderBuilder_ = null;
+        }
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The holder the event is about (unset for WATCH_EVENT_STATE). Its ttl_ms is the lease left when the change
+       * was seen, 0 once it is gone.
+       * </pre>
+       *
+       * <code>.holdfast.v1.Holder holder = 2 [json_name = "holder"];</code>
+       */
+      public holdfast.v1.Lock.Holder.Builder getHolderBuilder() {
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return getHolderFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * The holder the event is about (unset for WATCH_EVENT_STATE). Its ttl_ms is the lease left when the change
+       * was seen, 0 once it is gone.
+       * </pre>
+       *
+       * <code>.holdfast.v1.Holder holder = 2 [json_name = "holder"];</code>
+       */
+      public holdfast.v1.Lock.HolderOrBuilder getHolderOrBuilder() {
+        if (holderBuilder_ != null) {
+          return holderBuilder_.getMessageOrBuilder();
+        } else {
+          return holder_ == null ?
+              holdfast.v1.Lock.Holder.getDefaultInstance() : holder_;
+        }
+      }
+      /**
+       * <pre>
+       * The holder the event is about (unset for WATCH_EVENT_STATE). Its ttl_ms is the lease left when the change
+       * was seen, 0 once it is gone.
+       * </pre>
+       *
+       * <code>.holdfast.v1.Holder holder = 2 [json_name = "holder"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.Holder, holdfast.v1.Lock.Holder.Builder, holdfast.v1.Lock.HolderOrBuilder> 
+          getHolderFieldBuilder() {
+        if (holderBuilder_ == null) {
+          holderBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.Holder, holdfast.v1.Lock.Holder.Builder, holdfast.v1.Lock.HolderOrBuilder>(
+                  getHolder(),
+                  getParentForChildren(),
+                  isClean());
+          holder_ = null;
+        }
+        return holderBuilder_;
+      }
+
+      private int lostReason_ = 0;
+      /**
+       * <pre>
+       * Why, for WATCH_EVENT_LOST.
+       * </pre>
+       *
+       * <code>.holdfast.v1.LostReason lost_reason = 3 [json_name = "lostReason"];</code>
+       * @return The enum numeric value on the wire for lostReason.
+       */
+      @java.lang.Override public int getLostReasonValue() {
+        return lostReason_;
+      }
+      /**
+       * <pre>
+       * Why, for WATCH_EVENT_LOST.
+       * </pre>
+       *
+       * <code>.holdfast.v1.LostReason lost_reason = 3 [json_name = "lostReason"];</code>
+       * @param value The enum numeric value on the wire for lostReason to set.
+       * @return This builder for chaining.
+       */
+      public Builder setLostReasonValue(int value) {
+        lostReason_ = value;
+        bitField0_ |= 0x00000004;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Why, for WATCH_EVENT_LOST.
+       * </pre>
+       *
+       * <code>.holdfast.v1.LostReason lost_reason = 3 [json_name = "lostReason"];</code>
+       * @return The lostReason.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.LostReason getLostReason() {
+        holdfast.v1.Lock.LostReason result = holdfast.v1.Lock.LostReason.forNumber(lostReason_);
+        return result == null ? holdfast.v1.Lock.LostReason.UNRECOGNIZED : result;
+      }
+      /**
+       * <pre>
+       * Why, for WATCH_EVENT_LOST.
+       * </pre>
+       *
+       * <code>.holdfast.v1.LostReason lost_reason = 3 [json_name = "lostReason"];</code>
+       * @param value The lostReason to set.
+       * @return This builder for chaining.
+       */
+      public Builder setLostReason(holdfast.v1.Lock.LostReason value) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        bitField0_ |= 0x00000004;
+        lostReason_ = value.getNumber();
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Why, for WATCH_EVENT_LOST.
+       * </pre>
+       *
+       * <code>.holdfast.v1.LostReason lost_reason = 3 [json_name = "lostReason"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearLostReason() {
+        bitField0_ = (bitField0_ & ~0x00000004);
+        lostReason_ = 0;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object name_ = "";
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 4 [json_name = "name"];</code>
+       * @return The name.
+       */
+      public java.lang.String getName() {
+        java.lang.Object ref = name_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          name_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 4 [json_name = "name"];</code>
+       * @return The bytes for name.
+       */
+      public com.google.protobuf.ByteString
+          getNameBytes() {
+        java.lang.Object ref = name_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          name_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 4 [json_name = "name"];</code>
+       * @param value The name to set.
+       * @return This builder for chaining.
+       */
+      public Builder setName(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        name_ = value;
+        bitField0_ |= 0x00000008;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 4 [json_name = "name"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearName() {
+        name_ = getDefaultInstance().getName();
+        bitField0_ = (bitField0_ & ~0x00000008);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 4 [json_name = "name"];</code>
+       * @param value The bytes for name to set.
+       * @return This builder for chaining.
+       */
+      public Builder setNameBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        name_ = value;
+        bitField0_ |= 0x00000008;
+        onChanged();
+        return this;
+      }
+
+      private java.util.List<holdfast.v1.Lock.Holder> holders_ =
+        java.util.Collections.emptyList();
+      private void ensureHoldersIsMutable() {
+        if (!((bitField0_ & 0x00000010) != 0)) {
+          holders_ = new java.util.ArrayList<holdfast.v1.Lock.Holder>(holders_);
+          bitField0_ |= 0x00000010;
+         }
+      }
+
+      private com.google.protobuf.RepeatedFieldBuilderV3<
+          holdfast.v1.Lock.Holder, holdfast.v1.Lock.Holder.Builder, holdfast.v1.Lock.HolderOrBuilder> holdersBuilder_;
+
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public java.util.List<holdfast.v1.Lock.Holder> getHoldersList() {
+        if (holdersBuilder_ == null) {
+          return java.util.Collections.unmodifiableList(holders_);
+        } else {
+          return holdersBuilder_.getMessageList();
+        }
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public int getHoldersCount() {
+        if (holdersBuilder_ == null) {
+          return holders_.size();
+        } else {
+          return holdersBuilder_.getCount();
+        }
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public holdfast.v1.Lock.Holder getHolders(int index) {
+        if (holdersBuilder_ == null) {
+          return holders_.get(index);
+        } else {
+          return holdersBuilder_.getMessage(index);
+        }
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public Builder setHolders(
+          int index, holdfast.v1.Lock.Holder value) {
+        if (holdersBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          ensureHoldersIsMutable();
+          holders_.set(index, value);
+          onChanged();
+        } else {
+          holdersBuilder_.setMessage(index, value);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public Builder setHolders(
+          int index, holdfast.v1.Lock.Holder.Builder builderForValue) {
+        if (holdersBuilder_ == null) {
+          ensureHoldersIsMutable();
+          holders_.set(index, builderForValue.build());
+          onChanged();
+        } else {
+          holdersBuilder_.setMessage(index, builderForValue.build());
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public Builder addHolders(holdfast.v1.Lock.Holder value) {
+        if (holdersBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          ensureHoldersIsMutable();
+          holders_.add(value);
+          onChanged();
+        } else {
+          holdersBuilder_.addMessage(value);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public Builder addHolders(
+          int index, holdfast.v1.Lock.Holder value) {
+        if (holdersBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          ensureHoldersIsMutable();
+          holders_.add(index, value);
+          onChanged();
+        } else {
+          holdersBuilder_.addMessage(index, value);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public Builder addHolders(
+          holdfast.v1.Lock.Holder.Builder builderForValue) {
+        if (holdersBuilder_ == null) {
+          ensureHoldersIsMutable();
+          holders_.add(builderForValue.build());
+          onChanged();
+        } else {
+          holdersBuilder_.addMessage(builderForValue.build());
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public Builder addHolders(
+          int index, holdfast.v1.Lock.Holder.Builder builderForValue) {
+        if (holdersBuilder_ == null) {
+          ensureHoldersIsMutable();
+          holders_.add(index, builderForValue.build());
+          onChanged();
+        } else {
+          holdersBuilder_.addMessage(index, builderForValue.build());
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public Builder addAllHolders(
+          java.lang.Iterable<? extends holdfast.v1.Lock.Holder> values) {
+        if (holdersBuilder_ == null) {
+          ensureHoldersIsMutable();
+          com.google.protobuf.AbstractMessageLite.Builder.addAll(
+              values, holders_);
+          onChanged();
+        } else {
+          holdersBuilder_.addAllMessages(values);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public Builder clearHolders() {
+        if (holdersBuilder_ == null) {
+          holders_ = java.util.Collections.emptyList();
+          bitField0_ = (bitField0_ & ~0x00000010);
+          onChanged();
+        } else {
+          holdersBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public Builder removeHolders(int index) {
+        if (holdersBuilder_ == null) {
+          ensureHoldersIsMutable();
+          holders_.remove(index);
+          onChanged();
+        } else {
+          holdersBuilder_.remove(index);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public holdfast.v1.Lock.Holder.Builder getHoldersBuilder(
+          int index) {
+        return getHoldersFieldBuilder().getBuilder(index);
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public holdfast.v1.Lock.HolderOrBuilder getHoldersOrBuilder(
+          int index) {
+        if (holdersBuilder_ == null) {
+          return holders_.get(index);  } else {
+          return holdersBuilder_.getMessageOrBuilder(index);
+        }
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public java.util.List<? extends holdfast.v1.Lock.HolderOrBuilder> 
+           getHoldersOrBuilderList() {
+        if (holdersBuilder_ != null) {
+          return holdersBuilder_.getMessageOrBuilderList();
+        } else {
+          return java.util.Collections.unmodifiableList(holders_);
+        }
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public holdfast.v1.Lock.Holder.Builder addHoldersBuilder() {
+        return getHoldersFieldBuilder().addBuilder(
+            holdfast.v1.Lock.Holder.getDefaultInstance());
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public holdfast.v1.Lock.Holder.Builder addHoldersBuilder(
+          int index) {
+        return getHoldersFieldBuilder().addBuilder(
+            index, holdfast.v1.Lock.Holder.getDefaultInstance());
+      }
+      /**
+       * <pre>
+       * The live holders after the change, oldest grant first.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.Holder holders = 5 [json_name = "holders"];</code>
+       */
+      public java.util.List<holdfast.v1.Lock.Holder.Builder> 
+           getHoldersBuilderList() {
+        return getHoldersFieldBuilder().getBuilderList();
+      }
+      private com.google.protobuf.RepeatedFieldBuilderV3<
+          holdfast.v1.Lock.Holder, holdfast.v1.Lock.Holder.Builder, holdfast.v1.Lock.HolderOrBuilder> 
+          getHoldersFieldBuilder() {
+        if (holdersBuilder_ == null) {
+          holdersBuilder_ = new com.google.protobuf.RepeatedFieldBuilderV3<
+              holdfast.v1.Lock.Holder, holdfast.v1.Lock.Holder.Builder, holdfast.v1.Lock.HolderOrBuilder>(
+                  holders_,
+                  ((bitField0_ & 0x00000010) != 0),
+                  getParentForChildren(),
+                  isClean());
+          holders_ = null;
+        }
+        return holdersBuilder_;
+      }
+
+      private int waiters_ ;
+      /**
+       * <pre>
+       * Callers queued for the lock when the change was seen.
+       * </pre>
+       *
+       * <code>uint32 waiters = 6 [json_name = "waiters"];</code>
+       * @return The waiters.
+       */
+      @java.lang.Override
+      public int getWaiters() {
+        return waiters_;
+      }
+      /**
+       * <pre>
+       * Callers queued for the lock when the change was seen.
+       * </pre>
+       *
+       * <code>uint32 waiters = 6 [json_name = "waiters"];</code>
+       * @param value The waiters to set.
+       * @return This builder for chaining.
+       */
+      public Builder setWaiters(int value) {
+        
+        waiters_ = value;
+        bitField0_ |= 0x00000020;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Callers queued for the lock when the change was seen.
+       * </pre>
+       *
+       * <code>uint32 waiters = 6 [json_name = "waiters"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearWaiters() {
+        bitField0_ = (bitField0_ & ~0x00000020);
+        waiters_ = 0;
+        onChanged();
+        return this;
+      }
+
+      private long fencingToken_ ;
+      /**
+       * <pre>
+       * The last fencing token granted.
+       * </pre>
+       *
+       * <code>uint64 fencing_token = 7 [json_name = "fencingToken"];</code>
+       * @return The fencingToken.
+       */
+      @java.lang.Override
+      public long getFencingToken() {
+        return fencingToken_;
+      }
+      /**
+       * <pre>
+       * The last fencing token granted.
+       * </pre>
+       *
+       * <code>uint64 fencing_token = 7 [json_name = "fencingToken"];</code>
+       * @param value The fencingToken to set.
+       * @return This builder for chaining.
+       */
+      public Builder setFencingToken(long value) {
+        
+        fencingToken_ = value;
+        bitField0_ |= 0x00000040;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The last fencing token granted.
+       * </pre>
+       *
+       * <code>uint64 fencing_token = 7 [json_name = "fencingToken"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearFencingToken() {
+        bitField0_ = (bitField0_ & ~0x00000040);
+        fencingToken_ = 0L;
+        onChanged();
+        return this;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.WatchResponse)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.WatchResponse)
+    private static final holdfast.v1.Lock.WatchResponse DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.WatchResponse();
+    }
+
+    public static holdfast.v1.Lock.WatchResponse getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<WatchResponse>
+        PARSER = new com.google.protobuf.AbstractParser<WatchResponse>() {
+      @java.lang.Override
+      public WatchResponse parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<WatchResponse> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<WatchResponse> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.WatchResponse getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
   private static final com.google.protobuf.Descriptors.Descriptor
     internal_static_holdfast_v1_AcquireRequest_descriptor;
   private static final 
@@ -15785,6 +20481,26 @@ public final class Lock {
   private static final 
     com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
       internal_static_holdfast_v1_CheckFencingTokenResponse_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_SetValueRequest_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_SetValueRequest_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_SetValueResponse_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_SetValueResponse_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_WatchRequest_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_WatchRequest_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_WatchResponse_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_WatchResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -15794,83 +20510,105 @@ public final class Lock {
       descriptor;
   static {
     java.lang.String[] descriptorData = {
-      "\n\026holdfast/v1/lock.proto\022\013holdfast.v1\"\331\001" +
+      "\n\026holdfast/v1/lock.proto\022\013holdfast.v1\"\357\001" +
       "\n\016AcquireRequest\022\022\n\004name\030\001 \001(\tR\004name\022\024\n\005" +
       "owner\030\002 \001(\tR\005owner\022\025\n\006ttl_ms\030\003 \001(\003R\005ttlM" +
       "s\022&\n\017wait_timeout_ms\030\004 \001(\003R\rwaitTimeoutM" +
       "s\022)\n\004mode\030\005 \001(\0162\025.holdfast.v1.LockModeR\004" +
       "mode\022\024\n\005limit\030\006 \001(\rR\005limit\022\035\n\nrequest_id" +
-      "\030\007 \001(\tR\trequestId\"\323\001\n\017AcquireResponse\022\032\n" +
-      "\010acquired\030\001 \001(\010R\010acquired\022\024\n\005token\030\002 \001(\t" +
-      "R\005token\022#\n\rfencing_token\030\003 \001(\004R\014fencingT" +
-      "oken\022\025\n\006ttl_ms\030\004 \001(\003R\005ttlMs\022\035\n\nhold_coun" +
-      "t\030\005 \001(\rR\tholdCount\0223\n\026lease_started_afte" +
-      "r_ms\030\006 \001(\003R\023leaseStartedAfterMs\"S\n\016Relea" +
-      "seRequest\022\022\n\004name\030\001 \001(\tR\004name\022\024\n\005token\030\002" +
-      " \001(\tR\005token\022\027\n\007hold_id\030\003 \001(\tR\006holdId\"L\n\017" +
-      "ReleaseResponse\022\032\n\010released\030\001 \001(\010R\010relea" +
-      "sed\022\035\n\nhold_count\030\002 \001(\rR\tholdCount\"O\n\014Re" +
-      "newRequest\022\022\n\004name\030\001 \001(\tR\004name\022\024\n\005token\030" +
-      "\002 \001(\tR\005token\022\025\n\006ttl_ms\030\003 \001(\003R\005ttlMs\"&\n\rR" +
-      "enewResponse\022\025\n\006ttl_ms\030\001 \001(\003R\005ttlMs\"\213\002\n\013" +
-      "HoldRequest\022\022\n\004name\030\001 \001(\tR\004name\022\024\n\005owner" +
-      "\030\002 \001(\tR\005owner\022\025\n\006ttl_ms\030\003 \001(\003R\005ttlMs\022&\n\017" +
-      "wait_timeout_ms\030\004 \001(\003R\rwaitTimeoutMs\022)\n\004" +
-      "mode\030\005 \001(\0162\025.holdfast.v1.LockModeR\004mode\022" +
-      "\024\n\005limit\030\006 \001(\rR\005limit\022\036\n\013max_hold_ms\030\007 \001" +
-      "(\003R\tmaxHoldMs\0222\n\025release_on_disconnect\030\010" +
-      " \001(\010R\023releaseOnDisconnect\"\263\001\n\014HoldRespon" +
-      "se\0227\n\010acquired\030\001 \001(\0132\031.holdfast.v1.HoldA" +
-      "cquiredH\000R\010acquired\0224\n\007renewed\030\002 \001(\0132\030.h" +
-      "oldfast.v1.HoldRenewedH\000R\007renewed\022+\n\004los" +
-      "t\030\003 \001(\0132\025.holdfast.v1.HoldLostH\000R\004lostB\007" +
-      "\n\005event\"\315\001\n\014HoldAcquired\022\024\n\005token\030\001 \001(\tR" +
-      "\005token\022#\n\rfencing_token\030\002 \001(\004R\014fencingTo" +
-      "ken\022\025\n\006ttl_ms\030\003 \001(\003R\005ttlMs\022\035\n\nhold_count" +
-      "\030\004 \001(\rR\tholdCount\0223\n\026lease_started_after" +
-      "_ms\030\005 \001(\003R\023leaseStartedAfterMs\022\027\n\007hold_i" +
-      "d\030\006 \001(\tR\006holdId\"Y\n\013HoldRenewed\022\025\n\006ttl_ms" +
-      "\030\001 \001(\003R\005ttlMs\0223\n\026lease_started_after_ms\030" +
-      "\002 \001(\003R\023leaseStartedAfterMs\"O\n\010HoldLost\022\026" +
-      "\n\006reason\030\001 \001(\tR\006reason\022+\n\004code\030\002 \001(\0162\027.h" +
-      "oldfast.v1.LostReasonR\004code\"$\n\016InspectRe" +
-      "quest\022\022\n\004name\030\001 \001(\tR\004name\"\330\001\n\017InspectRes" +
-      "ponse\022\022\n\004name\030\001 \001(\tR\004name\022-\n\007holders\030\002 \003" +
-      "(\0132\023.holdfast.v1.HolderR\007holders\022\030\n\007wait" +
-      "ers\030\003 \001(\rR\007waiters\022#\n\rfencing_token\030\004 \001(" +
-      "\004R\014fencingToken\022\024\n\005limit\030\005 \001(\rR\005limit\022-\n" +
-      "\023grants_resume_in_ms\030\006 \001(\004R\020grantsResume" +
-      "InMs\"\244\001\n\006Holder\022\024\n\005owner\030\001 \001(\tR\005owner\022#\n" +
-      "\rfencing_token\030\002 \001(\004R\014fencingToken\022\025\n\006tt" +
-      "l_ms\030\003 \001(\003R\005ttlMs\022\035\n\nhold_count\030\004 \001(\rR\th" +
-      "oldCount\022)\n\004mode\030\005 \001(\0162\025.holdfast.v1.Loc" +
-      "kModeR\004mode\"S\n\030CheckFencingTokenRequest\022" +
-      "\022\n\004name\030\001 \001(\tR\004name\022#\n\rfencing_token\030\002 \001" +
-      "(\004R\014fencingToken\"\243\001\n\031CheckFencingTokenRe" +
-      "sponse\022\022\n\004live\030\001 \001(\010R\004live\022\025\n\006ttl_ms\030\002 \001" +
-      "(\003R\005ttlMs\022)\n\004mode\030\003 \001(\0162\025.holdfast.v1.Lo" +
-      "ckModeR\004mode\0220\n\024latest_fencing_token\030\004 \001" +
-      "(\004R\022latestFencingToken*T\n\010LockMode\022\031\n\025LO" +
-      "CK_MODE_UNSPECIFIED\020\000\022\027\n\023LOCK_MODE_EXCLU" +
-      "SIVE\020\001\022\024\n\020LOCK_MODE_SHARED\020\002*\355\001\n\nLostRea" +
-      "son\022\033\n\027LOST_REASON_UNSPECIFIED\020\000\022\027\n\023LOST" +
-      "_REASON_EXPIRED\020\001\022\025\n\021LOST_REASON_TAKEN\020\002" +
-      "\022#\n\037LOST_REASON_BACKEND_UNAVAILABLE\020\003\022\037\n" +
-      "\033LOST_REASON_SERVER_SHUTDOWN\020\004\022\030\n\024LOST_R" +
-      "EASON_MAX_HOLD\020\005\022\030\n\024LOST_REASON_RELEASED" +
-      "\020\006\022\030\n\024LOST_REASON_FAILOVER\020\0072\302\003\n\013LockSer" +
-      "vice\022D\n\007Acquire\022\033.holdfast.v1.AcquireReq" +
-      "uest\032\034.holdfast.v1.AcquireResponse\022D\n\007Re" +
-      "lease\022\033.holdfast.v1.ReleaseRequest\032\034.hol" +
-      "dfast.v1.ReleaseResponse\022>\n\005Renew\022\031.hold" +
-      "fast.v1.RenewRequest\032\032.holdfast.v1.Renew" +
-      "Response\022=\n\004Hold\022\030.holdfast.v1.HoldReque" +
-      "st\032\031.holdfast.v1.HoldResponse0\001\022D\n\007Inspe" +
-      "ct\022\033.holdfast.v1.InspectRequest\032\034.holdfa" +
-      "st.v1.InspectResponse\022b\n\021CheckFencingTok" +
-      "en\022%.holdfast.v1.CheckFencingTokenReques" +
-      "t\032&.holdfast.v1.CheckFencingTokenRespons" +
-      "eb\006proto3"
+      "\030\007 \001(\tR\trequestId\022\024\n\005value\030\010 \001(\tR\005value\"" +
+      "\323\001\n\017AcquireResponse\022\032\n\010acquired\030\001 \001(\010R\010a" +
+      "cquired\022\024\n\005token\030\002 \001(\tR\005token\022#\n\rfencing" +
+      "_token\030\003 \001(\004R\014fencingToken\022\025\n\006ttl_ms\030\004 \001" +
+      "(\003R\005ttlMs\022\035\n\nhold_count\030\005 \001(\rR\tholdCount" +
+      "\0223\n\026lease_started_after_ms\030\006 \001(\003R\023leaseS" +
+      "tartedAfterMs\"S\n\016ReleaseRequest\022\022\n\004name\030" +
+      "\001 \001(\tR\004name\022\024\n\005token\030\002 \001(\tR\005token\022\027\n\007hol" +
+      "d_id\030\003 \001(\tR\006holdId\"L\n\017ReleaseResponse\022\032\n" +
+      "\010released\030\001 \001(\010R\010released\022\035\n\nhold_count\030" +
+      "\002 \001(\rR\tholdCount\"O\n\014RenewRequest\022\022\n\004name" +
+      "\030\001 \001(\tR\004name\022\024\n\005token\030\002 \001(\tR\005token\022\025\n\006tt" +
+      "l_ms\030\003 \001(\003R\005ttlMs\"&\n\rRenewResponse\022\025\n\006tt" +
+      "l_ms\030\001 \001(\003R\005ttlMs\"\241\002\n\013HoldRequest\022\022\n\004nam" +
+      "e\030\001 \001(\tR\004name\022\024\n\005owner\030\002 \001(\tR\005owner\022\025\n\006t" +
+      "tl_ms\030\003 \001(\003R\005ttlMs\022&\n\017wait_timeout_ms\030\004 " +
+      "\001(\003R\rwaitTimeoutMs\022)\n\004mode\030\005 \001(\0162\025.holdf" +
+      "ast.v1.LockModeR\004mode\022\024\n\005limit\030\006 \001(\rR\005li" +
+      "mit\022\036\n\013max_hold_ms\030\007 \001(\003R\tmaxHoldMs\0222\n\025r" +
+      "elease_on_disconnect\030\010 \001(\010R\023releaseOnDis" +
+      "connect\022\024\n\005value\030\t \001(\tR\005value\"\263\001\n\014HoldRe" +
+      "sponse\0227\n\010acquired\030\001 \001(\0132\031.holdfast.v1.H" +
+      "oldAcquiredH\000R\010acquired\0224\n\007renewed\030\002 \001(\013" +
+      "2\030.holdfast.v1.HoldRenewedH\000R\007renewed\022+\n" +
+      "\004lost\030\003 \001(\0132\025.holdfast.v1.HoldLostH\000R\004lo" +
+      "stB\007\n\005event\"\315\001\n\014HoldAcquired\022\024\n\005token\030\001 " +
+      "\001(\tR\005token\022#\n\rfencing_token\030\002 \001(\004R\014fenci" +
+      "ngToken\022\025\n\006ttl_ms\030\003 \001(\003R\005ttlMs\022\035\n\nhold_c" +
+      "ount\030\004 \001(\rR\tholdCount\0223\n\026lease_started_a" +
+      "fter_ms\030\005 \001(\003R\023leaseStartedAfterMs\022\027\n\007ho" +
+      "ld_id\030\006 \001(\tR\006holdId\"Y\n\013HoldRenewed\022\025\n\006tt" +
+      "l_ms\030\001 \001(\003R\005ttlMs\0223\n\026lease_started_after" +
+      "_ms\030\002 \001(\003R\023leaseStartedAfterMs\"O\n\010HoldLo" +
+      "st\022\026\n\006reason\030\001 \001(\tR\006reason\022+\n\004code\030\002 \001(\016" +
+      "2\027.holdfast.v1.LostReasonR\004code\"$\n\016Inspe" +
+      "ctRequest\022\022\n\004name\030\001 \001(\tR\004name\"\330\001\n\017Inspec" +
+      "tResponse\022\022\n\004name\030\001 \001(\tR\004name\022-\n\007holders" +
+      "\030\002 \003(\0132\023.holdfast.v1.HolderR\007holders\022\030\n\007" +
+      "waiters\030\003 \001(\rR\007waiters\022#\n\rfencing_token\030" +
+      "\004 \001(\004R\014fencingToken\022\024\n\005limit\030\005 \001(\rR\005limi" +
+      "t\022-\n\023grants_resume_in_ms\030\006 \001(\004R\020grantsRe" +
+      "sumeInMs\"\272\001\n\006Holder\022\024\n\005owner\030\001 \001(\tR\005owne" +
+      "r\022#\n\rfencing_token\030\002 \001(\004R\014fencingToken\022\025" +
+      "\n\006ttl_ms\030\003 \001(\003R\005ttlMs\022\035\n\nhold_count\030\004 \001(" +
+      "\rR\tholdCount\022)\n\004mode\030\005 \001(\0162\025.holdfast.v1" +
+      ".LockModeR\004mode\022\024\n\005value\030\006 \001(\tR\005value\"S\n" +
+      "\030CheckFencingTokenRequest\022\022\n\004name\030\001 \001(\tR" +
+      "\004name\022#\n\rfencing_token\030\002 \001(\004R\014fencingTok" +
+      "en\"\243\001\n\031CheckFencingTokenResponse\022\022\n\004live" +
+      "\030\001 \001(\010R\004live\022\025\n\006ttl_ms\030\002 \001(\003R\005ttlMs\022)\n\004m" +
+      "ode\030\003 \001(\0162\025.holdfast.v1.LockModeR\004mode\0220" +
+      "\n\024latest_fencing_token\030\004 \001(\004R\022latestFenc" +
+      "ingToken\"Q\n\017SetValueRequest\022\022\n\004name\030\001 \001(" +
+      "\tR\004name\022\024\n\005token\030\002 \001(\tR\005token\022\024\n\005value\030\003" +
+      " \001(\tR\005value\"7\n\020SetValueResponse\022#\n\rfenci" +
+      "ng_token\030\001 \001(\004R\014fencingToken\"\"\n\014WatchReq" +
+      "uest\022\022\n\004name\030\001 \001(\tR\004name\"\247\002\n\rWatchRespon" +
+      "se\022-\n\005event\030\001 \001(\0162\027.holdfast.v1.WatchEve" +
+      "ntR\005event\022+\n\006holder\030\002 \001(\0132\023.holdfast.v1." +
+      "HolderR\006holder\0228\n\013lost_reason\030\003 \001(\0162\027.ho" +
+      "ldfast.v1.LostReasonR\nlostReason\022\022\n\004name" +
+      "\030\004 \001(\tR\004name\022-\n\007holders\030\005 \003(\0132\023.holdfast" +
+      ".v1.HolderR\007holders\022\030\n\007waiters\030\006 \001(\rR\007wa" +
+      "iters\022#\n\rfencing_token\030\007 \001(\004R\014fencingTok" +
+      "en*T\n\010LockMode\022\031\n\025LOCK_MODE_UNSPECIFIED\020" +
+      "\000\022\027\n\023LOCK_MODE_EXCLUSIVE\020\001\022\024\n\020LOCK_MODE_" +
+      "SHARED\020\002*\213\002\n\nLostReason\022\033\n\027LOST_REASON_U" +
+      "NSPECIFIED\020\000\022\027\n\023LOST_REASON_EXPIRED\020\001\022\025\n" +
+      "\021LOST_REASON_TAKEN\020\002\022#\n\037LOST_REASON_BACK" +
+      "END_UNAVAILABLE\020\003\022\037\n\033LOST_REASON_SERVER_" +
+      "SHUTDOWN\020\004\022\030\n\024LOST_REASON_MAX_HOLD\020\005\022\030\n\024" +
+      "LOST_REASON_RELEASED\020\006\022\030\n\024LOST_REASON_FA" +
+      "ILOVER\020\007\022\034\n\030LOST_REASON_DISCONNECTED\020\010*\301" +
+      "\001\n\nWatchEvent\022\033\n\027WATCH_EVENT_UNSPECIFIED" +
+      "\020\000\022\025\n\021WATCH_EVENT_STATE\020\001\022\027\n\023WATCH_EVENT" +
+      "_GRANTED\020\002\022\030\n\024WATCH_EVENT_RELEASED\020\003\022\027\n\023" +
+      "WATCH_EVENT_EXPIRED\020\004\022\024\n\020WATCH_EVENT_LOS" +
+      "T\020\005\022\035\n\031WATCH_EVENT_VALUE_CHANGED\020\0062\315\004\n\013L" +
+      "ockService\022D\n\007Acquire\022\033.holdfast.v1.Acqu" +
+      "ireRequest\032\034.holdfast.v1.AcquireResponse" +
+      "\022D\n\007Release\022\033.holdfast.v1.ReleaseRequest" +
+      "\032\034.holdfast.v1.ReleaseResponse\022>\n\005Renew\022" +
+      "\031.holdfast.v1.RenewRequest\032\032.holdfast.v1" +
+      ".RenewResponse\022=\n\004Hold\022\030.holdfast.v1.Hol" +
+      "dRequest\032\031.holdfast.v1.HoldResponse0\001\022D\n" +
+      "\007Inspect\022\033.holdfast.v1.InspectRequest\032\034." +
+      "holdfast.v1.InspectResponse\022b\n\021CheckFenc" +
+      "ingToken\022%.holdfast.v1.CheckFencingToken" +
+      "Request\032&.holdfast.v1.CheckFencingTokenR" +
+      "esponse\022G\n\010SetValue\022\034.holdfast.v1.SetVal" +
+      "ueRequest\032\035.holdfast.v1.SetValueResponse" +
+      "\022@\n\005Watch\022\031.holdfast.v1.WatchRequest\032\032.h" +
+      "oldfast.v1.WatchResponse0\001b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -15881,7 +20619,7 @@ public final class Lock {
     internal_static_holdfast_v1_AcquireRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_AcquireRequest_descriptor,
-        new java.lang.String[] { "Name", "Owner", "TtlMs", "WaitTimeoutMs", "Mode", "Limit", "RequestId", });
+        new java.lang.String[] { "Name", "Owner", "TtlMs", "WaitTimeoutMs", "Mode", "Limit", "RequestId", "Value", });
     internal_static_holdfast_v1_AcquireResponse_descriptor =
       getDescriptor().getMessageTypes().get(1);
     internal_static_holdfast_v1_AcquireResponse_fieldAccessorTable = new
@@ -15917,7 +20655,7 @@ public final class Lock {
     internal_static_holdfast_v1_HoldRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_HoldRequest_descriptor,
-        new java.lang.String[] { "Name", "Owner", "TtlMs", "WaitTimeoutMs", "Mode", "Limit", "MaxHoldMs", "ReleaseOnDisconnect", });
+        new java.lang.String[] { "Name", "Owner", "TtlMs", "WaitTimeoutMs", "Mode", "Limit", "MaxHoldMs", "ReleaseOnDisconnect", "Value", });
     internal_static_holdfast_v1_HoldResponse_descriptor =
       getDescriptor().getMessageTypes().get(7);
     internal_static_holdfast_v1_HoldResponse_fieldAccessorTable = new
@@ -15959,7 +20697,7 @@ public final class Lock {
     internal_static_holdfast_v1_Holder_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_Holder_descriptor,
-        new java.lang.String[] { "Owner", "FencingToken", "TtlMs", "HoldCount", "Mode", });
+        new java.lang.String[] { "Owner", "FencingToken", "TtlMs", "HoldCount", "Mode", "Value", });
     internal_static_holdfast_v1_CheckFencingTokenRequest_descriptor =
       getDescriptor().getMessageTypes().get(14);
     internal_static_holdfast_v1_CheckFencingTokenRequest_fieldAccessorTable = new
@@ -15972,6 +20710,30 @@ public final class Lock {
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_CheckFencingTokenResponse_descriptor,
         new java.lang.String[] { "Live", "TtlMs", "Mode", "LatestFencingToken", });
+    internal_static_holdfast_v1_SetValueRequest_descriptor =
+      getDescriptor().getMessageTypes().get(16);
+    internal_static_holdfast_v1_SetValueRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_SetValueRequest_descriptor,
+        new java.lang.String[] { "Name", "Token", "Value", });
+    internal_static_holdfast_v1_SetValueResponse_descriptor =
+      getDescriptor().getMessageTypes().get(17);
+    internal_static_holdfast_v1_SetValueResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_SetValueResponse_descriptor,
+        new java.lang.String[] { "FencingToken", });
+    internal_static_holdfast_v1_WatchRequest_descriptor =
+      getDescriptor().getMessageTypes().get(18);
+    internal_static_holdfast_v1_WatchRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_WatchRequest_descriptor,
+        new java.lang.String[] { "Name", });
+    internal_static_holdfast_v1_WatchResponse_descriptor =
+      getDescriptor().getMessageTypes().get(19);
+    internal_static_holdfast_v1_WatchResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_WatchResponse_descriptor,
+        new java.lang.String[] { "Event", "Holder", "LostReason", "Name", "Holders", "Waiters", "FencingToken", });
   }
 
   // @@protoc_insertion_point(outer_class_scope)

@@ -204,6 +204,68 @@ public final class LockServiceGrpc {
     return getCheckFencingTokenMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<holdfast.v1.Lock.SetValueRequest,
+      holdfast.v1.Lock.SetValueResponse> getSetValueMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "SetValue",
+      requestType = holdfast.v1.Lock.SetValueRequest.class,
+      responseType = holdfast.v1.Lock.SetValueResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<holdfast.v1.Lock.SetValueRequest,
+      holdfast.v1.Lock.SetValueResponse> getSetValueMethod() {
+    io.grpc.MethodDescriptor<holdfast.v1.Lock.SetValueRequest, holdfast.v1.Lock.SetValueResponse> getSetValueMethod;
+    if ((getSetValueMethod = LockServiceGrpc.getSetValueMethod) == null) {
+      synchronized (LockServiceGrpc.class) {
+        if ((getSetValueMethod = LockServiceGrpc.getSetValueMethod) == null) {
+          LockServiceGrpc.getSetValueMethod = getSetValueMethod =
+              io.grpc.MethodDescriptor.<holdfast.v1.Lock.SetValueRequest, holdfast.v1.Lock.SetValueResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "SetValue"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.SetValueRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.SetValueResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LockServiceMethodDescriptorSupplier("SetValue"))
+              .build();
+        }
+      }
+    }
+    return getSetValueMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<holdfast.v1.Lock.WatchRequest,
+      holdfast.v1.Lock.WatchResponse> getWatchMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "Watch",
+      requestType = holdfast.v1.Lock.WatchRequest.class,
+      responseType = holdfast.v1.Lock.WatchResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.SERVER_STREAMING)
+  public static io.grpc.MethodDescriptor<holdfast.v1.Lock.WatchRequest,
+      holdfast.v1.Lock.WatchResponse> getWatchMethod() {
+    io.grpc.MethodDescriptor<holdfast.v1.Lock.WatchRequest, holdfast.v1.Lock.WatchResponse> getWatchMethod;
+    if ((getWatchMethod = LockServiceGrpc.getWatchMethod) == null) {
+      synchronized (LockServiceGrpc.class) {
+        if ((getWatchMethod = LockServiceGrpc.getWatchMethod) == null) {
+          LockServiceGrpc.getWatchMethod = getWatchMethod =
+              io.grpc.MethodDescriptor.<holdfast.v1.Lock.WatchRequest, holdfast.v1.Lock.WatchResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.SERVER_STREAMING)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "Watch"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.WatchRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.WatchResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LockServiceMethodDescriptorSupplier("Watch"))
+              .build();
+        }
+      }
+    }
+    return getWatchMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -318,6 +380,28 @@ public final class LockServiceGrpc {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getCheckFencingTokenMethod(), responseObserver);
     }
 
+    /**
+     * <pre>
+     * Replaces the value a live grant publishes to watchers (Holder.value); a token that holds nothing is answered with NOT_FOUND.
+     * </pre>
+     */
+    public void setValue(holdfast.v1.Lock.SetValueRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.SetValueResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getSetValueMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Watches one lock: sends its current state at once, then one message per change (granted, released, expired,
+     * lost, value changed), each with the state after it. A watcher that falls behind gets the latest state, not a
+     * backlog. Never shows a token.
+     * </pre>
+     */
+    public void watch(holdfast.v1.Lock.WatchRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.WatchResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getWatchMethod(), responseObserver);
+    }
+
     @java.lang.Override public final io.grpc.ServerServiceDefinition bindService() {
       return io.grpc.ServerServiceDefinition.builder(getServiceDescriptor())
           .addMethod(
@@ -362,6 +446,20 @@ public final class LockServiceGrpc {
                 holdfast.v1.Lock.CheckFencingTokenRequest,
                 holdfast.v1.Lock.CheckFencingTokenResponse>(
                   this, METHODID_CHECK_FENCING_TOKEN)))
+          .addMethod(
+            getSetValueMethod(),
+            io.grpc.stub.ServerCalls.asyncUnaryCall(
+              new MethodHandlers<
+                holdfast.v1.Lock.SetValueRequest,
+                holdfast.v1.Lock.SetValueResponse>(
+                  this, METHODID_SET_VALUE)))
+          .addMethod(
+            getWatchMethod(),
+            io.grpc.stub.ServerCalls.asyncServerStreamingCall(
+              new MethodHandlers<
+                holdfast.v1.Lock.WatchRequest,
+                holdfast.v1.Lock.WatchResponse>(
+                  this, METHODID_WATCH)))
           .build();
     }
   }
@@ -451,6 +549,30 @@ public final class LockServiceGrpc {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getCheckFencingTokenMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * Replaces the value a live grant publishes to watchers (Holder.value); a token that holds nothing is answered with NOT_FOUND.
+     * </pre>
+     */
+    public void setValue(holdfast.v1.Lock.SetValueRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.SetValueResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getSetValueMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Watches one lock: sends its current state at once, then one message per change (granted, released, expired,
+     * lost, value changed), each with the state after it. A watcher that falls behind gets the latest state, not a
+     * backlog. Never shows a token.
+     * </pre>
+     */
+    public void watch(holdfast.v1.Lock.WatchRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.WatchResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncServerStreamingCall(
+          getChannel().newCall(getWatchMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -533,6 +655,29 @@ public final class LockServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getCheckFencingTokenMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * Replaces the value a live grant publishes to watchers (Holder.value); a token that holds nothing is answered with NOT_FOUND.
+     * </pre>
+     */
+    public holdfast.v1.Lock.SetValueResponse setValue(holdfast.v1.Lock.SetValueRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getSetValueMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Watches one lock: sends its current state at once, then one message per change (granted, released, expired,
+     * lost, value changed), each with the state after it. A watcher that falls behind gets the latest state, not a
+     * backlog. Never shows a token.
+     * </pre>
+     */
+    public java.util.Iterator<holdfast.v1.Lock.WatchResponse> watch(
+        holdfast.v1.Lock.WatchRequest request) {
+      return io.grpc.stub.ClientCalls.blockingServerStreamingCall(
+          getChannel(), getWatchMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -608,6 +753,17 @@ public final class LockServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getCheckFencingTokenMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * Replaces the value a live grant publishes to watchers (Holder.value); a token that holds nothing is answered with NOT_FOUND.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<holdfast.v1.Lock.SetValueResponse> setValue(
+        holdfast.v1.Lock.SetValueRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getSetValueMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_ACQUIRE = 0;
@@ -616,6 +772,8 @@ public final class LockServiceGrpc {
   private static final int METHODID_HOLD = 3;
   private static final int METHODID_INSPECT = 4;
   private static final int METHODID_CHECK_FENCING_TOKEN = 5;
+  private static final int METHODID_SET_VALUE = 6;
+  private static final int METHODID_WATCH = 7;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -657,6 +815,14 @@ public final class LockServiceGrpc {
         case METHODID_CHECK_FENCING_TOKEN:
           serviceImpl.checkFencingToken((holdfast.v1.Lock.CheckFencingTokenRequest) request,
               (io.grpc.stub.StreamObserver<holdfast.v1.Lock.CheckFencingTokenResponse>) responseObserver);
+          break;
+        case METHODID_SET_VALUE:
+          serviceImpl.setValue((holdfast.v1.Lock.SetValueRequest) request,
+              (io.grpc.stub.StreamObserver<holdfast.v1.Lock.SetValueResponse>) responseObserver);
+          break;
+        case METHODID_WATCH:
+          serviceImpl.watch((holdfast.v1.Lock.WatchRequest) request,
+              (io.grpc.stub.StreamObserver<holdfast.v1.Lock.WatchResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -725,6 +891,8 @@ public final class LockServiceGrpc {
               .addMethod(getHoldMethod())
               .addMethod(getInspectMethod())
               .addMethod(getCheckFencingTokenMethod())
+              .addMethod(getSetValueMethod())
+              .addMethod(getWatchMethod())
               .build();
         }
       }
