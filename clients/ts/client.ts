@@ -5,13 +5,14 @@ import { LockServiceClient } from './gen/holdfast/v1/lock';
 import { holderInfo, type HolderInfo } from './holders';
 import { NotAcquiredError } from './errors';
 import { openLease } from './hold';
-import { ownConnection, StreamConnections } from './streams';
+import { ownConnection, StreamConnections, type StreamConnection } from './streams';
 import type { Lease } from './lease';
 import { Lock } from './lock';
 import { acquireRequest, holdRequest, type AcquireOptions, type HoldOptions } from './options';
 import { unaryCalls, type UnaryCalls } from './rpc';
 import { campaign, observe, type CampaignOptions, type Leader, type Leadership, type ObserveOptions } from './election';
 import { watchLock, type LockChange } from './watch';
+import { acquireSet, holdSet, type LeaseSet, type LockSet } from './lock-set';
 
 export interface HoldfastClientOptions extends ConnectionSecurity {
   /** Your own channel credentials, instead of the ones `tls` makes; default: plaintext. */
@@ -83,10 +84,15 @@ export class HoldfastClient {
    * Throws NotAcquiredError when it is not granted within `waitMs`.
    */
   hold(name: string, options: HoldOptions = {}): Promise<Lease> {
+    return this.waitOnAConnection((c) => openLease(c.stub, this.rpc, holdRequest(name, options), options.signal, c.resets));
+  }
+
+  /** Opens a waiting stream on a connection with room for it, counted there until it is granted or ends. */
+  private waitOnAConnection<T>(open: (connection: StreamConnection) => Promise<T>): Promise<T> {
     const connection = this.streams.forWait();
     connection.waits += 1;
     const done = () => void (connection.waits -= 1);
-    const lease = openLease(connection.stub, this.rpc, holdRequest(name, options), options.signal, connection.resets);
+    const lease = open(connection);
     lease.then(done, done);
     return lease;
   }
@@ -103,6 +109,23 @@ export class HoldfastClient {
     } finally {
       await lease.release();
     }
+  }
+
+  /**
+   * Acquires every name in `names`, all or nothing, with one unary AcquireSet (the server takes them in
+   * canonical order, so sets asked for in any order never deadlock). Throws NotAcquiredError when
+   * the whole set is not granted within `waitMs`; nothing is left held then.
+   */
+  acquireSet(names: string[], options: AcquireOptions = {}): Promise<LockSet> {
+    return acquireSet(this.rpc, names, options);
+  }
+
+  /**
+   * Holds every name in `names`, all or nothing, through a HoldSet stream: the server renews each
+   * member until `release()`. Its `signal` aborts when any member is (or may be) lost.
+   */
+  holdSet(names: string[], options: HoldOptions = {}): Promise<LeaseSet> {
+    return this.waitOnAConnection((c) => holdSet(c.stub, this.rpc, names, options, c.resets));
   }
 
   /** Describes `name`: holders, waiters and the last fencing token. */

@@ -1,6 +1,6 @@
 // Opens a Hold stream and resolves with its Lease once the lock is granted.
-import { status, type ServiceError } from '@grpc/grpc-js';
-import type { HoldRequest, HoldResponse, LockServiceClient } from './gen/holdfast/v1/lock';
+import { status, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
+import type { HoldAcquired, HoldRequest, HoldResponse, LockServiceClient } from './gen/holdfast/v1/lock';
 import { NotAcquiredError } from './errors';
 import { Lease } from './lease';
 import type { UnaryCalls } from './rpc';
@@ -19,10 +19,34 @@ export function openLease(
   cancel?: AbortSignal,
   resets = new ResetBudget(),
 ): Promise<Lease> {
+  return openStream<HoldAcquired>(
+    {
+      name: request.name,
+      waitMs: Number(request.waitTimeoutMs),
+      start: () => stub.hold(request),
+      build: (call, acquired, sentAt, reset) => new Lease(call, rpc, request.name, acquired, sentAt, reset),
+      giveBack: ({ token, holdId }) => rpc.release({ name: request.name, token, holdId }),
+    },
+    cancel,
+    resets,
+  );
+}
+
+/** How one kind of holding stream (Hold, HoldSet) starts, becomes a Lease, and gives back a grant nobody wants. */
+export interface HoldingStream<Acquired> {
+  /** For errors: the lock's name, or a set's. */
+  name: string;
+  waitMs: number;
+  start(): ClientReadableStream<{ acquired?: Acquired }>;
+  build(call: ClientReadableStream<HoldResponse>, acquired: Acquired, sentAt: number, reset: () => void): Lease;
+  giveBack(acquired: Acquired): Promise<unknown>;
+}
+
+export function openStream<Acquired>(kind: HoldingStream<Acquired>, cancel?: AbortSignal, resets = new ResetBudget()): Promise<Lease> {
   return new Promise((resolve, reject) => {
     cancel?.throwIfAborted();
     const sentAt = performance.now(); // the lease's anchor: no later than the request leaves
-    const call = stub.hold(request);
+    const call = kind.start();
     let lease: Lease | undefined;
     let ended = false;
     const reset = () => resets.cancel({ cancel: () => call.cancel(), ended: () => ended });
@@ -32,16 +56,15 @@ export function openLease(
     };
     cancel?.addEventListener('abort', stop, { once: true });
 
-    call.on('data', (event: HoldResponse) => {
-      if (lease) lease.onEvent(event);
+    call.on('data', (event: { acquired?: Acquired }) => {
+      if (lease) lease.onEvent(event as HoldResponse);
       else if (event.acquired && cancel?.aborted) {
         // Granted while its cancel waited for the budget: give it back, which ends the stream
         // with OK and needs no reset.
-        const { token, holdId } = event.acquired;
-        rpc.release({ name: request.name, token, holdId }).catch(() => {});
+        kind.giveBack(event.acquired).catch(() => {});
       } else if (event.acquired) {
         cancel?.removeEventListener('abort', stop);
-        lease = new Lease(call, rpc, request.name, event.acquired, sentAt, reset);
+        lease = kind.build(call as ClientReadableStream<HoldResponse>, event.acquired, sentAt, reset);
         if (lease.signal.aborted) reject(lease.signal.reason);
         else resolve(lease);
       }
@@ -50,13 +73,13 @@ export function openLease(
       if (lease) return; // the 'status' handler tells the lease
       cancel?.removeEventListener('abort', stop);
       if (cancel?.aborted) reject(cancel.reason);
-      else if (err.code === status.DEADLINE_EXCEEDED) reject(new NotAcquiredError(request.name, Number(request.waitTimeoutMs)));
+      else if (err.code === status.DEADLINE_EXCEEDED) reject(new NotAcquiredError(kind.name, kind.waitMs));
       else reject(err);
     });
     call.on('status', (end) => {
       ended = true;
       if (lease) lease.onEnd(end);
-      else if (end.code === status.OK) reject(new Error(`the Hold stream for "${request.name}" ended before the lock was granted`));
+      else if (end.code === status.OK) reject(new Error(`the Hold stream for "${kind.name}" ended before the lock was granted`));
     });
   });
 }

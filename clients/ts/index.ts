@@ -5,6 +5,7 @@ export { NotAcquiredError, LeaseLostError, type LeaseLossSource } from './errors
 export { Lease } from './lease';
 export { Leadership, campaign, observe, type Leader, type CampaignOptions, type ObserveOptions } from './election';
 export { type LockChange, type WatchEventName } from './watch';
+export { LeaseSet, LockSet, type SetMemberInfo } from './lock-set';
 export { Lock, type ReleaseResult } from './lock';
 export { isServiceError, type UnaryCalls } from './rpc';
 export type { AcquireOptions, HoldOptions, LockOptions } from './options';

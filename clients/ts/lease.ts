@@ -36,7 +36,7 @@ export class Lease {
    */
   constructor(
     private readonly call: ClientReadableStream<HoldResponse>,
-    private readonly rpc: UnaryCalls,
+    protected readonly rpc: UnaryCalls,
     readonly name: string,
     acquired: HoldAcquired,
     private readonly sentAt: number,
@@ -107,13 +107,18 @@ export class Lease {
     this.state = 'released';
     clearTimeout(this.timer);
     try {
-      await this.rpc.release({ name: this.name, token: this.token, holdId: this.holdId });
+      await this.giveBack();
     } catch {
       // Lost meanwhile, or the server is unreachable: the cancel below frees the hold on a live
       // connection, and on a dead one the lease runs out.
     } finally {
       this.reset();
     }
+  }
+
+  /** Gives back what this stream holds (a set gives back every member). */
+  protected async giveBack(): Promise<void> {
+    await this.rpc.release({ name: this.name, token: this.token, holdId: this.holdId });
   }
 
   /** Replaces the value this grant publishes to watchers; rejects with NOT_FOUND once the grant is gone. */

@@ -42,7 +42,7 @@ export function int64Field(option: string, value: number | undefined): string {
   return String(value);
 }
 
-function lockFields(name: string, options: LockOptions) {
+export function lockFields(name: string, options: LockOptions) {
   return {
     name,
     owner: options.owner ?? '',

@@ -3,6 +3,8 @@ import { Metadata, type CallOptions, type ServiceError } from '@grpc/grpc-js';
 import type {
   AcquireRequest,
   AcquireResponse,
+  AcquireSetRequest,
+  AcquireSetResponse,
   CheckFencingTokenRequest,
   CheckFencingTokenResponse,
   InspectRequest,
@@ -10,6 +12,8 @@ import type {
   LockServiceClient,
   ReleaseRequest,
   ReleaseResponse,
+  ReleaseSetRequest,
+  ReleaseSetResponse,
   RenewRequest,
   RenewResponse,
   SetValueRequest,
@@ -38,6 +42,8 @@ export function unaryCalls(stub: LockServiceClient, timeoutMs: number) {
     inspect: unary<InspectRequest, InspectResponse>(stub, stub.inspect as never, timeoutMs),
     checkFencingToken: unary<CheckFencingTokenRequest, CheckFencingTokenResponse>(stub, stub.checkFencingToken as never, timeoutMs),
     setValue: unary<SetValueRequest, SetValueResponse>(stub, stub.setValue as never, timeoutMs),
+    acquireSet: unary<AcquireSetRequest, AcquireSetResponse>(stub, stub.acquireSet as never, timeoutMs),
+    releaseSet: unary<ReleaseSetRequest, ReleaseSetResponse>(stub, stub.releaseSet as never, timeoutMs),
   };
 }
 

@@ -34,7 +34,7 @@ export interface AbnormalHoldEnd {
   message: string;
 }
 
-const LOST_CODE: Record<EngineLostReason, LostReason> = {
+export const LOST_CODE: Record<EngineLostReason, LostReason> = {
   expired: LostReason.LOST_REASON_EXPIRED,
   taken: LostReason.LOST_REASON_TAKEN,
   backend_unavailable: LostReason.LOST_REASON_BACKEND_UNAVAILABLE,
@@ -53,7 +53,7 @@ export function holdHandler(engine: LockBackend, options: HoldOptions) {
 }
 
 /** The smaller of the request's cap and the server's; 0 is no cap. */
-function maxHoldOf(requested: number, server: number): number {
+export function maxHoldOf(requested: number, server: number): number {
   if (requested === 0) return server;
   return server === 0 ? requested : Math.min(requested, server);
 }
@@ -107,7 +107,7 @@ async function hold(engine: LockBackend, options: HoldOptions, call: HoldCall): 
           return;
         }
         options.onAbnormalEnd?.({ name: params.name, holdId: params.holdId, reason, message });
-        call.write({ lost: { reason: message, code: LOST_CODE[reason] } });
+        call.write({ lost: { reason: message, code: LOST_CODE[reason], name: '' } });
         const code = reason === 'server_shutdown' ? status.UNAVAILABLE : status.ABORTED;
         call.emit('error', serviceError(code, `lock "${params.name}": ${message}`));
       },

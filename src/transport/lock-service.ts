@@ -8,6 +8,7 @@ import { checkFencingToken, checkHoldId, checkName, checkToken, checkTtl, checkV
 import { grantFields, holderFields } from './responses';
 import { toServiceError } from './status';
 import { holdHandler, type HoldOptions } from './hold';
+import { acquireSetHandler, holdSetHandler, releaseSetHandler } from './lock-set';
 import { watchHandler } from './watch';
 
 export interface ServiceOptions extends HoldOptions {
@@ -86,5 +87,9 @@ export function lockService(engine: LockBackend, options: ServiceOptions): LockS
     hold: holdHandler(engine, options),
 
     watch: watchHandler(engine, logError),
+
+    acquireSet: acquireSetHandler(engine, options),
+    releaseSet: releaseSetHandler(engine, logError),
+    holdSet: holdSetHandler(engine, options),
   };
 }

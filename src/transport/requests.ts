@@ -1,6 +1,6 @@
 // Checks wire requests and turns them into engine parameters. Every message names the proto
 // field at fault. Nothing invalid reaches the engine or Redis.
-import { LockMode, type AcquireRequest, type HoldRequest } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LockMode, type AcquireRequest, type AcquireSetRequest, type HoldRequest, type HoldSetRequest } from '../../clients/ts/gen/holdfast/v1/lock';
 import { LockError } from '../engine/errors';
 import { Mode, type AcquireParams } from '../engine/types';
 
@@ -113,4 +113,24 @@ export function toAcquireParams(request: AcquireRequest | HoldRequest, defaultTt
 export function checkFencingToken(value: string): string {
   if (!/^\d+$/.test(value) || BigInt(value) === 0n) throw invalid('fencing_token is required');
   return BigInt(value).toString();
+}
+
+/** Members of one AcquireSet or HoldSet: each is a script and a round trip, taken one after another. */
+export const MAX_SET_NAMES = 64;
+
+/** A set request's names (checked, distinct) and the parameters every member is taken with. */
+export function toSetParams(request: AcquireSetRequest | HoldSetRequest, defaultTtlMs: number) {
+  if (request.names.length === 0) throw invalid('names is required: at least one lock name');
+  if (request.names.length > MAX_SET_NAMES) throw invalid(`names has ${request.names.length} entries; at most ${MAX_SET_NAMES} are allowed`);
+  const names = request.names.map((name, i) => {
+    try {
+      return checkName(name);
+    } catch (err) {
+      throw invalid(`names[${i}]: ${(err as Error).message}`);
+    }
+  });
+  const twice = names.find((name, i) => names.indexOf(name) !== i);
+  if (twice !== undefined) throw invalid(`names lists "${twice}" twice`);
+  const { name: _, holdId: __, ...params } = toAcquireParams({ ...request, name: names[0], limit: 0, requestId: '' } as AcquireRequest, defaultTtlMs);
+  return { names, params };
 }

@@ -29,6 +29,8 @@ export interface FieldShape {
   packable: boolean;
   /** A `string` field: its bytes must be valid UTF-8. */
   utf8: boolean;
+  /** A message field: its bytes are checked as this message. */
+  message?: MessageShape;
 }
 
 export interface MessageShape {
@@ -54,6 +56,7 @@ function wireTypeOf(type: Type): number {
     case Type.SFIXED32:
       return FIXED32;
     case Type.MESSAGE:
+      return LENGTH_DELIMITED;
     case Type.GROUP:
       return -1;
     default:
@@ -61,16 +64,24 @@ function wireTypeOf(type: Type): number {
   }
 }
 
-function shapeOf(typeName: string, message: DescriptorProto): MessageShape {
+/** `inside`: the messages this one is nested in, so that a message containing itself is refused, not walked forever. */
+function shapeOf(typeName: string, message: DescriptorProto, messages: Map<string, DescriptorProto>, inside: string[] = []): MessageShape {
   const fields: (FieldShape | undefined)[] = [];
   for (const field of message.field as FieldDescriptorProto[]) {
     const wireType = wireTypeOf(field.type);
-    if (wireType < 0) {
-      // Their strings would need a walk of their own; nothing asks for one yet, so refuse to start rather than skip them.
-      throw new Error(`${typeName}.${field.name} is a message field: src/transport/wire.ts does not check inside request submessages yet`);
-    }
+    if (wireType < 0) throw new Error(`${typeName}.${field.name} is a group: src/transport/wire.ts does not check groups`);
     const packable = field.label === Label.REPEATED && wireType !== LENGTH_DELIMITED;
-    fields[field.number] = { name: field.name, wireType, packable, utf8: field.type === Type.STRING };
+    const shape: FieldShape = { name: field.name, wireType, packable, utf8: field.type === Type.STRING };
+    if (field.type === Type.MESSAGE) {
+      // Descriptors from proto-loader may name it relative to the package: resolve it there.
+      const full = field.typeName.startsWith('.') ? field.typeName : `.${typeName.slice(0, typeName.lastIndexOf('.'))}.${field.typeName}`;
+      const nested = messages.get(full);
+      if (!nested || inside.includes(full)) {
+        throw new Error(`${typeName}.${field.name}: ${field.typeName} is not a top-level, non-recursive message of the contract`);
+      }
+      shape.message = shapeOf(full.slice(1), nested, messages, [...inside, `.${typeName}`]);
+    }
+    fields[field.number] = shape;
   }
   return { typeName, fields };
 }
@@ -89,7 +100,7 @@ export function readRequestShapes(protoFile: string, includeDirs: string[]): Map
       for (const method of service.method) {
         const message = messages.get(method.inputType);
         if (!message) throw new Error(`${service.name}.${method.name}: request type ${method.inputType} is not a top-level message of ${protoFile}`);
-        shapes.set(`/${file.package}.${service.name}/${method.name}`, shapeOf(method.inputType.slice(1), message));
+        shapes.set(`/${file.package}.${service.name}/${method.name}`, shapeOf(method.inputType.slice(1), message, messages));
       }
     }
   }
@@ -176,6 +187,11 @@ export function checkMessageBytes(bytes: Uint8Array, shape: MessageShape): WireP
         pos += varintValue;
         if (pos <= end && field?.utf8 && !isUtf8From(bytes, start, pos)) {
           return { kind: 'invalid_utf8', message: `${field.name} is not valid UTF-8` };
+        }
+        if (pos <= end && field?.message) {
+          const problem = checkMessageBytes(bytes.subarray(start, pos), field.message);
+          if (problem?.kind === 'invalid_utf8') return { kind: 'invalid_utf8', message: `${field.name}.${problem.message}` };
+          if (problem) return malformed(shape, `${field.name}: ${problem.message.slice(problem.message.indexOf(': ') + 2)}`);
         }
         break;
       }

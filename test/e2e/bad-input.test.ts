@@ -29,7 +29,7 @@ const RawLockService = makeGenericClientConstructor(
 
 function send(method: Method, body: Buffer): Promise<Outcome> {
   const fn = (raw as unknown as Record<Method, (...args: unknown[]) => unknown>)[method].bind(raw);
-  if (method !== 'hold' && method !== 'watch') {
+  if (method !== 'hold' && method !== 'watch' && method !== 'holdSet') {
     return new Promise((resolve) =>
       fn(body, (err: ServiceError | null, response: Buffer) => resolve(err ? { code: err.code, details: err.details } : { code: status.OK, details: '', response })),
     );
@@ -62,6 +62,9 @@ const REQUESTS: Record<Method, { type: string; fields: Record<string, [number, s
   checkFencingToken: { type: 'CheckFencingTokenRequest', fields: { name: [1, 'n'] }, more: varintField(2, 1) },
   setValue: { type: 'SetValueRequest', fields: { name: [1, 'n'], token: [2, TOKEN], value: [3, 'host:1'] } },
   watch: { type: 'WatchRequest', fields: { name: [1, 'n'] } },
+  acquireSet: { type: 'AcquireSetRequest', fields: { names: [1, 'n'], owner: [2, 'worker'], value: [6, 'host:1'] } },
+  releaseSet: { type: 'ReleaseSetRequest', fields: {}, more: bytesField(1, message(bytesField(1, 'n'), bytesField(2, TOKEN))) },
+  holdSet: { type: 'HoldSetRequest', fields: { names: [1, 'n'], owner: [2, 'worker'], value: [7, 'host:1'] } },
 };
 const METHODS = Object.keys(REQUESTS) as Method[];
 
@@ -75,6 +78,11 @@ function requestWith(method: Method, name: string, badField?: string, bad?: Buff
 }
 
 describe('string fields must be UTF-8', () => {
+  it('checks strings inside submessages too: ReleaseSet members.name', async () => {
+    const member = message(bytesField(1, NOT_UTF8['encoded surrogate']), bytesField(2, TOKEN));
+    expect(await send('releaseSet', bytesField(1, member))).toEqual({ code: status.INVALID_ARGUMENT, details: 'members.name is not valid UTF-8' });
+  });
+
   const cases = METHODS.flatMap((m) => Object.keys(REQUESTS[m].fields).map((f) => [m, f] as const));
 
   it.each(cases)('%s: invalid UTF-8 in %s is INVALID_ARGUMENT naming the field', async (method, field) => {

@@ -3,9 +3,11 @@
 import calculateSlot from 'cluster-key-slot';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HoldfastClient, NotAcquiredError } from '../../clients/ts';
 import { LockMode } from '../../clients/ts/gen/holdfast/v1/lock';
 import { lockKeys } from '../../src/engine/keys';
 import { connect, type TestClient } from '../support/client';
+import { collect } from '../support/collect';
 import { startTestCluster, type TestCluster } from '../support/cluster';
 import { uniqueName } from '../support/redis';
 import { startServerProcess, type ServerProcess } from '../support/server';
@@ -80,6 +82,51 @@ describe('on a Redis Cluster', () => {
       const sem = `${name}-sem`;
       const permits = await Promise.all([a, b, a].map((c) => c.acquire({ name: sem, limit: 2 })));
       expect(permits.filter((p) => p.acquired)).toHaveLength(2);
+    }
+  });
+
+  it('a watcher on one server sees grants and releases made through the other, for names on every node', async () => {
+    const sdkB = new HoldfastClient(replicas[1].addr);
+    const stop = new AbortController();
+    try {
+      for (const name of namesOnEveryNode(3)) {
+        const changes = collect(sdkB.watch(name, { signal: stop.signal }));
+        await changes.next((c) => c.event === 'state');
+        const grant = await a.acquire({ name, ttlMs: '30000', value: 'on-a' });
+        const granted = await changes.next((c) => c.event === 'granted');
+        expect(granted.holder).toMatchObject({ value: 'on-a', fencingToken: BigInt(grant.fencingToken) });
+        await a.release({ name, token: grant.token });
+        await changes.next((c) => c.event === 'released');
+      }
+    } finally {
+      stop.abort();
+      sdkB.close();
+    }
+  });
+
+  it('takes a set of names on different nodes all or nothing, one script per slot, and rolls back a partial grant', async () => {
+    const sdkA = new HoldfastClient(replicas[0].addr);
+    const sdkB = new HoldfastClient(replicas[1].addr);
+    try {
+      const names = namesOnEveryNode(3);
+      expect(new Set(names.map((n) => Math.floor(calculateSlot(lockKeys('hf', n).holders) / 5462))).size).toBe(3);
+      const rounds = 10;
+      const worker = async (client: HoldfastClient, order: string[]) => {
+        for (let i = 0; i < rounds; i++) await (await client.holdSet(order, { ttlMs: 5000, waitMs: 30_000 })).release();
+      };
+      await Promise.all([worker(sdkA, names), worker(sdkB, [...names].reverse())]);
+      const last = [...names].sort().at(-1)!;
+      const blocker = await sdkB.acquire(last, { ttlMs: 30_000 });
+      await expect(sdkA.acquireSet(names, { ttlMs: 10_000, waitMs: 200 })).rejects.toBeInstanceOf(NotAcquiredError);
+      const held = await Promise.all(names.map(async (n) => (await sdkA.inspect(n)).holders.length));
+      expect(held).toEqual(names.map((n) => (n === last ? 1 : 0)));
+      await blocker.release();
+      const set = await sdkA.acquireSet(names, { ttlMs: 10_000 });
+      expect(set.members).toHaveLength(3);
+      expect(await set.release()).toEqual([]);
+    } finally {
+      sdkA.close();
+      sdkB.close();
     }
   });
 

@@ -55,6 +55,21 @@ class LockServiceStub(object):
                 request_serializer=holdfast_dot_v1_dot_lock__pb2.WatchRequest.SerializeToString,
                 response_deserializer=holdfast_dot_v1_dot_lock__pb2.WatchResponse.FromString,
                 )
+        self.AcquireSet = channel.unary_unary(
+                '/holdfast.v1.LockService/AcquireSet',
+                request_serializer=holdfast_dot_v1_dot_lock__pb2.AcquireSetRequest.SerializeToString,
+                response_deserializer=holdfast_dot_v1_dot_lock__pb2.AcquireSetResponse.FromString,
+                )
+        self.ReleaseSet = channel.unary_unary(
+                '/holdfast.v1.LockService/ReleaseSet',
+                request_serializer=holdfast_dot_v1_dot_lock__pb2.ReleaseSetRequest.SerializeToString,
+                response_deserializer=holdfast_dot_v1_dot_lock__pb2.ReleaseSetResponse.FromString,
+                )
+        self.HoldSet = channel.unary_stream(
+                '/holdfast.v1.LockService/HoldSet',
+                request_serializer=holdfast_dot_v1_dot_lock__pb2.HoldSetRequest.SerializeToString,
+                response_deserializer=holdfast_dot_v1_dot_lock__pb2.HoldSetResponse.FromString,
+                )
 
 
 class LockServiceServicer(object):
@@ -122,6 +137,30 @@ class LockServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AcquireSet(self, request, context):
+        """Acquires several locks all or nothing: names are taken one at a time in one canonical order (by their UTF-8
+        bytes), so callers asking for overlapping sets in any order never deadlock. wait_timeout_ms covers the whole
+        set; a set not complete by then (or cancelled, or failed) gives back what it took and answers acquired=false.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReleaseSet(self, request, context):
+        """Releases every member of a set (one hold each); members whose token holds nothing are listed, not an error.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def HoldSet(self, request, context):
+        """Holds several locks all or nothing for as long as the stream stays open, as AcquireSet takes them and as Hold
+        keeps one. The set is lost as a whole when any member is lost: HoldLost.name says which.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LockServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -164,6 +203,21 @@ def add_LockServiceServicer_to_server(servicer, server):
                     servicer.Watch,
                     request_deserializer=holdfast_dot_v1_dot_lock__pb2.WatchRequest.FromString,
                     response_serializer=holdfast_dot_v1_dot_lock__pb2.WatchResponse.SerializeToString,
+            ),
+            'AcquireSet': grpc.unary_unary_rpc_method_handler(
+                    servicer.AcquireSet,
+                    request_deserializer=holdfast_dot_v1_dot_lock__pb2.AcquireSetRequest.FromString,
+                    response_serializer=holdfast_dot_v1_dot_lock__pb2.AcquireSetResponse.SerializeToString,
+            ),
+            'ReleaseSet': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleaseSet,
+                    request_deserializer=holdfast_dot_v1_dot_lock__pb2.ReleaseSetRequest.FromString,
+                    response_serializer=holdfast_dot_v1_dot_lock__pb2.ReleaseSetResponse.SerializeToString,
+            ),
+            'HoldSet': grpc.unary_stream_rpc_method_handler(
+                    servicer.HoldSet,
+                    request_deserializer=holdfast_dot_v1_dot_lock__pb2.HoldSetRequest.FromString,
+                    response_serializer=holdfast_dot_v1_dot_lock__pb2.HoldSetResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -309,5 +363,56 @@ class LockService(object):
         return grpc.experimental.unary_stream(request, target, '/holdfast.v1.LockService/Watch',
             holdfast_dot_v1_dot_lock__pb2.WatchRequest.SerializeToString,
             holdfast_dot_v1_dot_lock__pb2.WatchResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def AcquireSet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/holdfast.v1.LockService/AcquireSet',
+            holdfast_dot_v1_dot_lock__pb2.AcquireSetRequest.SerializeToString,
+            holdfast_dot_v1_dot_lock__pb2.AcquireSetResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ReleaseSet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/holdfast.v1.LockService/ReleaseSet',
+            holdfast_dot_v1_dot_lock__pb2.ReleaseSetRequest.SerializeToString,
+            holdfast_dot_v1_dot_lock__pb2.ReleaseSetResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def HoldSet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/holdfast.v1.LockService/HoldSet',
+            holdfast_dot_v1_dot_lock__pb2.HoldSetRequest.SerializeToString,
+            holdfast_dot_v1_dot_lock__pb2.HoldSetResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

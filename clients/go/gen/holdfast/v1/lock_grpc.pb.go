@@ -38,6 +38,15 @@ type LockServiceClient interface {
 	// lost, value changed), each with the state after it. A watcher that falls behind gets the latest state, not a
 	// backlog. Never shows a token.
 	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (LockService_WatchClient, error)
+	// Acquires several locks all or nothing: names are taken one at a time in one canonical order (by their UTF-8
+	// bytes), so callers asking for overlapping sets in any order never deadlock. wait_timeout_ms covers the whole
+	// set; a set not complete by then (or cancelled, or failed) gives back what it took and answers acquired=false.
+	AcquireSet(ctx context.Context, in *AcquireSetRequest, opts ...grpc.CallOption) (*AcquireSetResponse, error)
+	// Releases every member of a set (one hold each); members whose token holds nothing are listed, not an error.
+	ReleaseSet(ctx context.Context, in *ReleaseSetRequest, opts ...grpc.CallOption) (*ReleaseSetResponse, error)
+	// Holds several locks all or nothing for as long as the stream stays open, as AcquireSet takes them and as Hold
+	// keeps one. The set is lost as a whole when any member is lost: HoldLost.name says which.
+	HoldSet(ctx context.Context, in *HoldSetRequest, opts ...grpc.CallOption) (LockService_HoldSetClient, error)
 }
 
 type lockServiceClient struct {
@@ -166,6 +175,56 @@ func (x *lockServiceWatchClient) Recv() (*WatchResponse, error) {
 	return m, nil
 }
 
+func (c *lockServiceClient) AcquireSet(ctx context.Context, in *AcquireSetRequest, opts ...grpc.CallOption) (*AcquireSetResponse, error) {
+	out := new(AcquireSetResponse)
+	err := c.cc.Invoke(ctx, "/holdfast.v1.LockService/AcquireSet", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lockServiceClient) ReleaseSet(ctx context.Context, in *ReleaseSetRequest, opts ...grpc.CallOption) (*ReleaseSetResponse, error) {
+	out := new(ReleaseSetResponse)
+	err := c.cc.Invoke(ctx, "/holdfast.v1.LockService/ReleaseSet", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lockServiceClient) HoldSet(ctx context.Context, in *HoldSetRequest, opts ...grpc.CallOption) (LockService_HoldSetClient, error) {
+	stream, err := c.cc.NewStream(ctx, &_LockService_serviceDesc.Streams[2], "/holdfast.v1.LockService/HoldSet", opts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &lockServiceHoldSetClient{stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+type LockService_HoldSetClient interface {
+	Recv() (*HoldSetResponse, error)
+	grpc.ClientStream
+}
+
+type lockServiceHoldSetClient struct {
+	grpc.ClientStream
+}
+
+func (x *lockServiceHoldSetClient) Recv() (*HoldSetResponse, error) {
+	m := new(HoldSetResponse)
+	if err := x.ClientStream.RecvMsg(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // LockServiceServer is the server API for LockService service.
 // All implementations must embed UnimplementedLockServiceServer
 // for forward compatibility
@@ -191,6 +250,15 @@ type LockServiceServer interface {
 	// lost, value changed), each with the state after it. A watcher that falls behind gets the latest state, not a
 	// backlog. Never shows a token.
 	Watch(*WatchRequest, LockService_WatchServer) error
+	// Acquires several locks all or nothing: names are taken one at a time in one canonical order (by their UTF-8
+	// bytes), so callers asking for overlapping sets in any order never deadlock. wait_timeout_ms covers the whole
+	// set; a set not complete by then (or cancelled, or failed) gives back what it took and answers acquired=false.
+	AcquireSet(context.Context, *AcquireSetRequest) (*AcquireSetResponse, error)
+	// Releases every member of a set (one hold each); members whose token holds nothing are listed, not an error.
+	ReleaseSet(context.Context, *ReleaseSetRequest) (*ReleaseSetResponse, error)
+	// Holds several locks all or nothing for as long as the stream stays open, as AcquireSet takes them and as Hold
+	// keeps one. The set is lost as a whole when any member is lost: HoldLost.name says which.
+	HoldSet(*HoldSetRequest, LockService_HoldSetServer) error
 	mustEmbedUnimplementedLockServiceServer()
 }
 
@@ -221,6 +289,15 @@ func (UnimplementedLockServiceServer) SetValue(context.Context, *SetValueRequest
 }
 func (UnimplementedLockServiceServer) Watch(*WatchRequest, LockService_WatchServer) error {
 	return status.Errorf(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedLockServiceServer) AcquireSet(context.Context, *AcquireSetRequest) (*AcquireSetResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method AcquireSet not implemented")
+}
+func (UnimplementedLockServiceServer) ReleaseSet(context.Context, *ReleaseSetRequest) (*ReleaseSetResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ReleaseSet not implemented")
+}
+func (UnimplementedLockServiceServer) HoldSet(*HoldSetRequest, LockService_HoldSetServer) error {
+	return status.Errorf(codes.Unimplemented, "method HoldSet not implemented")
 }
 func (UnimplementedLockServiceServer) mustEmbedUnimplementedLockServiceServer() {}
 
@@ -385,6 +462,63 @@ func (x *lockServiceWatchServer) Send(m *WatchResponse) error {
 	return x.ServerStream.SendMsg(m)
 }
 
+func _LockService_AcquireSet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AcquireSetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LockServiceServer).AcquireSet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/holdfast.v1.LockService/AcquireSet",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LockServiceServer).AcquireSet(ctx, req.(*AcquireSetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LockService_ReleaseSet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReleaseSetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LockServiceServer).ReleaseSet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/holdfast.v1.LockService/ReleaseSet",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LockServiceServer).ReleaseSet(ctx, req.(*ReleaseSetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LockService_HoldSet_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(HoldSetRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(LockServiceServer).HoldSet(m, &lockServiceHoldSetServer{stream})
+}
+
+type LockService_HoldSetServer interface {
+	Send(*HoldSetResponse) error
+	grpc.ServerStream
+}
+
+type lockServiceHoldSetServer struct {
+	grpc.ServerStream
+}
+
+func (x *lockServiceHoldSetServer) Send(m *HoldSetResponse) error {
+	return x.ServerStream.SendMsg(m)
+}
+
 var _LockService_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "holdfast.v1.LockService",
 	HandlerType: (*LockServiceServer)(nil),
@@ -413,6 +547,14 @@ var _LockService_serviceDesc = grpc.ServiceDesc{
 			MethodName: "SetValue",
 			Handler:    _LockService_SetValue_Handler,
 		},
+		{
+			MethodName: "AcquireSet",
+			Handler:    _LockService_AcquireSet_Handler,
+		},
+		{
+			MethodName: "ReleaseSet",
+			Handler:    _LockService_ReleaseSet_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -423,6 +565,11 @@ var _LockService_serviceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Watch",
 			Handler:       _LockService_Watch_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "HoldSet",
+			Handler:       _LockService_HoldSet_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -11010,6 +11010,26 @@ public final class Lock {
      * @return The code.
      */
     holdfast.v1.Lock.LostReason getCode();
+
+    /**
+     * <pre>
+     * HoldSet only: the member whose loss ended the set.
+     * </pre>
+     *
+     * <code>string name = 3 [json_name = "name"];</code>
+     * @return The name.
+     */
+    java.lang.String getName();
+    /**
+     * <pre>
+     * HoldSet only: the member whose loss ended the set.
+     * </pre>
+     *
+     * <code>string name = 3 [json_name = "name"];</code>
+     * @return The bytes for name.
+     */
+    com.google.protobuf.ByteString
+        getNameBytes();
   }
   /**
    * <pre>
@@ -11030,6 +11050,7 @@ public final class Lock {
     private HoldLost() {
       reason_ = "";
       code_ = 0;
+      name_ = "";
     }
 
     @java.lang.Override
@@ -11130,6 +11151,53 @@ public final class Lock {
       return result == null ? holdfast.v1.Lock.LostReason.UNRECOGNIZED : result;
     }
 
+    public static final int NAME_FIELD_NUMBER = 3;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object name_ = "";
+    /**
+     * <pre>
+     * HoldSet only: the member whose loss ended the set.
+     * </pre>
+     *
+     * <code>string name = 3 [json_name = "name"];</code>
+     * @return The name.
+     */
+    @java.lang.Override
+    public java.lang.String getName() {
+      java.lang.Object ref = name_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        name_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * HoldSet only: the member whose loss ended the set.
+     * </pre>
+     *
+     * <code>string name = 3 [json_name = "name"];</code>
+     * @return The bytes for name.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getNameBytes() {
+      java.lang.Object ref = name_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        name_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -11150,6 +11218,9 @@ public final class Lock {
       if (code_ != holdfast.v1.Lock.LostReason.LOST_REASON_UNSPECIFIED.getNumber()) {
         output.writeEnum(2, code_);
       }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(name_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 3, name_);
+      }
       getUnknownFields().writeTo(output);
     }
 
@@ -11165,6 +11236,9 @@ public final class Lock {
       if (code_ != holdfast.v1.Lock.LostReason.LOST_REASON_UNSPECIFIED.getNumber()) {
         size += com.google.protobuf.CodedOutputStream
           .computeEnumSize(2, code_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(name_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(3, name_);
       }
       size += getUnknownFields().getSerializedSize();
       memoizedSize = size;
@@ -11184,6 +11258,8 @@ public final class Lock {
       if (!getReason()
           .equals(other.getReason())) return false;
       if (code_ != other.code_) return false;
+      if (!getName()
+          .equals(other.getName())) return false;
       if (!getUnknownFields().equals(other.getUnknownFields())) return false;
       return true;
     }
@@ -11199,6 +11275,8 @@ public final class Lock {
       hash = (53 * hash) + getReason().hashCode();
       hash = (37 * hash) + CODE_FIELD_NUMBER;
       hash = (53 * hash) + code_;
+      hash = (37 * hash) + NAME_FIELD_NUMBER;
+      hash = (53 * hash) + getName().hashCode();
       hash = (29 * hash) + getUnknownFields().hashCode();
       memoizedHashCode = hash;
       return hash;
@@ -11334,6 +11412,7 @@ public final class Lock {
         bitField0_ = 0;
         reason_ = "";
         code_ = 0;
+        name_ = "";
         return this;
       }
 
@@ -11372,6 +11451,9 @@ public final class Lock {
         }
         if (((from_bitField0_ & 0x00000002) != 0)) {
           result.code_ = code_;
+        }
+        if (((from_bitField0_ & 0x00000004) != 0)) {
+          result.name_ = name_;
         }
       }
 
@@ -11427,6 +11509,11 @@ public final class Lock {
         if (other.code_ != 0) {
           setCodeValue(other.getCodeValue());
         }
+        if (!other.getName().isEmpty()) {
+          name_ = other.name_;
+          bitField0_ |= 0x00000004;
+          onChanged();
+        }
         this.mergeUnknownFields(other.getUnknownFields());
         onChanged();
         return this;
@@ -11463,6 +11550,11 @@ public final class Lock {
                 bitField0_ |= 0x00000002;
                 break;
               } // case 16
+              case 26: {
+                name_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000004;
+                break;
+              } // case 26
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -11641,6 +11733,98 @@ public final class Lock {
       public Builder clearCode() {
         bitField0_ = (bitField0_ & ~0x00000002);
         code_ = 0;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object name_ = "";
+      /**
+       * <pre>
+       * HoldSet only: the member whose loss ended the set.
+       * </pre>
+       *
+       * <code>string name = 3 [json_name = "name"];</code>
+       * @return The name.
+       */
+      public java.lang.String getName() {
+        java.lang.Object ref = name_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          name_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * HoldSet only: the member whose loss ended the set.
+       * </pre>
+       *
+       * <code>string name = 3 [json_name = "name"];</code>
+       * @return The bytes for name.
+       */
+      public com.google.protobuf.ByteString
+          getNameBytes() {
+        java.lang.Object ref = name_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          name_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * HoldSet only: the member whose loss ended the set.
+       * </pre>
+       *
+       * <code>string name = 3 [json_name = "name"];</code>
+       * @param value The name to set.
+       * @return This builder for chaining.
+       */
+      public Builder setName(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        name_ = value;
+        bitField0_ |= 0x00000004;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * HoldSet only: the member whose loss ended the set.
+       * </pre>
+       *
+       * <code>string name = 3 [json_name = "name"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearName() {
+        name_ = getDefaultInstance().getName();
+        bitField0_ = (bitField0_ & ~0x00000004);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * HoldSet only: the member whose loss ended the set.
+       * </pre>
+       *
+       * <code>string name = 3 [json_name = "name"];</code>
+       * @param value The bytes for name to set.
+       * @return This builder for chaining.
+       */
+      public Builder setNameBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        name_ = value;
+        bitField0_ |= 0x00000004;
         onChanged();
         return this;
       }
@@ -20401,6 +20585,9147 @@ public final class Lock {
 
   }
 
+  public interface AcquireSetRequestOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.AcquireSetRequest)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+     * </pre>
+     *
+     * <code>repeated string names = 1 [json_name = "names"];</code>
+     * @return A list containing the names.
+     */
+    java.util.List<java.lang.String>
+        getNamesList();
+    /**
+     * <pre>
+     * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+     * </pre>
+     *
+     * <code>repeated string names = 1 [json_name = "names"];</code>
+     * @return The count of names.
+     */
+    int getNamesCount();
+    /**
+     * <pre>
+     * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+     * </pre>
+     *
+     * <code>repeated string names = 1 [json_name = "names"];</code>
+     * @param index The index of the element to return.
+     * @return The names at the given index.
+     */
+    java.lang.String getNames(int index);
+    /**
+     * <pre>
+     * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+     * </pre>
+     *
+     * <code>repeated string names = 1 [json_name = "names"];</code>
+     * @param index The index of the value to return.
+     * @return The bytes of the names at the given index.
+     */
+    com.google.protobuf.ByteString
+        getNamesBytes(int index);
+
+    /**
+     * <pre>
+     * Who asks; a non-empty owner re-enters locks it already holds.
+     * </pre>
+     *
+     * <code>string owner = 2 [json_name = "owner"];</code>
+     * @return The owner.
+     */
+    java.lang.String getOwner();
+    /**
+     * <pre>
+     * Who asks; a non-empty owner re-enters locks it already holds.
+     * </pre>
+     *
+     * <code>string owner = 2 [json_name = "owner"];</code>
+     * @return The bytes for owner.
+     */
+    com.google.protobuf.ByteString
+        getOwnerBytes();
+
+    /**
+     * <pre>
+     * Lease length of every member in milliseconds; 0 means the server default.
+     * </pre>
+     *
+     * <code>int64 ttl_ms = 3 [json_name = "ttlMs"];</code>
+     * @return The ttlMs.
+     */
+    long getTtlMs();
+
+    /**
+     * <pre>
+     * How long to wait for the whole set, 0 .. 86 400 000 ms; 0 means try each member once.
+     * </pre>
+     *
+     * <code>int64 wait_timeout_ms = 4 [json_name = "waitTimeoutMs"];</code>
+     * @return The waitTimeoutMs.
+     */
+    long getWaitTimeoutMs();
+
+    /**
+     * <pre>
+     * Exclusive or shared, for every member.
+     * </pre>
+     *
+     * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+     * @return The enum numeric value on the wire for mode.
+     */
+    int getModeValue();
+    /**
+     * <pre>
+     * Exclusive or shared, for every member.
+     * </pre>
+     *
+     * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+     * @return The mode.
+     */
+    holdfast.v1.Lock.LockMode getMode();
+
+    /**
+     * <pre>
+     * A value every member publishes to watchers, as AcquireRequest.value.
+     * </pre>
+     *
+     * <code>string value = 6 [json_name = "value"];</code>
+     * @return The value.
+     */
+    java.lang.String getValue();
+    /**
+     * <pre>
+     * A value every member publishes to watchers, as AcquireRequest.value.
+     * </pre>
+     *
+     * <code>string value = 6 [json_name = "value"];</code>
+     * @return The bytes for value.
+     */
+    com.google.protobuf.ByteString
+        getValueBytes();
+  }
+  /**
+   * <pre>
+   * AcquireSetRequest asks for several locks at once.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.AcquireSetRequest}
+   */
+  public static final class AcquireSetRequest extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.AcquireSetRequest)
+      AcquireSetRequestOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use AcquireSetRequest.newBuilder() to construct.
+    private AcquireSetRequest(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private AcquireSetRequest() {
+      names_ = com.google.protobuf.LazyStringArrayList.EMPTY;
+      owner_ = "";
+      mode_ = 0;
+      value_ = "";
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new AcquireSetRequest();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_AcquireSetRequest_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_AcquireSetRequest_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.AcquireSetRequest.class, holdfast.v1.Lock.AcquireSetRequest.Builder.class);
+    }
+
+    public static final int NAMES_FIELD_NUMBER = 1;
+    @SuppressWarnings("serial")
+    private com.google.protobuf.LazyStringList names_;
+    /**
+     * <pre>
+     * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+     * </pre>
+     *
+     * <code>repeated string names = 1 [json_name = "names"];</code>
+     * @return A list containing the names.
+     */
+    public com.google.protobuf.ProtocolStringList
+        getNamesList() {
+      return names_;
+    }
+    /**
+     * <pre>
+     * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+     * </pre>
+     *
+     * <code>repeated string names = 1 [json_name = "names"];</code>
+     * @return The count of names.
+     */
+    public int getNamesCount() {
+      return names_.size();
+    }
+    /**
+     * <pre>
+     * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+     * </pre>
+     *
+     * <code>repeated string names = 1 [json_name = "names"];</code>
+     * @param index The index of the element to return.
+     * @return The names at the given index.
+     */
+    public java.lang.String getNames(int index) {
+      return names_.get(index);
+    }
+    /**
+     * <pre>
+     * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+     * </pre>
+     *
+     * <code>repeated string names = 1 [json_name = "names"];</code>
+     * @param index The index of the value to return.
+     * @return The bytes of the names at the given index.
+     */
+    public com.google.protobuf.ByteString
+        getNamesBytes(int index) {
+      return names_.getByteString(index);
+    }
+
+    public static final int OWNER_FIELD_NUMBER = 2;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object owner_ = "";
+    /**
+     * <pre>
+     * Who asks; a non-empty owner re-enters locks it already holds.
+     * </pre>
+     *
+     * <code>string owner = 2 [json_name = "owner"];</code>
+     * @return The owner.
+     */
+    @java.lang.Override
+    public java.lang.String getOwner() {
+      java.lang.Object ref = owner_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        owner_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * Who asks; a non-empty owner re-enters locks it already holds.
+     * </pre>
+     *
+     * <code>string owner = 2 [json_name = "owner"];</code>
+     * @return The bytes for owner.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getOwnerBytes() {
+      java.lang.Object ref = owner_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        owner_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int TTL_MS_FIELD_NUMBER = 3;
+    private long ttlMs_ = 0L;
+    /**
+     * <pre>
+     * Lease length of every member in milliseconds; 0 means the server default.
+     * </pre>
+     *
+     * <code>int64 ttl_ms = 3 [json_name = "ttlMs"];</code>
+     * @return The ttlMs.
+     */
+    @java.lang.Override
+    public long getTtlMs() {
+      return ttlMs_;
+    }
+
+    public static final int WAIT_TIMEOUT_MS_FIELD_NUMBER = 4;
+    private long waitTimeoutMs_ = 0L;
+    /**
+     * <pre>
+     * How long to wait for the whole set, 0 .. 86 400 000 ms; 0 means try each member once.
+     * </pre>
+     *
+     * <code>int64 wait_timeout_ms = 4 [json_name = "waitTimeoutMs"];</code>
+     * @return The waitTimeoutMs.
+     */
+    @java.lang.Override
+    public long getWaitTimeoutMs() {
+      return waitTimeoutMs_;
+    }
+
+    public static final int MODE_FIELD_NUMBER = 5;
+    private int mode_ = 0;
+    /**
+     * <pre>
+     * Exclusive or shared, for every member.
+     * </pre>
+     *
+     * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+     * @return The enum numeric value on the wire for mode.
+     */
+    @java.lang.Override public int getModeValue() {
+      return mode_;
+    }
+    /**
+     * <pre>
+     * Exclusive or shared, for every member.
+     * </pre>
+     *
+     * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+     * @return The mode.
+     */
+    @java.lang.Override public holdfast.v1.Lock.LockMode getMode() {
+      holdfast.v1.Lock.LockMode result = holdfast.v1.Lock.LockMode.forNumber(mode_);
+      return result == null ? holdfast.v1.Lock.LockMode.UNRECOGNIZED : result;
+    }
+
+    public static final int VALUE_FIELD_NUMBER = 6;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object value_ = "";
+    /**
+     * <pre>
+     * A value every member publishes to watchers, as AcquireRequest.value.
+     * </pre>
+     *
+     * <code>string value = 6 [json_name = "value"];</code>
+     * @return The value.
+     */
+    @java.lang.Override
+    public java.lang.String getValue() {
+      java.lang.Object ref = value_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        value_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * A value every member publishes to watchers, as AcquireRequest.value.
+     * </pre>
+     *
+     * <code>string value = 6 [json_name = "value"];</code>
+     * @return The bytes for value.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getValueBytes() {
+      java.lang.Object ref = value_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        value_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      for (int i = 0; i < names_.size(); i++) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 1, names_.getRaw(i));
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(owner_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 2, owner_);
+      }
+      if (ttlMs_ != 0L) {
+        output.writeInt64(3, ttlMs_);
+      }
+      if (waitTimeoutMs_ != 0L) {
+        output.writeInt64(4, waitTimeoutMs_);
+      }
+      if (mode_ != holdfast.v1.Lock.LockMode.LOCK_MODE_UNSPECIFIED.getNumber()) {
+        output.writeEnum(5, mode_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(value_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 6, value_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      {
+        int dataSize = 0;
+        for (int i = 0; i < names_.size(); i++) {
+          dataSize += computeStringSizeNoTag(names_.getRaw(i));
+        }
+        size += dataSize;
+        size += 1 * getNamesList().size();
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(owner_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(2, owner_);
+      }
+      if (ttlMs_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeInt64Size(3, ttlMs_);
+      }
+      if (waitTimeoutMs_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeInt64Size(4, waitTimeoutMs_);
+      }
+      if (mode_ != holdfast.v1.Lock.LockMode.LOCK_MODE_UNSPECIFIED.getNumber()) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeEnumSize(5, mode_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(value_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(6, value_);
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.AcquireSetRequest)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.AcquireSetRequest other = (holdfast.v1.Lock.AcquireSetRequest) obj;
+
+      if (!getNamesList()
+          .equals(other.getNamesList())) return false;
+      if (!getOwner()
+          .equals(other.getOwner())) return false;
+      if (getTtlMs()
+          != other.getTtlMs()) return false;
+      if (getWaitTimeoutMs()
+          != other.getWaitTimeoutMs()) return false;
+      if (mode_ != other.mode_) return false;
+      if (!getValue()
+          .equals(other.getValue())) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      if (getNamesCount() > 0) {
+        hash = (37 * hash) + NAMES_FIELD_NUMBER;
+        hash = (53 * hash) + getNamesList().hashCode();
+      }
+      hash = (37 * hash) + OWNER_FIELD_NUMBER;
+      hash = (53 * hash) + getOwner().hashCode();
+      hash = (37 * hash) + TTL_MS_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getTtlMs());
+      hash = (37 * hash) + WAIT_TIMEOUT_MS_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getWaitTimeoutMs());
+      hash = (37 * hash) + MODE_FIELD_NUMBER;
+      hash = (53 * hash) + mode_;
+      hash = (37 * hash) + VALUE_FIELD_NUMBER;
+      hash = (53 * hash) + getValue().hashCode();
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.AcquireSetRequest parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.AcquireSetRequest parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.AcquireSetRequest parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.AcquireSetRequest parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.AcquireSetRequest parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.AcquireSetRequest parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.AcquireSetRequest parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.AcquireSetRequest parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.AcquireSetRequest parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.AcquireSetRequest parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.AcquireSetRequest parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.AcquireSetRequest parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.AcquireSetRequest prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * AcquireSetRequest asks for several locks at once.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.AcquireSetRequest}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.AcquireSetRequest)
+        holdfast.v1.Lock.AcquireSetRequestOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_AcquireSetRequest_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_AcquireSetRequest_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.AcquireSetRequest.class, holdfast.v1.Lock.AcquireSetRequest.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.AcquireSetRequest.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        names_ = com.google.protobuf.LazyStringArrayList.EMPTY;
+        bitField0_ = (bitField0_ & ~0x00000001);
+        owner_ = "";
+        ttlMs_ = 0L;
+        waitTimeoutMs_ = 0L;
+        mode_ = 0;
+        value_ = "";
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_AcquireSetRequest_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.AcquireSetRequest getDefaultInstanceForType() {
+        return holdfast.v1.Lock.AcquireSetRequest.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.AcquireSetRequest build() {
+        holdfast.v1.Lock.AcquireSetRequest result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.AcquireSetRequest buildPartial() {
+        holdfast.v1.Lock.AcquireSetRequest result = new holdfast.v1.Lock.AcquireSetRequest(this);
+        buildPartialRepeatedFields(result);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartialRepeatedFields(holdfast.v1.Lock.AcquireSetRequest result) {
+        if (((bitField0_ & 0x00000001) != 0)) {
+          names_ = names_.getUnmodifiableView();
+          bitField0_ = (bitField0_ & ~0x00000001);
+        }
+        result.names_ = names_;
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.AcquireSetRequest result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000002) != 0)) {
+          result.owner_ = owner_;
+        }
+        if (((from_bitField0_ & 0x00000004) != 0)) {
+          result.ttlMs_ = ttlMs_;
+        }
+        if (((from_bitField0_ & 0x00000008) != 0)) {
+          result.waitTimeoutMs_ = waitTimeoutMs_;
+        }
+        if (((from_bitField0_ & 0x00000010) != 0)) {
+          result.mode_ = mode_;
+        }
+        if (((from_bitField0_ & 0x00000020) != 0)) {
+          result.value_ = value_;
+        }
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.AcquireSetRequest) {
+          return mergeFrom((holdfast.v1.Lock.AcquireSetRequest)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.AcquireSetRequest other) {
+        if (other == holdfast.v1.Lock.AcquireSetRequest.getDefaultInstance()) return this;
+        if (!other.names_.isEmpty()) {
+          if (names_.isEmpty()) {
+            names_ = other.names_;
+            bitField0_ = (bitField0_ & ~0x00000001);
+          } else {
+            ensureNamesIsMutable();
+            names_.addAll(other.names_);
+          }
+          onChanged();
+        }
+        if (!other.getOwner().isEmpty()) {
+          owner_ = other.owner_;
+          bitField0_ |= 0x00000002;
+          onChanged();
+        }
+        if (other.getTtlMs() != 0L) {
+          setTtlMs(other.getTtlMs());
+        }
+        if (other.getWaitTimeoutMs() != 0L) {
+          setWaitTimeoutMs(other.getWaitTimeoutMs());
+        }
+        if (other.mode_ != 0) {
+          setModeValue(other.getModeValue());
+        }
+        if (!other.getValue().isEmpty()) {
+          value_ = other.value_;
+          bitField0_ |= 0x00000020;
+          onChanged();
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 10: {
+                java.lang.String s = input.readStringRequireUtf8();
+                ensureNamesIsMutable();
+                names_.add(s);
+                break;
+              } // case 10
+              case 18: {
+                owner_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000002;
+                break;
+              } // case 18
+              case 24: {
+                ttlMs_ = input.readInt64();
+                bitField0_ |= 0x00000004;
+                break;
+              } // case 24
+              case 32: {
+                waitTimeoutMs_ = input.readInt64();
+                bitField0_ |= 0x00000008;
+                break;
+              } // case 32
+              case 40: {
+                mode_ = input.readEnum();
+                bitField0_ |= 0x00000010;
+                break;
+              } // case 40
+              case 50: {
+                value_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000020;
+                break;
+              } // case 50
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private com.google.protobuf.LazyStringList names_ = com.google.protobuf.LazyStringArrayList.EMPTY;
+      private void ensureNamesIsMutable() {
+        if (!((bitField0_ & 0x00000001) != 0)) {
+          names_ = new com.google.protobuf.LazyStringArrayList(names_);
+          bitField0_ |= 0x00000001;
+         }
+      }
+      /**
+       * <pre>
+       * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @return A list containing the names.
+       */
+      public com.google.protobuf.ProtocolStringList
+          getNamesList() {
+        return names_.getUnmodifiableView();
+      }
+      /**
+       * <pre>
+       * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @return The count of names.
+       */
+      public int getNamesCount() {
+        return names_.size();
+      }
+      /**
+       * <pre>
+       * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @param index The index of the element to return.
+       * @return The names at the given index.
+       */
+      public java.lang.String getNames(int index) {
+        return names_.get(index);
+      }
+      /**
+       * <pre>
+       * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @param index The index of the value to return.
+       * @return The bytes of the names at the given index.
+       */
+      public com.google.protobuf.ByteString
+          getNamesBytes(int index) {
+        return names_.getByteString(index);
+      }
+      /**
+       * <pre>
+       * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @param index The index to set the value at.
+       * @param value The names to set.
+       * @return This builder for chaining.
+       */
+      public Builder setNames(
+          int index, java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        ensureNamesIsMutable();
+        names_.set(index, value);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @param value The names to add.
+       * @return This builder for chaining.
+       */
+      public Builder addNames(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        ensureNamesIsMutable();
+        names_.add(value);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @param values The names to add.
+       * @return This builder for chaining.
+       */
+      public Builder addAllNames(
+          java.lang.Iterable<java.lang.String> values) {
+        ensureNamesIsMutable();
+        com.google.protobuf.AbstractMessageLite.Builder.addAll(
+            values, names_);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearNames() {
+        names_ = com.google.protobuf.LazyStringArrayList.EMPTY;
+        bitField0_ = (bitField0_ & ~0x00000001);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order).
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @param value The bytes of the names to add.
+       * @return This builder for chaining.
+       */
+      public Builder addNamesBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        ensureNamesIsMutable();
+        names_.add(value);
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object owner_ = "";
+      /**
+       * <pre>
+       * Who asks; a non-empty owner re-enters locks it already holds.
+       * </pre>
+       *
+       * <code>string owner = 2 [json_name = "owner"];</code>
+       * @return The owner.
+       */
+      public java.lang.String getOwner() {
+        java.lang.Object ref = owner_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          owner_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * Who asks; a non-empty owner re-enters locks it already holds.
+       * </pre>
+       *
+       * <code>string owner = 2 [json_name = "owner"];</code>
+       * @return The bytes for owner.
+       */
+      public com.google.protobuf.ByteString
+          getOwnerBytes() {
+        java.lang.Object ref = owner_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          owner_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * Who asks; a non-empty owner re-enters locks it already holds.
+       * </pre>
+       *
+       * <code>string owner = 2 [json_name = "owner"];</code>
+       * @param value The owner to set.
+       * @return This builder for chaining.
+       */
+      public Builder setOwner(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        owner_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Who asks; a non-empty owner re-enters locks it already holds.
+       * </pre>
+       *
+       * <code>string owner = 2 [json_name = "owner"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearOwner() {
+        owner_ = getDefaultInstance().getOwner();
+        bitField0_ = (bitField0_ & ~0x00000002);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Who asks; a non-empty owner re-enters locks it already holds.
+       * </pre>
+       *
+       * <code>string owner = 2 [json_name = "owner"];</code>
+       * @param value The bytes for owner to set.
+       * @return This builder for chaining.
+       */
+      public Builder setOwnerBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        owner_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+
+      private long ttlMs_ ;
+      /**
+       * <pre>
+       * Lease length of every member in milliseconds; 0 means the server default.
+       * </pre>
+       *
+       * <code>int64 ttl_ms = 3 [json_name = "ttlMs"];</code>
+       * @return The ttlMs.
+       */
+      @java.lang.Override
+      public long getTtlMs() {
+        return ttlMs_;
+      }
+      /**
+       * <pre>
+       * Lease length of every member in milliseconds; 0 means the server default.
+       * </pre>
+       *
+       * <code>int64 ttl_ms = 3 [json_name = "ttlMs"];</code>
+       * @param value The ttlMs to set.
+       * @return This builder for chaining.
+       */
+      public Builder setTtlMs(long value) {
+        
+        ttlMs_ = value;
+        bitField0_ |= 0x00000004;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Lease length of every member in milliseconds; 0 means the server default.
+       * </pre>
+       *
+       * <code>int64 ttl_ms = 3 [json_name = "ttlMs"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearTtlMs() {
+        bitField0_ = (bitField0_ & ~0x00000004);
+        ttlMs_ = 0L;
+        onChanged();
+        return this;
+      }
+
+      private long waitTimeoutMs_ ;
+      /**
+       * <pre>
+       * How long to wait for the whole set, 0 .. 86 400 000 ms; 0 means try each member once.
+       * </pre>
+       *
+       * <code>int64 wait_timeout_ms = 4 [json_name = "waitTimeoutMs"];</code>
+       * @return The waitTimeoutMs.
+       */
+      @java.lang.Override
+      public long getWaitTimeoutMs() {
+        return waitTimeoutMs_;
+      }
+      /**
+       * <pre>
+       * How long to wait for the whole set, 0 .. 86 400 000 ms; 0 means try each member once.
+       * </pre>
+       *
+       * <code>int64 wait_timeout_ms = 4 [json_name = "waitTimeoutMs"];</code>
+       * @param value The waitTimeoutMs to set.
+       * @return This builder for chaining.
+       */
+      public Builder setWaitTimeoutMs(long value) {
+        
+        waitTimeoutMs_ = value;
+        bitField0_ |= 0x00000008;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * How long to wait for the whole set, 0 .. 86 400 000 ms; 0 means try each member once.
+       * </pre>
+       *
+       * <code>int64 wait_timeout_ms = 4 [json_name = "waitTimeoutMs"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearWaitTimeoutMs() {
+        bitField0_ = (bitField0_ & ~0x00000008);
+        waitTimeoutMs_ = 0L;
+        onChanged();
+        return this;
+      }
+
+      private int mode_ = 0;
+      /**
+       * <pre>
+       * Exclusive or shared, for every member.
+       * </pre>
+       *
+       * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+       * @return The enum numeric value on the wire for mode.
+       */
+      @java.lang.Override public int getModeValue() {
+        return mode_;
+      }
+      /**
+       * <pre>
+       * Exclusive or shared, for every member.
+       * </pre>
+       *
+       * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+       * @param value The enum numeric value on the wire for mode to set.
+       * @return This builder for chaining.
+       */
+      public Builder setModeValue(int value) {
+        mode_ = value;
+        bitField0_ |= 0x00000010;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Exclusive or shared, for every member.
+       * </pre>
+       *
+       * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+       * @return The mode.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.LockMode getMode() {
+        holdfast.v1.Lock.LockMode result = holdfast.v1.Lock.LockMode.forNumber(mode_);
+        return result == null ? holdfast.v1.Lock.LockMode.UNRECOGNIZED : result;
+      }
+      /**
+       * <pre>
+       * Exclusive or shared, for every member.
+       * </pre>
+       *
+       * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+       * @param value The mode to set.
+       * @return This builder for chaining.
+       */
+      public Builder setMode(holdfast.v1.Lock.LockMode value) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        bitField0_ |= 0x00000010;
+        mode_ = value.getNumber();
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Exclusive or shared, for every member.
+       * </pre>
+       *
+       * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearMode() {
+        bitField0_ = (bitField0_ & ~0x00000010);
+        mode_ = 0;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object value_ = "";
+      /**
+       * <pre>
+       * A value every member publishes to watchers, as AcquireRequest.value.
+       * </pre>
+       *
+       * <code>string value = 6 [json_name = "value"];</code>
+       * @return The value.
+       */
+      public java.lang.String getValue() {
+        java.lang.Object ref = value_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          value_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * A value every member publishes to watchers, as AcquireRequest.value.
+       * </pre>
+       *
+       * <code>string value = 6 [json_name = "value"];</code>
+       * @return The bytes for value.
+       */
+      public com.google.protobuf.ByteString
+          getValueBytes() {
+        java.lang.Object ref = value_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          value_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * A value every member publishes to watchers, as AcquireRequest.value.
+       * </pre>
+       *
+       * <code>string value = 6 [json_name = "value"];</code>
+       * @param value The value to set.
+       * @return This builder for chaining.
+       */
+      public Builder setValue(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        value_ = value;
+        bitField0_ |= 0x00000020;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * A value every member publishes to watchers, as AcquireRequest.value.
+       * </pre>
+       *
+       * <code>string value = 6 [json_name = "value"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearValue() {
+        value_ = getDefaultInstance().getValue();
+        bitField0_ = (bitField0_ & ~0x00000020);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * A value every member publishes to watchers, as AcquireRequest.value.
+       * </pre>
+       *
+       * <code>string value = 6 [json_name = "value"];</code>
+       * @param value The bytes for value to set.
+       * @return This builder for chaining.
+       */
+      public Builder setValueBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        value_ = value;
+        bitField0_ |= 0x00000020;
+        onChanged();
+        return this;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.AcquireSetRequest)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.AcquireSetRequest)
+    private static final holdfast.v1.Lock.AcquireSetRequest DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.AcquireSetRequest();
+    }
+
+    public static holdfast.v1.Lock.AcquireSetRequest getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<AcquireSetRequest>
+        PARSER = new com.google.protobuf.AbstractParser<AcquireSetRequest>() {
+      @java.lang.Override
+      public AcquireSetRequest parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<AcquireSetRequest> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<AcquireSetRequest> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.AcquireSetRequest getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface SetMemberOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.SetMember)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * The lock's name.
+     * </pre>
+     *
+     * <code>string name = 1 [json_name = "name"];</code>
+     * @return The name.
+     */
+    java.lang.String getName();
+    /**
+     * <pre>
+     * The lock's name.
+     * </pre>
+     *
+     * <code>string name = 1 [json_name = "name"];</code>
+     * @return The bytes for name.
+     */
+    com.google.protobuf.ByteString
+        getNameBytes();
+
+    /**
+     * <pre>
+     * The member's secret token: it releases and renews this member like an Acquire's.
+     * </pre>
+     *
+     * <code>string token = 2 [json_name = "token"];</code>
+     * @return The token.
+     */
+    java.lang.String getToken();
+    /**
+     * <pre>
+     * The member's secret token: it releases and renews this member like an Acquire's.
+     * </pre>
+     *
+     * <code>string token = 2 [json_name = "token"];</code>
+     * @return The bytes for token.
+     */
+    com.google.protobuf.ByteString
+        getTokenBytes();
+
+    /**
+     * <pre>
+     * The member's own fencing token.
+     * </pre>
+     *
+     * <code>uint64 fencing_token = 3 [json_name = "fencingToken"];</code>
+     * @return The fencingToken.
+     */
+    long getFencingToken();
+
+    /**
+     * <pre>
+     * The member's lease left in milliseconds when the set was complete.
+     * </pre>
+     *
+     * <code>int64 ttl_ms = 4 [json_name = "ttlMs"];</code>
+     * @return The ttlMs.
+     */
+    long getTtlMs();
+
+    /**
+     * <pre>
+     * HoldSet only: this stream's hold of the member.
+     * </pre>
+     *
+     * <code>string hold_id = 5 [json_name = "holdId"];</code>
+     * @return The holdId.
+     */
+    java.lang.String getHoldId();
+    /**
+     * <pre>
+     * HoldSet only: this stream's hold of the member.
+     * </pre>
+     *
+     * <code>string hold_id = 5 [json_name = "holdId"];</code>
+     * @return The bytes for holdId.
+     */
+    com.google.protobuf.ByteString
+        getHoldIdBytes();
+  }
+  /**
+   * <pre>
+   * SetMember is one granted member of a set.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.SetMember}
+   */
+  public static final class SetMember extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.SetMember)
+      SetMemberOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use SetMember.newBuilder() to construct.
+    private SetMember(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private SetMember() {
+      name_ = "";
+      token_ = "";
+      holdId_ = "";
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new SetMember();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SetMember_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SetMember_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.SetMember.class, holdfast.v1.Lock.SetMember.Builder.class);
+    }
+
+    public static final int NAME_FIELD_NUMBER = 1;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object name_ = "";
+    /**
+     * <pre>
+     * The lock's name.
+     * </pre>
+     *
+     * <code>string name = 1 [json_name = "name"];</code>
+     * @return The name.
+     */
+    @java.lang.Override
+    public java.lang.String getName() {
+      java.lang.Object ref = name_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        name_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * The lock's name.
+     * </pre>
+     *
+     * <code>string name = 1 [json_name = "name"];</code>
+     * @return The bytes for name.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getNameBytes() {
+      java.lang.Object ref = name_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        name_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int TOKEN_FIELD_NUMBER = 2;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object token_ = "";
+    /**
+     * <pre>
+     * The member's secret token: it releases and renews this member like an Acquire's.
+     * </pre>
+     *
+     * <code>string token = 2 [json_name = "token"];</code>
+     * @return The token.
+     */
+    @java.lang.Override
+    public java.lang.String getToken() {
+      java.lang.Object ref = token_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        token_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * The member's secret token: it releases and renews this member like an Acquire's.
+     * </pre>
+     *
+     * <code>string token = 2 [json_name = "token"];</code>
+     * @return The bytes for token.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getTokenBytes() {
+      java.lang.Object ref = token_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        token_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int FENCING_TOKEN_FIELD_NUMBER = 3;
+    private long fencingToken_ = 0L;
+    /**
+     * <pre>
+     * The member's own fencing token.
+     * </pre>
+     *
+     * <code>uint64 fencing_token = 3 [json_name = "fencingToken"];</code>
+     * @return The fencingToken.
+     */
+    @java.lang.Override
+    public long getFencingToken() {
+      return fencingToken_;
+    }
+
+    public static final int TTL_MS_FIELD_NUMBER = 4;
+    private long ttlMs_ = 0L;
+    /**
+     * <pre>
+     * The member's lease left in milliseconds when the set was complete.
+     * </pre>
+     *
+     * <code>int64 ttl_ms = 4 [json_name = "ttlMs"];</code>
+     * @return The ttlMs.
+     */
+    @java.lang.Override
+    public long getTtlMs() {
+      return ttlMs_;
+    }
+
+    public static final int HOLD_ID_FIELD_NUMBER = 5;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object holdId_ = "";
+    /**
+     * <pre>
+     * HoldSet only: this stream's hold of the member.
+     * </pre>
+     *
+     * <code>string hold_id = 5 [json_name = "holdId"];</code>
+     * @return The holdId.
+     */
+    @java.lang.Override
+    public java.lang.String getHoldId() {
+      java.lang.Object ref = holdId_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        holdId_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * HoldSet only: this stream's hold of the member.
+     * </pre>
+     *
+     * <code>string hold_id = 5 [json_name = "holdId"];</code>
+     * @return The bytes for holdId.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getHoldIdBytes() {
+      java.lang.Object ref = holdId_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        holdId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(name_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 1, name_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(token_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 2, token_);
+      }
+      if (fencingToken_ != 0L) {
+        output.writeUInt64(3, fencingToken_);
+      }
+      if (ttlMs_ != 0L) {
+        output.writeInt64(4, ttlMs_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(holdId_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 5, holdId_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(name_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(1, name_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(token_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(2, token_);
+      }
+      if (fencingToken_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeUInt64Size(3, fencingToken_);
+      }
+      if (ttlMs_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeInt64Size(4, ttlMs_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(holdId_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(5, holdId_);
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.SetMember)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.SetMember other = (holdfast.v1.Lock.SetMember) obj;
+
+      if (!getName()
+          .equals(other.getName())) return false;
+      if (!getToken()
+          .equals(other.getToken())) return false;
+      if (getFencingToken()
+          != other.getFencingToken()) return false;
+      if (getTtlMs()
+          != other.getTtlMs()) return false;
+      if (!getHoldId()
+          .equals(other.getHoldId())) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (37 * hash) + NAME_FIELD_NUMBER;
+      hash = (53 * hash) + getName().hashCode();
+      hash = (37 * hash) + TOKEN_FIELD_NUMBER;
+      hash = (53 * hash) + getToken().hashCode();
+      hash = (37 * hash) + FENCING_TOKEN_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getFencingToken());
+      hash = (37 * hash) + TTL_MS_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getTtlMs());
+      hash = (37 * hash) + HOLD_ID_FIELD_NUMBER;
+      hash = (53 * hash) + getHoldId().hashCode();
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.SetMember parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SetMember parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SetMember parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SetMember parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SetMember parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SetMember parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SetMember parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SetMember parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SetMember parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SetMember parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SetMember parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SetMember parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.SetMember prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * SetMember is one granted member of a set.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.SetMember}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.SetMember)
+        holdfast.v1.Lock.SetMemberOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SetMember_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SetMember_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.SetMember.class, holdfast.v1.Lock.SetMember.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.SetMember.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        name_ = "";
+        token_ = "";
+        fencingToken_ = 0L;
+        ttlMs_ = 0L;
+        holdId_ = "";
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SetMember_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SetMember getDefaultInstanceForType() {
+        return holdfast.v1.Lock.SetMember.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SetMember build() {
+        holdfast.v1.Lock.SetMember result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SetMember buildPartial() {
+        holdfast.v1.Lock.SetMember result = new holdfast.v1.Lock.SetMember(this);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.SetMember result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000001) != 0)) {
+          result.name_ = name_;
+        }
+        if (((from_bitField0_ & 0x00000002) != 0)) {
+          result.token_ = token_;
+        }
+        if (((from_bitField0_ & 0x00000004) != 0)) {
+          result.fencingToken_ = fencingToken_;
+        }
+        if (((from_bitField0_ & 0x00000008) != 0)) {
+          result.ttlMs_ = ttlMs_;
+        }
+        if (((from_bitField0_ & 0x00000010) != 0)) {
+          result.holdId_ = holdId_;
+        }
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.SetMember) {
+          return mergeFrom((holdfast.v1.Lock.SetMember)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.SetMember other) {
+        if (other == holdfast.v1.Lock.SetMember.getDefaultInstance()) return this;
+        if (!other.getName().isEmpty()) {
+          name_ = other.name_;
+          bitField0_ |= 0x00000001;
+          onChanged();
+        }
+        if (!other.getToken().isEmpty()) {
+          token_ = other.token_;
+          bitField0_ |= 0x00000002;
+          onChanged();
+        }
+        if (other.getFencingToken() != 0L) {
+          setFencingToken(other.getFencingToken());
+        }
+        if (other.getTtlMs() != 0L) {
+          setTtlMs(other.getTtlMs());
+        }
+        if (!other.getHoldId().isEmpty()) {
+          holdId_ = other.holdId_;
+          bitField0_ |= 0x00000010;
+          onChanged();
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 10: {
+                name_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000001;
+                break;
+              } // case 10
+              case 18: {
+                token_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000002;
+                break;
+              } // case 18
+              case 24: {
+                fencingToken_ = input.readUInt64();
+                bitField0_ |= 0x00000004;
+                break;
+              } // case 24
+              case 32: {
+                ttlMs_ = input.readInt64();
+                bitField0_ |= 0x00000008;
+                break;
+              } // case 32
+              case 42: {
+                holdId_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000010;
+                break;
+              } // case 42
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private java.lang.Object name_ = "";
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 1 [json_name = "name"];</code>
+       * @return The name.
+       */
+      public java.lang.String getName() {
+        java.lang.Object ref = name_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          name_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 1 [json_name = "name"];</code>
+       * @return The bytes for name.
+       */
+      public com.google.protobuf.ByteString
+          getNameBytes() {
+        java.lang.Object ref = name_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          name_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 1 [json_name = "name"];</code>
+       * @param value The name to set.
+       * @return This builder for chaining.
+       */
+      public Builder setName(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        name_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 1 [json_name = "name"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearName() {
+        name_ = getDefaultInstance().getName();
+        bitField0_ = (bitField0_ & ~0x00000001);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The lock's name.
+       * </pre>
+       *
+       * <code>string name = 1 [json_name = "name"];</code>
+       * @param value The bytes for name to set.
+       * @return This builder for chaining.
+       */
+      public Builder setNameBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        name_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object token_ = "";
+      /**
+       * <pre>
+       * The member's secret token: it releases and renews this member like an Acquire's.
+       * </pre>
+       *
+       * <code>string token = 2 [json_name = "token"];</code>
+       * @return The token.
+       */
+      public java.lang.String getToken() {
+        java.lang.Object ref = token_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          token_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The member's secret token: it releases and renews this member like an Acquire's.
+       * </pre>
+       *
+       * <code>string token = 2 [json_name = "token"];</code>
+       * @return The bytes for token.
+       */
+      public com.google.protobuf.ByteString
+          getTokenBytes() {
+        java.lang.Object ref = token_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          token_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The member's secret token: it releases and renews this member like an Acquire's.
+       * </pre>
+       *
+       * <code>string token = 2 [json_name = "token"];</code>
+       * @param value The token to set.
+       * @return This builder for chaining.
+       */
+      public Builder setToken(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        token_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The member's secret token: it releases and renews this member like an Acquire's.
+       * </pre>
+       *
+       * <code>string token = 2 [json_name = "token"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearToken() {
+        token_ = getDefaultInstance().getToken();
+        bitField0_ = (bitField0_ & ~0x00000002);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The member's secret token: it releases and renews this member like an Acquire's.
+       * </pre>
+       *
+       * <code>string token = 2 [json_name = "token"];</code>
+       * @param value The bytes for token to set.
+       * @return This builder for chaining.
+       */
+      public Builder setTokenBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        token_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+
+      private long fencingToken_ ;
+      /**
+       * <pre>
+       * The member's own fencing token.
+       * </pre>
+       *
+       * <code>uint64 fencing_token = 3 [json_name = "fencingToken"];</code>
+       * @return The fencingToken.
+       */
+      @java.lang.Override
+      public long getFencingToken() {
+        return fencingToken_;
+      }
+      /**
+       * <pre>
+       * The member's own fencing token.
+       * </pre>
+       *
+       * <code>uint64 fencing_token = 3 [json_name = "fencingToken"];</code>
+       * @param value The fencingToken to set.
+       * @return This builder for chaining.
+       */
+      public Builder setFencingToken(long value) {
+        
+        fencingToken_ = value;
+        bitField0_ |= 0x00000004;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The member's own fencing token.
+       * </pre>
+       *
+       * <code>uint64 fencing_token = 3 [json_name = "fencingToken"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearFencingToken() {
+        bitField0_ = (bitField0_ & ~0x00000004);
+        fencingToken_ = 0L;
+        onChanged();
+        return this;
+      }
+
+      private long ttlMs_ ;
+      /**
+       * <pre>
+       * The member's lease left in milliseconds when the set was complete.
+       * </pre>
+       *
+       * <code>int64 ttl_ms = 4 [json_name = "ttlMs"];</code>
+       * @return The ttlMs.
+       */
+      @java.lang.Override
+      public long getTtlMs() {
+        return ttlMs_;
+      }
+      /**
+       * <pre>
+       * The member's lease left in milliseconds when the set was complete.
+       * </pre>
+       *
+       * <code>int64 ttl_ms = 4 [json_name = "ttlMs"];</code>
+       * @param value The ttlMs to set.
+       * @return This builder for chaining.
+       */
+      public Builder setTtlMs(long value) {
+        
+        ttlMs_ = value;
+        bitField0_ |= 0x00000008;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The member's lease left in milliseconds when the set was complete.
+       * </pre>
+       *
+       * <code>int64 ttl_ms = 4 [json_name = "ttlMs"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearTtlMs() {
+        bitField0_ = (bitField0_ & ~0x00000008);
+        ttlMs_ = 0L;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object holdId_ = "";
+      /**
+       * <pre>
+       * HoldSet only: this stream's hold of the member.
+       * </pre>
+       *
+       * <code>string hold_id = 5 [json_name = "holdId"];</code>
+       * @return The holdId.
+       */
+      public java.lang.String getHoldId() {
+        java.lang.Object ref = holdId_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          holdId_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * HoldSet only: this stream's hold of the member.
+       * </pre>
+       *
+       * <code>string hold_id = 5 [json_name = "holdId"];</code>
+       * @return The bytes for holdId.
+       */
+      public com.google.protobuf.ByteString
+          getHoldIdBytes() {
+        java.lang.Object ref = holdId_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          holdId_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * HoldSet only: this stream's hold of the member.
+       * </pre>
+       *
+       * <code>string hold_id = 5 [json_name = "holdId"];</code>
+       * @param value The holdId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setHoldId(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        holdId_ = value;
+        bitField0_ |= 0x00000010;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * HoldSet only: this stream's hold of the member.
+       * </pre>
+       *
+       * <code>string hold_id = 5 [json_name = "holdId"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearHoldId() {
+        holdId_ = getDefaultInstance().getHoldId();
+        bitField0_ = (bitField0_ & ~0x00000010);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * HoldSet only: this stream's hold of the member.
+       * </pre>
+       *
+       * <code>string hold_id = 5 [json_name = "holdId"];</code>
+       * @param value The bytes for holdId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setHoldIdBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        holdId_ = value;
+        bitField0_ |= 0x00000010;
+        onChanged();
+        return this;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.SetMember)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.SetMember)
+    private static final holdfast.v1.Lock.SetMember DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.SetMember();
+    }
+
+    public static holdfast.v1.Lock.SetMember getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<SetMember>
+        PARSER = new com.google.protobuf.AbstractParser<SetMember>() {
+      @java.lang.Override
+      public SetMember parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<SetMember> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<SetMember> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.SetMember getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface AcquireSetResponseOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.AcquireSetResponse)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * True when every member was granted.
+     * </pre>
+     *
+     * <code>bool acquired = 1 [json_name = "acquired"];</code>
+     * @return The acquired.
+     */
+    boolean getAcquired();
+
+    /**
+     * <pre>
+     * The members, in canonical order; empty unless acquired.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+     */
+    java.util.List<holdfast.v1.Lock.SetMember> 
+        getMembersList();
+    /**
+     * <pre>
+     * The members, in canonical order; empty unless acquired.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+     */
+    holdfast.v1.Lock.SetMember getMembers(int index);
+    /**
+     * <pre>
+     * The members, in canonical order; empty unless acquired.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+     */
+    int getMembersCount();
+    /**
+     * <pre>
+     * The members, in canonical order; empty unless acquired.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+     */
+    java.util.List<? extends holdfast.v1.Lock.SetMemberOrBuilder> 
+        getMembersOrBuilderList();
+    /**
+     * <pre>
+     * The members, in canonical order; empty unless acquired.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+     */
+    holdfast.v1.Lock.SetMemberOrBuilder getMembersOrBuilder(
+        int index);
+
+    /**
+     * <pre>
+     * Every member's lease ends no earlier than lease_started_after_ms + its ttl_ms after the client sent the request.
+     * </pre>
+     *
+     * <code>int64 lease_started_after_ms = 3 [json_name = "leaseStartedAfterMs"];</code>
+     * @return The leaseStartedAfterMs.
+     */
+    long getLeaseStartedAfterMs();
+  }
+  /**
+   * <pre>
+   * AcquireSetResponse says whether the whole set was granted.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.AcquireSetResponse}
+   */
+  public static final class AcquireSetResponse extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.AcquireSetResponse)
+      AcquireSetResponseOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use AcquireSetResponse.newBuilder() to construct.
+    private AcquireSetResponse(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private AcquireSetResponse() {
+      members_ = java.util.Collections.emptyList();
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new AcquireSetResponse();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_AcquireSetResponse_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_AcquireSetResponse_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.AcquireSetResponse.class, holdfast.v1.Lock.AcquireSetResponse.Builder.class);
+    }
+
+    public static final int ACQUIRED_FIELD_NUMBER = 1;
+    private boolean acquired_ = false;
+    /**
+     * <pre>
+     * True when every member was granted.
+     * </pre>
+     *
+     * <code>bool acquired = 1 [json_name = "acquired"];</code>
+     * @return The acquired.
+     */
+    @java.lang.Override
+    public boolean getAcquired() {
+      return acquired_;
+    }
+
+    public static final int MEMBERS_FIELD_NUMBER = 2;
+    @SuppressWarnings("serial")
+    private java.util.List<holdfast.v1.Lock.SetMember> members_;
+    /**
+     * <pre>
+     * The members, in canonical order; empty unless acquired.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+     */
+    @java.lang.Override
+    public java.util.List<holdfast.v1.Lock.SetMember> getMembersList() {
+      return members_;
+    }
+    /**
+     * <pre>
+     * The members, in canonical order; empty unless acquired.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+     */
+    @java.lang.Override
+    public java.util.List<? extends holdfast.v1.Lock.SetMemberOrBuilder> 
+        getMembersOrBuilderList() {
+      return members_;
+    }
+    /**
+     * <pre>
+     * The members, in canonical order; empty unless acquired.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+     */
+    @java.lang.Override
+    public int getMembersCount() {
+      return members_.size();
+    }
+    /**
+     * <pre>
+     * The members, in canonical order; empty unless acquired.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.SetMember getMembers(int index) {
+      return members_.get(index);
+    }
+    /**
+     * <pre>
+     * The members, in canonical order; empty unless acquired.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.SetMemberOrBuilder getMembersOrBuilder(
+        int index) {
+      return members_.get(index);
+    }
+
+    public static final int LEASE_STARTED_AFTER_MS_FIELD_NUMBER = 3;
+    private long leaseStartedAfterMs_ = 0L;
+    /**
+     * <pre>
+     * Every member's lease ends no earlier than lease_started_after_ms + its ttl_ms after the client sent the request.
+     * </pre>
+     *
+     * <code>int64 lease_started_after_ms = 3 [json_name = "leaseStartedAfterMs"];</code>
+     * @return The leaseStartedAfterMs.
+     */
+    @java.lang.Override
+    public long getLeaseStartedAfterMs() {
+      return leaseStartedAfterMs_;
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      if (acquired_ != false) {
+        output.writeBool(1, acquired_);
+      }
+      for (int i = 0; i < members_.size(); i++) {
+        output.writeMessage(2, members_.get(i));
+      }
+      if (leaseStartedAfterMs_ != 0L) {
+        output.writeInt64(3, leaseStartedAfterMs_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      if (acquired_ != false) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeBoolSize(1, acquired_);
+      }
+      for (int i = 0; i < members_.size(); i++) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(2, members_.get(i));
+      }
+      if (leaseStartedAfterMs_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeInt64Size(3, leaseStartedAfterMs_);
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.AcquireSetResponse)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.AcquireSetResponse other = (holdfast.v1.Lock.AcquireSetResponse) obj;
+
+      if (getAcquired()
+          != other.getAcquired()) return false;
+      if (!getMembersList()
+          .equals(other.getMembersList())) return false;
+      if (getLeaseStartedAfterMs()
+          != other.getLeaseStartedAfterMs()) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (37 * hash) + ACQUIRED_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getAcquired());
+      if (getMembersCount() > 0) {
+        hash = (37 * hash) + MEMBERS_FIELD_NUMBER;
+        hash = (53 * hash) + getMembersList().hashCode();
+      }
+      hash = (37 * hash) + LEASE_STARTED_AFTER_MS_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getLeaseStartedAfterMs());
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.AcquireSetResponse parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.AcquireSetResponse parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.AcquireSetResponse parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.AcquireSetResponse parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.AcquireSetResponse parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.AcquireSetResponse parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.AcquireSetResponse parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.AcquireSetResponse parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.AcquireSetResponse parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.AcquireSetResponse parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.AcquireSetResponse parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.AcquireSetResponse parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.AcquireSetResponse prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * AcquireSetResponse says whether the whole set was granted.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.AcquireSetResponse}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.AcquireSetResponse)
+        holdfast.v1.Lock.AcquireSetResponseOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_AcquireSetResponse_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_AcquireSetResponse_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.AcquireSetResponse.class, holdfast.v1.Lock.AcquireSetResponse.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.AcquireSetResponse.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        acquired_ = false;
+        if (membersBuilder_ == null) {
+          members_ = java.util.Collections.emptyList();
+        } else {
+          members_ = null;
+          membersBuilder_.clear();
+        }
+        bitField0_ = (bitField0_ & ~0x00000002);
+        leaseStartedAfterMs_ = 0L;
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_AcquireSetResponse_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.AcquireSetResponse getDefaultInstanceForType() {
+        return holdfast.v1.Lock.AcquireSetResponse.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.AcquireSetResponse build() {
+        holdfast.v1.Lock.AcquireSetResponse result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.AcquireSetResponse buildPartial() {
+        holdfast.v1.Lock.AcquireSetResponse result = new holdfast.v1.Lock.AcquireSetResponse(this);
+        buildPartialRepeatedFields(result);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartialRepeatedFields(holdfast.v1.Lock.AcquireSetResponse result) {
+        if (membersBuilder_ == null) {
+          if (((bitField0_ & 0x00000002) != 0)) {
+            members_ = java.util.Collections.unmodifiableList(members_);
+            bitField0_ = (bitField0_ & ~0x00000002);
+          }
+          result.members_ = members_;
+        } else {
+          result.members_ = membersBuilder_.build();
+        }
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.AcquireSetResponse result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000001) != 0)) {
+          result.acquired_ = acquired_;
+        }
+        if (((from_bitField0_ & 0x00000004) != 0)) {
+          result.leaseStartedAfterMs_ = leaseStartedAfterMs_;
+        }
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.AcquireSetResponse) {
+          return mergeFrom((holdfast.v1.Lock.AcquireSetResponse)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.AcquireSetResponse other) {
+        if (other == holdfast.v1.Lock.AcquireSetResponse.getDefaultInstance()) return this;
+        if (other.getAcquired() != false) {
+          setAcquired(other.getAcquired());
+        }
+        if (membersBuilder_ == null) {
+          if (!other.members_.isEmpty()) {
+            if (members_.isEmpty()) {
+              members_ = other.members_;
+              bitField0_ = (bitField0_ & ~0x00000002);
+            } else {
+              ensureMembersIsMutable();
+              members_.addAll(other.members_);
+            }
+            onChanged();
+          }
+        } else {
+          if (!other.members_.isEmpty()) {
+            if (membersBuilder_.isEmpty()) {
+              membersBuilder_.dispose();
+              membersBuilder_ = null;
+              members_ = other.members_;
+              bitField0_ = (bitField0_ & ~0x00000002);
+              membersBuilder_ = 
+                com.google.protobuf.GeneratedMessageV3.alwaysUseFieldBuilders ?
+                   getMembersFieldBuilder() : null;
+            } else {
+              membersBuilder_.addAllMessages(other.members_);
+            }
+          }
+        }
+        if (other.getLeaseStartedAfterMs() != 0L) {
+          setLeaseStartedAfterMs(other.getLeaseStartedAfterMs());
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 8: {
+                acquired_ = input.readBool();
+                bitField0_ |= 0x00000001;
+                break;
+              } // case 8
+              case 18: {
+                holdfast.v1.Lock.SetMember m =
+                    input.readMessage(
+                        holdfast.v1.Lock.SetMember.parser(),
+                        extensionRegistry);
+                if (membersBuilder_ == null) {
+                  ensureMembersIsMutable();
+                  members_.add(m);
+                } else {
+                  membersBuilder_.addMessage(m);
+                }
+                break;
+              } // case 18
+              case 24: {
+                leaseStartedAfterMs_ = input.readInt64();
+                bitField0_ |= 0x00000004;
+                break;
+              } // case 24
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private boolean acquired_ ;
+      /**
+       * <pre>
+       * True when every member was granted.
+       * </pre>
+       *
+       * <code>bool acquired = 1 [json_name = "acquired"];</code>
+       * @return The acquired.
+       */
+      @java.lang.Override
+      public boolean getAcquired() {
+        return acquired_;
+      }
+      /**
+       * <pre>
+       * True when every member was granted.
+       * </pre>
+       *
+       * <code>bool acquired = 1 [json_name = "acquired"];</code>
+       * @param value The acquired to set.
+       * @return This builder for chaining.
+       */
+      public Builder setAcquired(boolean value) {
+        
+        acquired_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * True when every member was granted.
+       * </pre>
+       *
+       * <code>bool acquired = 1 [json_name = "acquired"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearAcquired() {
+        bitField0_ = (bitField0_ & ~0x00000001);
+        acquired_ = false;
+        onChanged();
+        return this;
+      }
+
+      private java.util.List<holdfast.v1.Lock.SetMember> members_ =
+        java.util.Collections.emptyList();
+      private void ensureMembersIsMutable() {
+        if (!((bitField0_ & 0x00000002) != 0)) {
+          members_ = new java.util.ArrayList<holdfast.v1.Lock.SetMember>(members_);
+          bitField0_ |= 0x00000002;
+         }
+      }
+
+      private com.google.protobuf.RepeatedFieldBuilderV3<
+          holdfast.v1.Lock.SetMember, holdfast.v1.Lock.SetMember.Builder, holdfast.v1.Lock.SetMemberOrBuilder> membersBuilder_;
+
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public java.util.List<holdfast.v1.Lock.SetMember> getMembersList() {
+        if (membersBuilder_ == null) {
+          return java.util.Collections.unmodifiableList(members_);
+        } else {
+          return membersBuilder_.getMessageList();
+        }
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public int getMembersCount() {
+        if (membersBuilder_ == null) {
+          return members_.size();
+        } else {
+          return membersBuilder_.getCount();
+        }
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public holdfast.v1.Lock.SetMember getMembers(int index) {
+        if (membersBuilder_ == null) {
+          return members_.get(index);
+        } else {
+          return membersBuilder_.getMessage(index);
+        }
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public Builder setMembers(
+          int index, holdfast.v1.Lock.SetMember value) {
+        if (membersBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          ensureMembersIsMutable();
+          members_.set(index, value);
+          onChanged();
+        } else {
+          membersBuilder_.setMessage(index, value);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public Builder setMembers(
+          int index, holdfast.v1.Lock.SetMember.Builder builderForValue) {
+        if (membersBuilder_ == null) {
+          ensureMembersIsMutable();
+          members_.set(index, builderForValue.build());
+          onChanged();
+        } else {
+          membersBuilder_.setMessage(index, builderForValue.build());
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public Builder addMembers(holdfast.v1.Lock.SetMember value) {
+        if (membersBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          ensureMembersIsMutable();
+          members_.add(value);
+          onChanged();
+        } else {
+          membersBuilder_.addMessage(value);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public Builder addMembers(
+          int index, holdfast.v1.Lock.SetMember value) {
+        if (membersBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          ensureMembersIsMutable();
+          members_.add(index, value);
+          onChanged();
+        } else {
+          membersBuilder_.addMessage(index, value);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public Builder addMembers(
+          holdfast.v1.Lock.SetMember.Builder builderForValue) {
+        if (membersBuilder_ == null) {
+          ensureMembersIsMutable();
+          members_.add(builderForValue.build());
+          onChanged();
+        } else {
+          membersBuilder_.addMessage(builderForValue.build());
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public Builder addMembers(
+          int index, holdfast.v1.Lock.SetMember.Builder builderForValue) {
+        if (membersBuilder_ == null) {
+          ensureMembersIsMutable();
+          members_.add(index, builderForValue.build());
+          onChanged();
+        } else {
+          membersBuilder_.addMessage(index, builderForValue.build());
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public Builder addAllMembers(
+          java.lang.Iterable<? extends holdfast.v1.Lock.SetMember> values) {
+        if (membersBuilder_ == null) {
+          ensureMembersIsMutable();
+          com.google.protobuf.AbstractMessageLite.Builder.addAll(
+              values, members_);
+          onChanged();
+        } else {
+          membersBuilder_.addAllMessages(values);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public Builder clearMembers() {
+        if (membersBuilder_ == null) {
+          members_ = java.util.Collections.emptyList();
+          bitField0_ = (bitField0_ & ~0x00000002);
+          onChanged();
+        } else {
+          membersBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public Builder removeMembers(int index) {
+        if (membersBuilder_ == null) {
+          ensureMembersIsMutable();
+          members_.remove(index);
+          onChanged();
+        } else {
+          membersBuilder_.remove(index);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public holdfast.v1.Lock.SetMember.Builder getMembersBuilder(
+          int index) {
+        return getMembersFieldBuilder().getBuilder(index);
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public holdfast.v1.Lock.SetMemberOrBuilder getMembersOrBuilder(
+          int index) {
+        if (membersBuilder_ == null) {
+          return members_.get(index);  } else {
+          return membersBuilder_.getMessageOrBuilder(index);
+        }
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public java.util.List<? extends holdfast.v1.Lock.SetMemberOrBuilder> 
+           getMembersOrBuilderList() {
+        if (membersBuilder_ != null) {
+          return membersBuilder_.getMessageOrBuilderList();
+        } else {
+          return java.util.Collections.unmodifiableList(members_);
+        }
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public holdfast.v1.Lock.SetMember.Builder addMembersBuilder() {
+        return getMembersFieldBuilder().addBuilder(
+            holdfast.v1.Lock.SetMember.getDefaultInstance());
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public holdfast.v1.Lock.SetMember.Builder addMembersBuilder(
+          int index) {
+        return getMembersFieldBuilder().addBuilder(
+            index, holdfast.v1.Lock.SetMember.getDefaultInstance());
+      }
+      /**
+       * <pre>
+       * The members, in canonical order; empty unless acquired.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 2 [json_name = "members"];</code>
+       */
+      public java.util.List<holdfast.v1.Lock.SetMember.Builder> 
+           getMembersBuilderList() {
+        return getMembersFieldBuilder().getBuilderList();
+      }
+      private com.google.protobuf.RepeatedFieldBuilderV3<
+          holdfast.v1.Lock.SetMember, holdfast.v1.Lock.SetMember.Builder, holdfast.v1.Lock.SetMemberOrBuilder> 
+          getMembersFieldBuilder() {
+        if (membersBuilder_ == null) {
+          membersBuilder_ = new com.google.protobuf.RepeatedFieldBuilderV3<
+              holdfast.v1.Lock.SetMember, holdfast.v1.Lock.SetMember.Builder, holdfast.v1.Lock.SetMemberOrBuilder>(
+                  members_,
+                  ((bitField0_ & 0x00000002) != 0),
+                  getParentForChildren(),
+                  isClean());
+          members_ = null;
+        }
+        return membersBuilder_;
+      }
+
+      private long leaseStartedAfterMs_ ;
+      /**
+       * <pre>
+       * Every member's lease ends no earlier than lease_started_after_ms + its ttl_ms after the client sent the request.
+       * </pre>
+       *
+       * <code>int64 lease_started_after_ms = 3 [json_name = "leaseStartedAfterMs"];</code>
+       * @return The leaseStartedAfterMs.
+       */
+      @java.lang.Override
+      public long getLeaseStartedAfterMs() {
+        return leaseStartedAfterMs_;
+      }
+      /**
+       * <pre>
+       * Every member's lease ends no earlier than lease_started_after_ms + its ttl_ms after the client sent the request.
+       * </pre>
+       *
+       * <code>int64 lease_started_after_ms = 3 [json_name = "leaseStartedAfterMs"];</code>
+       * @param value The leaseStartedAfterMs to set.
+       * @return This builder for chaining.
+       */
+      public Builder setLeaseStartedAfterMs(long value) {
+        
+        leaseStartedAfterMs_ = value;
+        bitField0_ |= 0x00000004;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Every member's lease ends no earlier than lease_started_after_ms + its ttl_ms after the client sent the request.
+       * </pre>
+       *
+       * <code>int64 lease_started_after_ms = 3 [json_name = "leaseStartedAfterMs"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearLeaseStartedAfterMs() {
+        bitField0_ = (bitField0_ & ~0x00000004);
+        leaseStartedAfterMs_ = 0L;
+        onChanged();
+        return this;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.AcquireSetResponse)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.AcquireSetResponse)
+    private static final holdfast.v1.Lock.AcquireSetResponse DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.AcquireSetResponse();
+    }
+
+    public static holdfast.v1.Lock.AcquireSetResponse getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<AcquireSetResponse>
+        PARSER = new com.google.protobuf.AbstractParser<AcquireSetResponse>() {
+      @java.lang.Override
+      public AcquireSetResponse parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<AcquireSetResponse> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<AcquireSetResponse> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.AcquireSetResponse getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface ReleaseSetRequestOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.ReleaseSetRequest)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * One entry per member: its name and token (hold_id as ReleaseRequest's).
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+     */
+    java.util.List<holdfast.v1.Lock.ReleaseRequest> 
+        getMembersList();
+    /**
+     * <pre>
+     * One entry per member: its name and token (hold_id as ReleaseRequest's).
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+     */
+    holdfast.v1.Lock.ReleaseRequest getMembers(int index);
+    /**
+     * <pre>
+     * One entry per member: its name and token (hold_id as ReleaseRequest's).
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+     */
+    int getMembersCount();
+    /**
+     * <pre>
+     * One entry per member: its name and token (hold_id as ReleaseRequest's).
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+     */
+    java.util.List<? extends holdfast.v1.Lock.ReleaseRequestOrBuilder> 
+        getMembersOrBuilderList();
+    /**
+     * <pre>
+     * One entry per member: its name and token (hold_id as ReleaseRequest's).
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+     */
+    holdfast.v1.Lock.ReleaseRequestOrBuilder getMembersOrBuilder(
+        int index);
+  }
+  /**
+   * <pre>
+   * ReleaseSetRequest names the members to release.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.ReleaseSetRequest}
+   */
+  public static final class ReleaseSetRequest extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.ReleaseSetRequest)
+      ReleaseSetRequestOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use ReleaseSetRequest.newBuilder() to construct.
+    private ReleaseSetRequest(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private ReleaseSetRequest() {
+      members_ = java.util.Collections.emptyList();
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new ReleaseSetRequest();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_ReleaseSetRequest_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_ReleaseSetRequest_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.ReleaseSetRequest.class, holdfast.v1.Lock.ReleaseSetRequest.Builder.class);
+    }
+
+    public static final int MEMBERS_FIELD_NUMBER = 1;
+    @SuppressWarnings("serial")
+    private java.util.List<holdfast.v1.Lock.ReleaseRequest> members_;
+    /**
+     * <pre>
+     * One entry per member: its name and token (hold_id as ReleaseRequest's).
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+     */
+    @java.lang.Override
+    public java.util.List<holdfast.v1.Lock.ReleaseRequest> getMembersList() {
+      return members_;
+    }
+    /**
+     * <pre>
+     * One entry per member: its name and token (hold_id as ReleaseRequest's).
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+     */
+    @java.lang.Override
+    public java.util.List<? extends holdfast.v1.Lock.ReleaseRequestOrBuilder> 
+        getMembersOrBuilderList() {
+      return members_;
+    }
+    /**
+     * <pre>
+     * One entry per member: its name and token (hold_id as ReleaseRequest's).
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+     */
+    @java.lang.Override
+    public int getMembersCount() {
+      return members_.size();
+    }
+    /**
+     * <pre>
+     * One entry per member: its name and token (hold_id as ReleaseRequest's).
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.ReleaseRequest getMembers(int index) {
+      return members_.get(index);
+    }
+    /**
+     * <pre>
+     * One entry per member: its name and token (hold_id as ReleaseRequest's).
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.ReleaseRequestOrBuilder getMembersOrBuilder(
+        int index) {
+      return members_.get(index);
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      for (int i = 0; i < members_.size(); i++) {
+        output.writeMessage(1, members_.get(i));
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      for (int i = 0; i < members_.size(); i++) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(1, members_.get(i));
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.ReleaseSetRequest)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.ReleaseSetRequest other = (holdfast.v1.Lock.ReleaseSetRequest) obj;
+
+      if (!getMembersList()
+          .equals(other.getMembersList())) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      if (getMembersCount() > 0) {
+        hash = (37 * hash) + MEMBERS_FIELD_NUMBER;
+        hash = (53 * hash) + getMembersList().hashCode();
+      }
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.ReleaseSetRequest parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.ReleaseSetRequest parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.ReleaseSetRequest parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.ReleaseSetRequest parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.ReleaseSetRequest parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.ReleaseSetRequest parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.ReleaseSetRequest parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.ReleaseSetRequest parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.ReleaseSetRequest parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.ReleaseSetRequest parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.ReleaseSetRequest parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.ReleaseSetRequest parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.ReleaseSetRequest prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * ReleaseSetRequest names the members to release.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.ReleaseSetRequest}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.ReleaseSetRequest)
+        holdfast.v1.Lock.ReleaseSetRequestOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_ReleaseSetRequest_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_ReleaseSetRequest_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.ReleaseSetRequest.class, holdfast.v1.Lock.ReleaseSetRequest.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.ReleaseSetRequest.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        if (membersBuilder_ == null) {
+          members_ = java.util.Collections.emptyList();
+        } else {
+          members_ = null;
+          membersBuilder_.clear();
+        }
+        bitField0_ = (bitField0_ & ~0x00000001);
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_ReleaseSetRequest_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.ReleaseSetRequest getDefaultInstanceForType() {
+        return holdfast.v1.Lock.ReleaseSetRequest.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.ReleaseSetRequest build() {
+        holdfast.v1.Lock.ReleaseSetRequest result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.ReleaseSetRequest buildPartial() {
+        holdfast.v1.Lock.ReleaseSetRequest result = new holdfast.v1.Lock.ReleaseSetRequest(this);
+        buildPartialRepeatedFields(result);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartialRepeatedFields(holdfast.v1.Lock.ReleaseSetRequest result) {
+        if (membersBuilder_ == null) {
+          if (((bitField0_ & 0x00000001) != 0)) {
+            members_ = java.util.Collections.unmodifiableList(members_);
+            bitField0_ = (bitField0_ & ~0x00000001);
+          }
+          result.members_ = members_;
+        } else {
+          result.members_ = membersBuilder_.build();
+        }
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.ReleaseSetRequest result) {
+        int from_bitField0_ = bitField0_;
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.ReleaseSetRequest) {
+          return mergeFrom((holdfast.v1.Lock.ReleaseSetRequest)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.ReleaseSetRequest other) {
+        if (other == holdfast.v1.Lock.ReleaseSetRequest.getDefaultInstance()) return this;
+        if (membersBuilder_ == null) {
+          if (!other.members_.isEmpty()) {
+            if (members_.isEmpty()) {
+              members_ = other.members_;
+              bitField0_ = (bitField0_ & ~0x00000001);
+            } else {
+              ensureMembersIsMutable();
+              members_.addAll(other.members_);
+            }
+            onChanged();
+          }
+        } else {
+          if (!other.members_.isEmpty()) {
+            if (membersBuilder_.isEmpty()) {
+              membersBuilder_.dispose();
+              membersBuilder_ = null;
+              members_ = other.members_;
+              bitField0_ = (bitField0_ & ~0x00000001);
+              membersBuilder_ = 
+                com.google.protobuf.GeneratedMessageV3.alwaysUseFieldBuilders ?
+                   getMembersFieldBuilder() : null;
+            } else {
+              membersBuilder_.addAllMessages(other.members_);
+            }
+          }
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 10: {
+                holdfast.v1.Lock.ReleaseRequest m =
+                    input.readMessage(
+                        holdfast.v1.Lock.ReleaseRequest.parser(),
+                        extensionRegistry);
+                if (membersBuilder_ == null) {
+                  ensureMembersIsMutable();
+                  members_.add(m);
+                } else {
+                  membersBuilder_.addMessage(m);
+                }
+                break;
+              } // case 10
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private java.util.List<holdfast.v1.Lock.ReleaseRequest> members_ =
+        java.util.Collections.emptyList();
+      private void ensureMembersIsMutable() {
+        if (!((bitField0_ & 0x00000001) != 0)) {
+          members_ = new java.util.ArrayList<holdfast.v1.Lock.ReleaseRequest>(members_);
+          bitField0_ |= 0x00000001;
+         }
+      }
+
+      private com.google.protobuf.RepeatedFieldBuilderV3<
+          holdfast.v1.Lock.ReleaseRequest, holdfast.v1.Lock.ReleaseRequest.Builder, holdfast.v1.Lock.ReleaseRequestOrBuilder> membersBuilder_;
+
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public java.util.List<holdfast.v1.Lock.ReleaseRequest> getMembersList() {
+        if (membersBuilder_ == null) {
+          return java.util.Collections.unmodifiableList(members_);
+        } else {
+          return membersBuilder_.getMessageList();
+        }
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public int getMembersCount() {
+        if (membersBuilder_ == null) {
+          return members_.size();
+        } else {
+          return membersBuilder_.getCount();
+        }
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public holdfast.v1.Lock.ReleaseRequest getMembers(int index) {
+        if (membersBuilder_ == null) {
+          return members_.get(index);
+        } else {
+          return membersBuilder_.getMessage(index);
+        }
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public Builder setMembers(
+          int index, holdfast.v1.Lock.ReleaseRequest value) {
+        if (membersBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          ensureMembersIsMutable();
+          members_.set(index, value);
+          onChanged();
+        } else {
+          membersBuilder_.setMessage(index, value);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public Builder setMembers(
+          int index, holdfast.v1.Lock.ReleaseRequest.Builder builderForValue) {
+        if (membersBuilder_ == null) {
+          ensureMembersIsMutable();
+          members_.set(index, builderForValue.build());
+          onChanged();
+        } else {
+          membersBuilder_.setMessage(index, builderForValue.build());
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public Builder addMembers(holdfast.v1.Lock.ReleaseRequest value) {
+        if (membersBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          ensureMembersIsMutable();
+          members_.add(value);
+          onChanged();
+        } else {
+          membersBuilder_.addMessage(value);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public Builder addMembers(
+          int index, holdfast.v1.Lock.ReleaseRequest value) {
+        if (membersBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          ensureMembersIsMutable();
+          members_.add(index, value);
+          onChanged();
+        } else {
+          membersBuilder_.addMessage(index, value);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public Builder addMembers(
+          holdfast.v1.Lock.ReleaseRequest.Builder builderForValue) {
+        if (membersBuilder_ == null) {
+          ensureMembersIsMutable();
+          members_.add(builderForValue.build());
+          onChanged();
+        } else {
+          membersBuilder_.addMessage(builderForValue.build());
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public Builder addMembers(
+          int index, holdfast.v1.Lock.ReleaseRequest.Builder builderForValue) {
+        if (membersBuilder_ == null) {
+          ensureMembersIsMutable();
+          members_.add(index, builderForValue.build());
+          onChanged();
+        } else {
+          membersBuilder_.addMessage(index, builderForValue.build());
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public Builder addAllMembers(
+          java.lang.Iterable<? extends holdfast.v1.Lock.ReleaseRequest> values) {
+        if (membersBuilder_ == null) {
+          ensureMembersIsMutable();
+          com.google.protobuf.AbstractMessageLite.Builder.addAll(
+              values, members_);
+          onChanged();
+        } else {
+          membersBuilder_.addAllMessages(values);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public Builder clearMembers() {
+        if (membersBuilder_ == null) {
+          members_ = java.util.Collections.emptyList();
+          bitField0_ = (bitField0_ & ~0x00000001);
+          onChanged();
+        } else {
+          membersBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public Builder removeMembers(int index) {
+        if (membersBuilder_ == null) {
+          ensureMembersIsMutable();
+          members_.remove(index);
+          onChanged();
+        } else {
+          membersBuilder_.remove(index);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public holdfast.v1.Lock.ReleaseRequest.Builder getMembersBuilder(
+          int index) {
+        return getMembersFieldBuilder().getBuilder(index);
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public holdfast.v1.Lock.ReleaseRequestOrBuilder getMembersOrBuilder(
+          int index) {
+        if (membersBuilder_ == null) {
+          return members_.get(index);  } else {
+          return membersBuilder_.getMessageOrBuilder(index);
+        }
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public java.util.List<? extends holdfast.v1.Lock.ReleaseRequestOrBuilder> 
+           getMembersOrBuilderList() {
+        if (membersBuilder_ != null) {
+          return membersBuilder_.getMessageOrBuilderList();
+        } else {
+          return java.util.Collections.unmodifiableList(members_);
+        }
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public holdfast.v1.Lock.ReleaseRequest.Builder addMembersBuilder() {
+        return getMembersFieldBuilder().addBuilder(
+            holdfast.v1.Lock.ReleaseRequest.getDefaultInstance());
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public holdfast.v1.Lock.ReleaseRequest.Builder addMembersBuilder(
+          int index) {
+        return getMembersFieldBuilder().addBuilder(
+            index, holdfast.v1.Lock.ReleaseRequest.getDefaultInstance());
+      }
+      /**
+       * <pre>
+       * One entry per member: its name and token (hold_id as ReleaseRequest's).
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.ReleaseRequest members = 1 [json_name = "members"];</code>
+       */
+      public java.util.List<holdfast.v1.Lock.ReleaseRequest.Builder> 
+           getMembersBuilderList() {
+        return getMembersFieldBuilder().getBuilderList();
+      }
+      private com.google.protobuf.RepeatedFieldBuilderV3<
+          holdfast.v1.Lock.ReleaseRequest, holdfast.v1.Lock.ReleaseRequest.Builder, holdfast.v1.Lock.ReleaseRequestOrBuilder> 
+          getMembersFieldBuilder() {
+        if (membersBuilder_ == null) {
+          membersBuilder_ = new com.google.protobuf.RepeatedFieldBuilderV3<
+              holdfast.v1.Lock.ReleaseRequest, holdfast.v1.Lock.ReleaseRequest.Builder, holdfast.v1.Lock.ReleaseRequestOrBuilder>(
+                  members_,
+                  ((bitField0_ & 0x00000001) != 0),
+                  getParentForChildren(),
+                  isClean());
+          members_ = null;
+        }
+        return membersBuilder_;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.ReleaseSetRequest)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.ReleaseSetRequest)
+    private static final holdfast.v1.Lock.ReleaseSetRequest DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.ReleaseSetRequest();
+    }
+
+    public static holdfast.v1.Lock.ReleaseSetRequest getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<ReleaseSetRequest>
+        PARSER = new com.google.protobuf.AbstractParser<ReleaseSetRequest>() {
+      @java.lang.Override
+      public ReleaseSetRequest parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<ReleaseSetRequest> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<ReleaseSetRequest> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.ReleaseSetRequest getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface ReleaseSetResponseOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.ReleaseSetResponse)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * How many members were freed.
+     * </pre>
+     *
+     * <code>uint32 released = 1 [json_name = "released"];</code>
+     * @return The released.
+     */
+    int getReleased();
+
+    /**
+     * <pre>
+     * The names whose token held nothing (expired or already released).
+     * </pre>
+     *
+     * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+     * @return A list containing the notHeld.
+     */
+    java.util.List<java.lang.String>
+        getNotHeldList();
+    /**
+     * <pre>
+     * The names whose token held nothing (expired or already released).
+     * </pre>
+     *
+     * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+     * @return The count of notHeld.
+     */
+    int getNotHeldCount();
+    /**
+     * <pre>
+     * The names whose token held nothing (expired or already released).
+     * </pre>
+     *
+     * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+     * @param index The index of the element to return.
+     * @return The notHeld at the given index.
+     */
+    java.lang.String getNotHeld(int index);
+    /**
+     * <pre>
+     * The names whose token held nothing (expired or already released).
+     * </pre>
+     *
+     * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+     * @param index The index of the value to return.
+     * @return The bytes of the notHeld at the given index.
+     */
+    com.google.protobuf.ByteString
+        getNotHeldBytes(int index);
+  }
+  /**
+   * <pre>
+   * ReleaseSetResponse says which members were released.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.ReleaseSetResponse}
+   */
+  public static final class ReleaseSetResponse extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.ReleaseSetResponse)
+      ReleaseSetResponseOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use ReleaseSetResponse.newBuilder() to construct.
+    private ReleaseSetResponse(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private ReleaseSetResponse() {
+      notHeld_ = com.google.protobuf.LazyStringArrayList.EMPTY;
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new ReleaseSetResponse();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_ReleaseSetResponse_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_ReleaseSetResponse_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.ReleaseSetResponse.class, holdfast.v1.Lock.ReleaseSetResponse.Builder.class);
+    }
+
+    public static final int RELEASED_FIELD_NUMBER = 1;
+    private int released_ = 0;
+    /**
+     * <pre>
+     * How many members were freed.
+     * </pre>
+     *
+     * <code>uint32 released = 1 [json_name = "released"];</code>
+     * @return The released.
+     */
+    @java.lang.Override
+    public int getReleased() {
+      return released_;
+    }
+
+    public static final int NOT_HELD_FIELD_NUMBER = 2;
+    @SuppressWarnings("serial")
+    private com.google.protobuf.LazyStringList notHeld_;
+    /**
+     * <pre>
+     * The names whose token held nothing (expired or already released).
+     * </pre>
+     *
+     * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+     * @return A list containing the notHeld.
+     */
+    public com.google.protobuf.ProtocolStringList
+        getNotHeldList() {
+      return notHeld_;
+    }
+    /**
+     * <pre>
+     * The names whose token held nothing (expired or already released).
+     * </pre>
+     *
+     * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+     * @return The count of notHeld.
+     */
+    public int getNotHeldCount() {
+      return notHeld_.size();
+    }
+    /**
+     * <pre>
+     * The names whose token held nothing (expired or already released).
+     * </pre>
+     *
+     * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+     * @param index The index of the element to return.
+     * @return The notHeld at the given index.
+     */
+    public java.lang.String getNotHeld(int index) {
+      return notHeld_.get(index);
+    }
+    /**
+     * <pre>
+     * The names whose token held nothing (expired or already released).
+     * </pre>
+     *
+     * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+     * @param index The index of the value to return.
+     * @return The bytes of the notHeld at the given index.
+     */
+    public com.google.protobuf.ByteString
+        getNotHeldBytes(int index) {
+      return notHeld_.getByteString(index);
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      if (released_ != 0) {
+        output.writeUInt32(1, released_);
+      }
+      for (int i = 0; i < notHeld_.size(); i++) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 2, notHeld_.getRaw(i));
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      if (released_ != 0) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeUInt32Size(1, released_);
+      }
+      {
+        int dataSize = 0;
+        for (int i = 0; i < notHeld_.size(); i++) {
+          dataSize += computeStringSizeNoTag(notHeld_.getRaw(i));
+        }
+        size += dataSize;
+        size += 1 * getNotHeldList().size();
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.ReleaseSetResponse)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.ReleaseSetResponse other = (holdfast.v1.Lock.ReleaseSetResponse) obj;
+
+      if (getReleased()
+          != other.getReleased()) return false;
+      if (!getNotHeldList()
+          .equals(other.getNotHeldList())) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (37 * hash) + RELEASED_FIELD_NUMBER;
+      hash = (53 * hash) + getReleased();
+      if (getNotHeldCount() > 0) {
+        hash = (37 * hash) + NOT_HELD_FIELD_NUMBER;
+        hash = (53 * hash) + getNotHeldList().hashCode();
+      }
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.ReleaseSetResponse parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.ReleaseSetResponse parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.ReleaseSetResponse parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.ReleaseSetResponse parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.ReleaseSetResponse parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.ReleaseSetResponse parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.ReleaseSetResponse parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.ReleaseSetResponse parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.ReleaseSetResponse parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.ReleaseSetResponse parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.ReleaseSetResponse parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.ReleaseSetResponse parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.ReleaseSetResponse prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * ReleaseSetResponse says which members were released.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.ReleaseSetResponse}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.ReleaseSetResponse)
+        holdfast.v1.Lock.ReleaseSetResponseOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_ReleaseSetResponse_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_ReleaseSetResponse_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.ReleaseSetResponse.class, holdfast.v1.Lock.ReleaseSetResponse.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.ReleaseSetResponse.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        released_ = 0;
+        notHeld_ = com.google.protobuf.LazyStringArrayList.EMPTY;
+        bitField0_ = (bitField0_ & ~0x00000002);
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_ReleaseSetResponse_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.ReleaseSetResponse getDefaultInstanceForType() {
+        return holdfast.v1.Lock.ReleaseSetResponse.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.ReleaseSetResponse build() {
+        holdfast.v1.Lock.ReleaseSetResponse result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.ReleaseSetResponse buildPartial() {
+        holdfast.v1.Lock.ReleaseSetResponse result = new holdfast.v1.Lock.ReleaseSetResponse(this);
+        buildPartialRepeatedFields(result);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartialRepeatedFields(holdfast.v1.Lock.ReleaseSetResponse result) {
+        if (((bitField0_ & 0x00000002) != 0)) {
+          notHeld_ = notHeld_.getUnmodifiableView();
+          bitField0_ = (bitField0_ & ~0x00000002);
+        }
+        result.notHeld_ = notHeld_;
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.ReleaseSetResponse result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000001) != 0)) {
+          result.released_ = released_;
+        }
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.ReleaseSetResponse) {
+          return mergeFrom((holdfast.v1.Lock.ReleaseSetResponse)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.ReleaseSetResponse other) {
+        if (other == holdfast.v1.Lock.ReleaseSetResponse.getDefaultInstance()) return this;
+        if (other.getReleased() != 0) {
+          setReleased(other.getReleased());
+        }
+        if (!other.notHeld_.isEmpty()) {
+          if (notHeld_.isEmpty()) {
+            notHeld_ = other.notHeld_;
+            bitField0_ = (bitField0_ & ~0x00000002);
+          } else {
+            ensureNotHeldIsMutable();
+            notHeld_.addAll(other.notHeld_);
+          }
+          onChanged();
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 8: {
+                released_ = input.readUInt32();
+                bitField0_ |= 0x00000001;
+                break;
+              } // case 8
+              case 18: {
+                java.lang.String s = input.readStringRequireUtf8();
+                ensureNotHeldIsMutable();
+                notHeld_.add(s);
+                break;
+              } // case 18
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private int released_ ;
+      /**
+       * <pre>
+       * How many members were freed.
+       * </pre>
+       *
+       * <code>uint32 released = 1 [json_name = "released"];</code>
+       * @return The released.
+       */
+      @java.lang.Override
+      public int getReleased() {
+        return released_;
+      }
+      /**
+       * <pre>
+       * How many members were freed.
+       * </pre>
+       *
+       * <code>uint32 released = 1 [json_name = "released"];</code>
+       * @param value The released to set.
+       * @return This builder for chaining.
+       */
+      public Builder setReleased(int value) {
+        
+        released_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * How many members were freed.
+       * </pre>
+       *
+       * <code>uint32 released = 1 [json_name = "released"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearReleased() {
+        bitField0_ = (bitField0_ & ~0x00000001);
+        released_ = 0;
+        onChanged();
+        return this;
+      }
+
+      private com.google.protobuf.LazyStringList notHeld_ = com.google.protobuf.LazyStringArrayList.EMPTY;
+      private void ensureNotHeldIsMutable() {
+        if (!((bitField0_ & 0x00000002) != 0)) {
+          notHeld_ = new com.google.protobuf.LazyStringArrayList(notHeld_);
+          bitField0_ |= 0x00000002;
+         }
+      }
+      /**
+       * <pre>
+       * The names whose token held nothing (expired or already released).
+       * </pre>
+       *
+       * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+       * @return A list containing the notHeld.
+       */
+      public com.google.protobuf.ProtocolStringList
+          getNotHeldList() {
+        return notHeld_.getUnmodifiableView();
+      }
+      /**
+       * <pre>
+       * The names whose token held nothing (expired or already released).
+       * </pre>
+       *
+       * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+       * @return The count of notHeld.
+       */
+      public int getNotHeldCount() {
+        return notHeld_.size();
+      }
+      /**
+       * <pre>
+       * The names whose token held nothing (expired or already released).
+       * </pre>
+       *
+       * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+       * @param index The index of the element to return.
+       * @return The notHeld at the given index.
+       */
+      public java.lang.String getNotHeld(int index) {
+        return notHeld_.get(index);
+      }
+      /**
+       * <pre>
+       * The names whose token held nothing (expired or already released).
+       * </pre>
+       *
+       * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+       * @param index The index of the value to return.
+       * @return The bytes of the notHeld at the given index.
+       */
+      public com.google.protobuf.ByteString
+          getNotHeldBytes(int index) {
+        return notHeld_.getByteString(index);
+      }
+      /**
+       * <pre>
+       * The names whose token held nothing (expired or already released).
+       * </pre>
+       *
+       * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+       * @param index The index to set the value at.
+       * @param value The notHeld to set.
+       * @return This builder for chaining.
+       */
+      public Builder setNotHeld(
+          int index, java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        ensureNotHeldIsMutable();
+        notHeld_.set(index, value);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The names whose token held nothing (expired or already released).
+       * </pre>
+       *
+       * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+       * @param value The notHeld to add.
+       * @return This builder for chaining.
+       */
+      public Builder addNotHeld(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        ensureNotHeldIsMutable();
+        notHeld_.add(value);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The names whose token held nothing (expired or already released).
+       * </pre>
+       *
+       * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+       * @param values The notHeld to add.
+       * @return This builder for chaining.
+       */
+      public Builder addAllNotHeld(
+          java.lang.Iterable<java.lang.String> values) {
+        ensureNotHeldIsMutable();
+        com.google.protobuf.AbstractMessageLite.Builder.addAll(
+            values, notHeld_);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The names whose token held nothing (expired or already released).
+       * </pre>
+       *
+       * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearNotHeld() {
+        notHeld_ = com.google.protobuf.LazyStringArrayList.EMPTY;
+        bitField0_ = (bitField0_ & ~0x00000002);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The names whose token held nothing (expired or already released).
+       * </pre>
+       *
+       * <code>repeated string not_held = 2 [json_name = "notHeld"];</code>
+       * @param value The bytes of the notHeld to add.
+       * @return This builder for chaining.
+       */
+      public Builder addNotHeldBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        ensureNotHeldIsMutable();
+        notHeld_.add(value);
+        onChanged();
+        return this;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.ReleaseSetResponse)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.ReleaseSetResponse)
+    private static final holdfast.v1.Lock.ReleaseSetResponse DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.ReleaseSetResponse();
+    }
+
+    public static holdfast.v1.Lock.ReleaseSetResponse getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<ReleaseSetResponse>
+        PARSER = new com.google.protobuf.AbstractParser<ReleaseSetResponse>() {
+      @java.lang.Override
+      public ReleaseSetResponse parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<ReleaseSetResponse> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<ReleaseSetResponse> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.ReleaseSetResponse getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface HoldSetRequestOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.HoldSetRequest)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * The locks' names, as AcquireSetRequest.names.
+     * </pre>
+     *
+     * <code>repeated string names = 1 [json_name = "names"];</code>
+     * @return A list containing the names.
+     */
+    java.util.List<java.lang.String>
+        getNamesList();
+    /**
+     * <pre>
+     * The locks' names, as AcquireSetRequest.names.
+     * </pre>
+     *
+     * <code>repeated string names = 1 [json_name = "names"];</code>
+     * @return The count of names.
+     */
+    int getNamesCount();
+    /**
+     * <pre>
+     * The locks' names, as AcquireSetRequest.names.
+     * </pre>
+     *
+     * <code>repeated string names = 1 [json_name = "names"];</code>
+     * @param index The index of the element to return.
+     * @return The names at the given index.
+     */
+    java.lang.String getNames(int index);
+    /**
+     * <pre>
+     * The locks' names, as AcquireSetRequest.names.
+     * </pre>
+     *
+     * <code>repeated string names = 1 [json_name = "names"];</code>
+     * @param index The index of the value to return.
+     * @return The bytes of the names at the given index.
+     */
+    com.google.protobuf.ByteString
+        getNamesBytes(int index);
+
+    /**
+     * <pre>
+     * Who asks.
+     * </pre>
+     *
+     * <code>string owner = 2 [json_name = "owner"];</code>
+     * @return The owner.
+     */
+    java.lang.String getOwner();
+    /**
+     * <pre>
+     * Who asks.
+     * </pre>
+     *
+     * <code>string owner = 2 [json_name = "owner"];</code>
+     * @return The bytes for owner.
+     */
+    com.google.protobuf.ByteString
+        getOwnerBytes();
+
+    /**
+     * <pre>
+     * Lease length of every member in milliseconds; the server renews each at about a third of it. 0: the default.
+     * </pre>
+     *
+     * <code>int64 ttl_ms = 3 [json_name = "ttlMs"];</code>
+     * @return The ttlMs.
+     */
+    long getTtlMs();
+
+    /**
+     * <pre>
+     * How long to wait for the whole set; the stream ends with DEADLINE_EXCEEDED when it runs out. 0: try once.
+     * </pre>
+     *
+     * <code>int64 wait_timeout_ms = 4 [json_name = "waitTimeoutMs"];</code>
+     * @return The waitTimeoutMs.
+     */
+    long getWaitTimeoutMs();
+
+    /**
+     * <pre>
+     * Exclusive or shared, for every member.
+     * </pre>
+     *
+     * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+     * @return The enum numeric value on the wire for mode.
+     */
+    int getModeValue();
+    /**
+     * <pre>
+     * Exclusive or shared, for every member.
+     * </pre>
+     *
+     * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+     * @return The mode.
+     */
+    holdfast.v1.Lock.LockMode getMode();
+
+    /**
+     * <pre>
+     * Longest time the server keeps the set, as HoldRequest.max_hold_ms.
+     * </pre>
+     *
+     * <code>int64 max_hold_ms = 6 [json_name = "maxHoldMs"];</code>
+     * @return The maxHoldMs.
+     */
+    long getMaxHoldMs();
+
+    /**
+     * <pre>
+     * A value every member publishes to watchers.
+     * </pre>
+     *
+     * <code>string value = 7 [json_name = "value"];</code>
+     * @return The value.
+     */
+    java.lang.String getValue();
+    /**
+     * <pre>
+     * A value every member publishes to watchers.
+     * </pre>
+     *
+     * <code>string value = 7 [json_name = "value"];</code>
+     * @return The bytes for value.
+     */
+    com.google.protobuf.ByteString
+        getValueBytes();
+  }
+  /**
+   * <pre>
+   * HoldSetRequest asks for several locks held for as long as the stream is open.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.HoldSetRequest}
+   */
+  public static final class HoldSetRequest extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.HoldSetRequest)
+      HoldSetRequestOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use HoldSetRequest.newBuilder() to construct.
+    private HoldSetRequest(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private HoldSetRequest() {
+      names_ = com.google.protobuf.LazyStringArrayList.EMPTY;
+      owner_ = "";
+      mode_ = 0;
+      value_ = "";
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new HoldSetRequest();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_HoldSetRequest_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_HoldSetRequest_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.HoldSetRequest.class, holdfast.v1.Lock.HoldSetRequest.Builder.class);
+    }
+
+    public static final int NAMES_FIELD_NUMBER = 1;
+    @SuppressWarnings("serial")
+    private com.google.protobuf.LazyStringList names_;
+    /**
+     * <pre>
+     * The locks' names, as AcquireSetRequest.names.
+     * </pre>
+     *
+     * <code>repeated string names = 1 [json_name = "names"];</code>
+     * @return A list containing the names.
+     */
+    public com.google.protobuf.ProtocolStringList
+        getNamesList() {
+      return names_;
+    }
+    /**
+     * <pre>
+     * The locks' names, as AcquireSetRequest.names.
+     * </pre>
+     *
+     * <code>repeated string names = 1 [json_name = "names"];</code>
+     * @return The count of names.
+     */
+    public int getNamesCount() {
+      return names_.size();
+    }
+    /**
+     * <pre>
+     * The locks' names, as AcquireSetRequest.names.
+     * </pre>
+     *
+     * <code>repeated string names = 1 [json_name = "names"];</code>
+     * @param index The index of the element to return.
+     * @return The names at the given index.
+     */
+    public java.lang.String getNames(int index) {
+      return names_.get(index);
+    }
+    /**
+     * <pre>
+     * The locks' names, as AcquireSetRequest.names.
+     * </pre>
+     *
+     * <code>repeated string names = 1 [json_name = "names"];</code>
+     * @param index The index of the value to return.
+     * @return The bytes of the names at the given index.
+     */
+    public com.google.protobuf.ByteString
+        getNamesBytes(int index) {
+      return names_.getByteString(index);
+    }
+
+    public static final int OWNER_FIELD_NUMBER = 2;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object owner_ = "";
+    /**
+     * <pre>
+     * Who asks.
+     * </pre>
+     *
+     * <code>string owner = 2 [json_name = "owner"];</code>
+     * @return The owner.
+     */
+    @java.lang.Override
+    public java.lang.String getOwner() {
+      java.lang.Object ref = owner_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        owner_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * Who asks.
+     * </pre>
+     *
+     * <code>string owner = 2 [json_name = "owner"];</code>
+     * @return The bytes for owner.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getOwnerBytes() {
+      java.lang.Object ref = owner_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        owner_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    public static final int TTL_MS_FIELD_NUMBER = 3;
+    private long ttlMs_ = 0L;
+    /**
+     * <pre>
+     * Lease length of every member in milliseconds; the server renews each at about a third of it. 0: the default.
+     * </pre>
+     *
+     * <code>int64 ttl_ms = 3 [json_name = "ttlMs"];</code>
+     * @return The ttlMs.
+     */
+    @java.lang.Override
+    public long getTtlMs() {
+      return ttlMs_;
+    }
+
+    public static final int WAIT_TIMEOUT_MS_FIELD_NUMBER = 4;
+    private long waitTimeoutMs_ = 0L;
+    /**
+     * <pre>
+     * How long to wait for the whole set; the stream ends with DEADLINE_EXCEEDED when it runs out. 0: try once.
+     * </pre>
+     *
+     * <code>int64 wait_timeout_ms = 4 [json_name = "waitTimeoutMs"];</code>
+     * @return The waitTimeoutMs.
+     */
+    @java.lang.Override
+    public long getWaitTimeoutMs() {
+      return waitTimeoutMs_;
+    }
+
+    public static final int MODE_FIELD_NUMBER = 5;
+    private int mode_ = 0;
+    /**
+     * <pre>
+     * Exclusive or shared, for every member.
+     * </pre>
+     *
+     * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+     * @return The enum numeric value on the wire for mode.
+     */
+    @java.lang.Override public int getModeValue() {
+      return mode_;
+    }
+    /**
+     * <pre>
+     * Exclusive or shared, for every member.
+     * </pre>
+     *
+     * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+     * @return The mode.
+     */
+    @java.lang.Override public holdfast.v1.Lock.LockMode getMode() {
+      holdfast.v1.Lock.LockMode result = holdfast.v1.Lock.LockMode.forNumber(mode_);
+      return result == null ? holdfast.v1.Lock.LockMode.UNRECOGNIZED : result;
+    }
+
+    public static final int MAX_HOLD_MS_FIELD_NUMBER = 6;
+    private long maxHoldMs_ = 0L;
+    /**
+     * <pre>
+     * Longest time the server keeps the set, as HoldRequest.max_hold_ms.
+     * </pre>
+     *
+     * <code>int64 max_hold_ms = 6 [json_name = "maxHoldMs"];</code>
+     * @return The maxHoldMs.
+     */
+    @java.lang.Override
+    public long getMaxHoldMs() {
+      return maxHoldMs_;
+    }
+
+    public static final int VALUE_FIELD_NUMBER = 7;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object value_ = "";
+    /**
+     * <pre>
+     * A value every member publishes to watchers.
+     * </pre>
+     *
+     * <code>string value = 7 [json_name = "value"];</code>
+     * @return The value.
+     */
+    @java.lang.Override
+    public java.lang.String getValue() {
+      java.lang.Object ref = value_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        value_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * A value every member publishes to watchers.
+     * </pre>
+     *
+     * <code>string value = 7 [json_name = "value"];</code>
+     * @return The bytes for value.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getValueBytes() {
+      java.lang.Object ref = value_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        value_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      for (int i = 0; i < names_.size(); i++) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 1, names_.getRaw(i));
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(owner_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 2, owner_);
+      }
+      if (ttlMs_ != 0L) {
+        output.writeInt64(3, ttlMs_);
+      }
+      if (waitTimeoutMs_ != 0L) {
+        output.writeInt64(4, waitTimeoutMs_);
+      }
+      if (mode_ != holdfast.v1.Lock.LockMode.LOCK_MODE_UNSPECIFIED.getNumber()) {
+        output.writeEnum(5, mode_);
+      }
+      if (maxHoldMs_ != 0L) {
+        output.writeInt64(6, maxHoldMs_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(value_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 7, value_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      {
+        int dataSize = 0;
+        for (int i = 0; i < names_.size(); i++) {
+          dataSize += computeStringSizeNoTag(names_.getRaw(i));
+        }
+        size += dataSize;
+        size += 1 * getNamesList().size();
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(owner_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(2, owner_);
+      }
+      if (ttlMs_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeInt64Size(3, ttlMs_);
+      }
+      if (waitTimeoutMs_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeInt64Size(4, waitTimeoutMs_);
+      }
+      if (mode_ != holdfast.v1.Lock.LockMode.LOCK_MODE_UNSPECIFIED.getNumber()) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeEnumSize(5, mode_);
+      }
+      if (maxHoldMs_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeInt64Size(6, maxHoldMs_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(value_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(7, value_);
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.HoldSetRequest)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.HoldSetRequest other = (holdfast.v1.Lock.HoldSetRequest) obj;
+
+      if (!getNamesList()
+          .equals(other.getNamesList())) return false;
+      if (!getOwner()
+          .equals(other.getOwner())) return false;
+      if (getTtlMs()
+          != other.getTtlMs()) return false;
+      if (getWaitTimeoutMs()
+          != other.getWaitTimeoutMs()) return false;
+      if (mode_ != other.mode_) return false;
+      if (getMaxHoldMs()
+          != other.getMaxHoldMs()) return false;
+      if (!getValue()
+          .equals(other.getValue())) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      if (getNamesCount() > 0) {
+        hash = (37 * hash) + NAMES_FIELD_NUMBER;
+        hash = (53 * hash) + getNamesList().hashCode();
+      }
+      hash = (37 * hash) + OWNER_FIELD_NUMBER;
+      hash = (53 * hash) + getOwner().hashCode();
+      hash = (37 * hash) + TTL_MS_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getTtlMs());
+      hash = (37 * hash) + WAIT_TIMEOUT_MS_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getWaitTimeoutMs());
+      hash = (37 * hash) + MODE_FIELD_NUMBER;
+      hash = (53 * hash) + mode_;
+      hash = (37 * hash) + MAX_HOLD_MS_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getMaxHoldMs());
+      hash = (37 * hash) + VALUE_FIELD_NUMBER;
+      hash = (53 * hash) + getValue().hashCode();
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.HoldSetRequest parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.HoldSetRequest parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.HoldSetRequest parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.HoldSetRequest parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.HoldSetRequest parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.HoldSetRequest parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.HoldSetRequest parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.HoldSetRequest parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.HoldSetRequest parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.HoldSetRequest parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.HoldSetRequest parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.HoldSetRequest parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.HoldSetRequest prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * HoldSetRequest asks for several locks held for as long as the stream is open.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.HoldSetRequest}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.HoldSetRequest)
+        holdfast.v1.Lock.HoldSetRequestOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_HoldSetRequest_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_HoldSetRequest_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.HoldSetRequest.class, holdfast.v1.Lock.HoldSetRequest.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.HoldSetRequest.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        names_ = com.google.protobuf.LazyStringArrayList.EMPTY;
+        bitField0_ = (bitField0_ & ~0x00000001);
+        owner_ = "";
+        ttlMs_ = 0L;
+        waitTimeoutMs_ = 0L;
+        mode_ = 0;
+        maxHoldMs_ = 0L;
+        value_ = "";
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_HoldSetRequest_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldSetRequest getDefaultInstanceForType() {
+        return holdfast.v1.Lock.HoldSetRequest.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldSetRequest build() {
+        holdfast.v1.Lock.HoldSetRequest result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldSetRequest buildPartial() {
+        holdfast.v1.Lock.HoldSetRequest result = new holdfast.v1.Lock.HoldSetRequest(this);
+        buildPartialRepeatedFields(result);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartialRepeatedFields(holdfast.v1.Lock.HoldSetRequest result) {
+        if (((bitField0_ & 0x00000001) != 0)) {
+          names_ = names_.getUnmodifiableView();
+          bitField0_ = (bitField0_ & ~0x00000001);
+        }
+        result.names_ = names_;
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.HoldSetRequest result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000002) != 0)) {
+          result.owner_ = owner_;
+        }
+        if (((from_bitField0_ & 0x00000004) != 0)) {
+          result.ttlMs_ = ttlMs_;
+        }
+        if (((from_bitField0_ & 0x00000008) != 0)) {
+          result.waitTimeoutMs_ = waitTimeoutMs_;
+        }
+        if (((from_bitField0_ & 0x00000010) != 0)) {
+          result.mode_ = mode_;
+        }
+        if (((from_bitField0_ & 0x00000020) != 0)) {
+          result.maxHoldMs_ = maxHoldMs_;
+        }
+        if (((from_bitField0_ & 0x00000040) != 0)) {
+          result.value_ = value_;
+        }
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.HoldSetRequest) {
+          return mergeFrom((holdfast.v1.Lock.HoldSetRequest)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.HoldSetRequest other) {
+        if (other == holdfast.v1.Lock.HoldSetRequest.getDefaultInstance()) return this;
+        if (!other.names_.isEmpty()) {
+          if (names_.isEmpty()) {
+            names_ = other.names_;
+            bitField0_ = (bitField0_ & ~0x00000001);
+          } else {
+            ensureNamesIsMutable();
+            names_.addAll(other.names_);
+          }
+          onChanged();
+        }
+        if (!other.getOwner().isEmpty()) {
+          owner_ = other.owner_;
+          bitField0_ |= 0x00000002;
+          onChanged();
+        }
+        if (other.getTtlMs() != 0L) {
+          setTtlMs(other.getTtlMs());
+        }
+        if (other.getWaitTimeoutMs() != 0L) {
+          setWaitTimeoutMs(other.getWaitTimeoutMs());
+        }
+        if (other.mode_ != 0) {
+          setModeValue(other.getModeValue());
+        }
+        if (other.getMaxHoldMs() != 0L) {
+          setMaxHoldMs(other.getMaxHoldMs());
+        }
+        if (!other.getValue().isEmpty()) {
+          value_ = other.value_;
+          bitField0_ |= 0x00000040;
+          onChanged();
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 10: {
+                java.lang.String s = input.readStringRequireUtf8();
+                ensureNamesIsMutable();
+                names_.add(s);
+                break;
+              } // case 10
+              case 18: {
+                owner_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000002;
+                break;
+              } // case 18
+              case 24: {
+                ttlMs_ = input.readInt64();
+                bitField0_ |= 0x00000004;
+                break;
+              } // case 24
+              case 32: {
+                waitTimeoutMs_ = input.readInt64();
+                bitField0_ |= 0x00000008;
+                break;
+              } // case 32
+              case 40: {
+                mode_ = input.readEnum();
+                bitField0_ |= 0x00000010;
+                break;
+              } // case 40
+              case 48: {
+                maxHoldMs_ = input.readInt64();
+                bitField0_ |= 0x00000020;
+                break;
+              } // case 48
+              case 58: {
+                value_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000040;
+                break;
+              } // case 58
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private com.google.protobuf.LazyStringList names_ = com.google.protobuf.LazyStringArrayList.EMPTY;
+      private void ensureNamesIsMutable() {
+        if (!((bitField0_ & 0x00000001) != 0)) {
+          names_ = new com.google.protobuf.LazyStringArrayList(names_);
+          bitField0_ |= 0x00000001;
+         }
+      }
+      /**
+       * <pre>
+       * The locks' names, as AcquireSetRequest.names.
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @return A list containing the names.
+       */
+      public com.google.protobuf.ProtocolStringList
+          getNamesList() {
+        return names_.getUnmodifiableView();
+      }
+      /**
+       * <pre>
+       * The locks' names, as AcquireSetRequest.names.
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @return The count of names.
+       */
+      public int getNamesCount() {
+        return names_.size();
+      }
+      /**
+       * <pre>
+       * The locks' names, as AcquireSetRequest.names.
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @param index The index of the element to return.
+       * @return The names at the given index.
+       */
+      public java.lang.String getNames(int index) {
+        return names_.get(index);
+      }
+      /**
+       * <pre>
+       * The locks' names, as AcquireSetRequest.names.
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @param index The index of the value to return.
+       * @return The bytes of the names at the given index.
+       */
+      public com.google.protobuf.ByteString
+          getNamesBytes(int index) {
+        return names_.getByteString(index);
+      }
+      /**
+       * <pre>
+       * The locks' names, as AcquireSetRequest.names.
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @param index The index to set the value at.
+       * @param value The names to set.
+       * @return This builder for chaining.
+       */
+      public Builder setNames(
+          int index, java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        ensureNamesIsMutable();
+        names_.set(index, value);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The locks' names, as AcquireSetRequest.names.
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @param value The names to add.
+       * @return This builder for chaining.
+       */
+      public Builder addNames(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        ensureNamesIsMutable();
+        names_.add(value);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The locks' names, as AcquireSetRequest.names.
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @param values The names to add.
+       * @return This builder for chaining.
+       */
+      public Builder addAllNames(
+          java.lang.Iterable<java.lang.String> values) {
+        ensureNamesIsMutable();
+        com.google.protobuf.AbstractMessageLite.Builder.addAll(
+            values, names_);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The locks' names, as AcquireSetRequest.names.
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearNames() {
+        names_ = com.google.protobuf.LazyStringArrayList.EMPTY;
+        bitField0_ = (bitField0_ & ~0x00000001);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The locks' names, as AcquireSetRequest.names.
+       * </pre>
+       *
+       * <code>repeated string names = 1 [json_name = "names"];</code>
+       * @param value The bytes of the names to add.
+       * @return This builder for chaining.
+       */
+      public Builder addNamesBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        ensureNamesIsMutable();
+        names_.add(value);
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object owner_ = "";
+      /**
+       * <pre>
+       * Who asks.
+       * </pre>
+       *
+       * <code>string owner = 2 [json_name = "owner"];</code>
+       * @return The owner.
+       */
+      public java.lang.String getOwner() {
+        java.lang.Object ref = owner_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          owner_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * Who asks.
+       * </pre>
+       *
+       * <code>string owner = 2 [json_name = "owner"];</code>
+       * @return The bytes for owner.
+       */
+      public com.google.protobuf.ByteString
+          getOwnerBytes() {
+        java.lang.Object ref = owner_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          owner_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * Who asks.
+       * </pre>
+       *
+       * <code>string owner = 2 [json_name = "owner"];</code>
+       * @param value The owner to set.
+       * @return This builder for chaining.
+       */
+      public Builder setOwner(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        owner_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Who asks.
+       * </pre>
+       *
+       * <code>string owner = 2 [json_name = "owner"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearOwner() {
+        owner_ = getDefaultInstance().getOwner();
+        bitField0_ = (bitField0_ & ~0x00000002);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Who asks.
+       * </pre>
+       *
+       * <code>string owner = 2 [json_name = "owner"];</code>
+       * @param value The bytes for owner to set.
+       * @return This builder for chaining.
+       */
+      public Builder setOwnerBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        owner_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+
+      private long ttlMs_ ;
+      /**
+       * <pre>
+       * Lease length of every member in milliseconds; the server renews each at about a third of it. 0: the default.
+       * </pre>
+       *
+       * <code>int64 ttl_ms = 3 [json_name = "ttlMs"];</code>
+       * @return The ttlMs.
+       */
+      @java.lang.Override
+      public long getTtlMs() {
+        return ttlMs_;
+      }
+      /**
+       * <pre>
+       * Lease length of every member in milliseconds; the server renews each at about a third of it. 0: the default.
+       * </pre>
+       *
+       * <code>int64 ttl_ms = 3 [json_name = "ttlMs"];</code>
+       * @param value The ttlMs to set.
+       * @return This builder for chaining.
+       */
+      public Builder setTtlMs(long value) {
+        
+        ttlMs_ = value;
+        bitField0_ |= 0x00000004;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Lease length of every member in milliseconds; the server renews each at about a third of it. 0: the default.
+       * </pre>
+       *
+       * <code>int64 ttl_ms = 3 [json_name = "ttlMs"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearTtlMs() {
+        bitField0_ = (bitField0_ & ~0x00000004);
+        ttlMs_ = 0L;
+        onChanged();
+        return this;
+      }
+
+      private long waitTimeoutMs_ ;
+      /**
+       * <pre>
+       * How long to wait for the whole set; the stream ends with DEADLINE_EXCEEDED when it runs out. 0: try once.
+       * </pre>
+       *
+       * <code>int64 wait_timeout_ms = 4 [json_name = "waitTimeoutMs"];</code>
+       * @return The waitTimeoutMs.
+       */
+      @java.lang.Override
+      public long getWaitTimeoutMs() {
+        return waitTimeoutMs_;
+      }
+      /**
+       * <pre>
+       * How long to wait for the whole set; the stream ends with DEADLINE_EXCEEDED when it runs out. 0: try once.
+       * </pre>
+       *
+       * <code>int64 wait_timeout_ms = 4 [json_name = "waitTimeoutMs"];</code>
+       * @param value The waitTimeoutMs to set.
+       * @return This builder for chaining.
+       */
+      public Builder setWaitTimeoutMs(long value) {
+        
+        waitTimeoutMs_ = value;
+        bitField0_ |= 0x00000008;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * How long to wait for the whole set; the stream ends with DEADLINE_EXCEEDED when it runs out. 0: try once.
+       * </pre>
+       *
+       * <code>int64 wait_timeout_ms = 4 [json_name = "waitTimeoutMs"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearWaitTimeoutMs() {
+        bitField0_ = (bitField0_ & ~0x00000008);
+        waitTimeoutMs_ = 0L;
+        onChanged();
+        return this;
+      }
+
+      private int mode_ = 0;
+      /**
+       * <pre>
+       * Exclusive or shared, for every member.
+       * </pre>
+       *
+       * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+       * @return The enum numeric value on the wire for mode.
+       */
+      @java.lang.Override public int getModeValue() {
+        return mode_;
+      }
+      /**
+       * <pre>
+       * Exclusive or shared, for every member.
+       * </pre>
+       *
+       * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+       * @param value The enum numeric value on the wire for mode to set.
+       * @return This builder for chaining.
+       */
+      public Builder setModeValue(int value) {
+        mode_ = value;
+        bitField0_ |= 0x00000010;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Exclusive or shared, for every member.
+       * </pre>
+       *
+       * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+       * @return The mode.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.LockMode getMode() {
+        holdfast.v1.Lock.LockMode result = holdfast.v1.Lock.LockMode.forNumber(mode_);
+        return result == null ? holdfast.v1.Lock.LockMode.UNRECOGNIZED : result;
+      }
+      /**
+       * <pre>
+       * Exclusive or shared, for every member.
+       * </pre>
+       *
+       * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+       * @param value The mode to set.
+       * @return This builder for chaining.
+       */
+      public Builder setMode(holdfast.v1.Lock.LockMode value) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        bitField0_ |= 0x00000010;
+        mode_ = value.getNumber();
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Exclusive or shared, for every member.
+       * </pre>
+       *
+       * <code>.holdfast.v1.LockMode mode = 5 [json_name = "mode"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearMode() {
+        bitField0_ = (bitField0_ & ~0x00000010);
+        mode_ = 0;
+        onChanged();
+        return this;
+      }
+
+      private long maxHoldMs_ ;
+      /**
+       * <pre>
+       * Longest time the server keeps the set, as HoldRequest.max_hold_ms.
+       * </pre>
+       *
+       * <code>int64 max_hold_ms = 6 [json_name = "maxHoldMs"];</code>
+       * @return The maxHoldMs.
+       */
+      @java.lang.Override
+      public long getMaxHoldMs() {
+        return maxHoldMs_;
+      }
+      /**
+       * <pre>
+       * Longest time the server keeps the set, as HoldRequest.max_hold_ms.
+       * </pre>
+       *
+       * <code>int64 max_hold_ms = 6 [json_name = "maxHoldMs"];</code>
+       * @param value The maxHoldMs to set.
+       * @return This builder for chaining.
+       */
+      public Builder setMaxHoldMs(long value) {
+        
+        maxHoldMs_ = value;
+        bitField0_ |= 0x00000020;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Longest time the server keeps the set, as HoldRequest.max_hold_ms.
+       * </pre>
+       *
+       * <code>int64 max_hold_ms = 6 [json_name = "maxHoldMs"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearMaxHoldMs() {
+        bitField0_ = (bitField0_ & ~0x00000020);
+        maxHoldMs_ = 0L;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object value_ = "";
+      /**
+       * <pre>
+       * A value every member publishes to watchers.
+       * </pre>
+       *
+       * <code>string value = 7 [json_name = "value"];</code>
+       * @return The value.
+       */
+      public java.lang.String getValue() {
+        java.lang.Object ref = value_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          value_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * A value every member publishes to watchers.
+       * </pre>
+       *
+       * <code>string value = 7 [json_name = "value"];</code>
+       * @return The bytes for value.
+       */
+      public com.google.protobuf.ByteString
+          getValueBytes() {
+        java.lang.Object ref = value_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          value_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * A value every member publishes to watchers.
+       * </pre>
+       *
+       * <code>string value = 7 [json_name = "value"];</code>
+       * @param value The value to set.
+       * @return This builder for chaining.
+       */
+      public Builder setValue(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        value_ = value;
+        bitField0_ |= 0x00000040;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * A value every member publishes to watchers.
+       * </pre>
+       *
+       * <code>string value = 7 [json_name = "value"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearValue() {
+        value_ = getDefaultInstance().getValue();
+        bitField0_ = (bitField0_ & ~0x00000040);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * A value every member publishes to watchers.
+       * </pre>
+       *
+       * <code>string value = 7 [json_name = "value"];</code>
+       * @param value The bytes for value to set.
+       * @return This builder for chaining.
+       */
+      public Builder setValueBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        value_ = value;
+        bitField0_ |= 0x00000040;
+        onChanged();
+        return this;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.HoldSetRequest)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.HoldSetRequest)
+    private static final holdfast.v1.Lock.HoldSetRequest DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.HoldSetRequest();
+    }
+
+    public static holdfast.v1.Lock.HoldSetRequest getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<HoldSetRequest>
+        PARSER = new com.google.protobuf.AbstractParser<HoldSetRequest>() {
+      @java.lang.Override
+      public HoldSetRequest parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<HoldSetRequest> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<HoldSetRequest> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldSetRequest getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface HoldSetResponseOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.HoldSetResponse)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * The whole set was granted; sent once, first.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetAcquired acquired = 1 [json_name = "acquired"];</code>
+     * @return Whether the acquired field is set.
+     */
+    boolean hasAcquired();
+    /**
+     * <pre>
+     * The whole set was granted; sent once, first.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetAcquired acquired = 1 [json_name = "acquired"];</code>
+     * @return The acquired.
+     */
+    holdfast.v1.Lock.HoldSetAcquired getAcquired();
+    /**
+     * <pre>
+     * The whole set was granted; sent once, first.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetAcquired acquired = 1 [json_name = "acquired"];</code>
+     */
+    holdfast.v1.Lock.HoldSetAcquiredOrBuilder getAcquiredOrBuilder();
+
+    /**
+     * <pre>
+     * Every member's lease runs at least this long (the earliest member's renewal).
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldRenewed renewed = 2 [json_name = "renewed"];</code>
+     * @return Whether the renewed field is set.
+     */
+    boolean hasRenewed();
+    /**
+     * <pre>
+     * Every member's lease runs at least this long (the earliest member's renewal).
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldRenewed renewed = 2 [json_name = "renewed"];</code>
+     * @return The renewed.
+     */
+    holdfast.v1.Lock.HoldRenewed getRenewed();
+    /**
+     * <pre>
+     * Every member's lease runs at least this long (the earliest member's renewal).
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldRenewed renewed = 2 [json_name = "renewed"];</code>
+     */
+    holdfast.v1.Lock.HoldRenewedOrBuilder getRenewedOrBuilder();
+
+    /**
+     * <pre>
+     * A member was lost, so the set is; sent once, last, before the stream ends with ABORTED.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldLost lost = 3 [json_name = "lost"];</code>
+     * @return Whether the lost field is set.
+     */
+    boolean hasLost();
+    /**
+     * <pre>
+     * A member was lost, so the set is; sent once, last, before the stream ends with ABORTED.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldLost lost = 3 [json_name = "lost"];</code>
+     * @return The lost.
+     */
+    holdfast.v1.Lock.HoldLost getLost();
+    /**
+     * <pre>
+     * A member was lost, so the set is; sent once, last, before the stream ends with ABORTED.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldLost lost = 3 [json_name = "lost"];</code>
+     */
+    holdfast.v1.Lock.HoldLostOrBuilder getLostOrBuilder();
+
+    public holdfast.v1.Lock.HoldSetResponse.EventCase getEventCase();
+  }
+  /**
+   * <pre>
+   * HoldSetResponse is one event on a HoldSet stream.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.HoldSetResponse}
+   */
+  public static final class HoldSetResponse extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.HoldSetResponse)
+      HoldSetResponseOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use HoldSetResponse.newBuilder() to construct.
+    private HoldSetResponse(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private HoldSetResponse() {
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new HoldSetResponse();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_HoldSetResponse_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_HoldSetResponse_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.HoldSetResponse.class, holdfast.v1.Lock.HoldSetResponse.Builder.class);
+    }
+
+    private int eventCase_ = 0;
+    private java.lang.Object event_;
+    public enum EventCase
+        implements com.google.protobuf.Internal.EnumLite,
+            com.google.protobuf.AbstractMessage.InternalOneOfEnum {
+      ACQUIRED(1),
+      RENEWED(2),
+      LOST(3),
+      EVENT_NOT_SET(0);
+      private final int value;
+      private EventCase(int value) {
+        this.value = value;
+      }
+      /**
+       * @param value The number of the enum to look for.
+       * @return The enum associated with the given number.
+       * @deprecated Use {@link #forNumber(int)} instead.
+       */
+      @java.lang.Deprecated
+      public static EventCase valueOf(int value) {
+        return forNumber(value);
+      }
+
+      public static EventCase forNumber(int value) {
+        switch (value) {
+          case 1: return ACQUIRED;
+          case 2: return RENEWED;
+          case 3: return LOST;
+          case 0: return EVENT_NOT_SET;
+          default: return null;
+        }
+      }
+      public int getNumber() {
+        return this.value;
+      }
+    };
+
+    public EventCase
+    getEventCase() {
+      return EventCase.forNumber(
+          eventCase_);
+    }
+
+    public static final int ACQUIRED_FIELD_NUMBER = 1;
+    /**
+     * <pre>
+     * The whole set was granted; sent once, first.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetAcquired acquired = 1 [json_name = "acquired"];</code>
+     * @return Whether the acquired field is set.
+     */
+    @java.lang.Override
+    public boolean hasAcquired() {
+      return eventCase_ == 1;
+    }
+    /**
+     * <pre>
+     * The whole set was granted; sent once, first.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetAcquired acquired = 1 [json_name = "acquired"];</code>
+     * @return The acquired.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldSetAcquired getAcquired() {
+      if (eventCase_ == 1) {
+         return (holdfast.v1.Lock.HoldSetAcquired) event_;
+      }
+      return holdfast.v1.Lock.HoldSetAcquired.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * The whole set was granted; sent once, first.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetAcquired acquired = 1 [json_name = "acquired"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldSetAcquiredOrBuilder getAcquiredOrBuilder() {
+      if (eventCase_ == 1) {
+         return (holdfast.v1.Lock.HoldSetAcquired) event_;
+      }
+      return holdfast.v1.Lock.HoldSetAcquired.getDefaultInstance();
+    }
+
+    public static final int RENEWED_FIELD_NUMBER = 2;
+    /**
+     * <pre>
+     * Every member's lease runs at least this long (the earliest member's renewal).
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldRenewed renewed = 2 [json_name = "renewed"];</code>
+     * @return Whether the renewed field is set.
+     */
+    @java.lang.Override
+    public boolean hasRenewed() {
+      return eventCase_ == 2;
+    }
+    /**
+     * <pre>
+     * Every member's lease runs at least this long (the earliest member's renewal).
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldRenewed renewed = 2 [json_name = "renewed"];</code>
+     * @return The renewed.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldRenewed getRenewed() {
+      if (eventCase_ == 2) {
+         return (holdfast.v1.Lock.HoldRenewed) event_;
+      }
+      return holdfast.v1.Lock.HoldRenewed.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * Every member's lease runs at least this long (the earliest member's renewal).
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldRenewed renewed = 2 [json_name = "renewed"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldRenewedOrBuilder getRenewedOrBuilder() {
+      if (eventCase_ == 2) {
+         return (holdfast.v1.Lock.HoldRenewed) event_;
+      }
+      return holdfast.v1.Lock.HoldRenewed.getDefaultInstance();
+    }
+
+    public static final int LOST_FIELD_NUMBER = 3;
+    /**
+     * <pre>
+     * A member was lost, so the set is; sent once, last, before the stream ends with ABORTED.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldLost lost = 3 [json_name = "lost"];</code>
+     * @return Whether the lost field is set.
+     */
+    @java.lang.Override
+    public boolean hasLost() {
+      return eventCase_ == 3;
+    }
+    /**
+     * <pre>
+     * A member was lost, so the set is; sent once, last, before the stream ends with ABORTED.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldLost lost = 3 [json_name = "lost"];</code>
+     * @return The lost.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldLost getLost() {
+      if (eventCase_ == 3) {
+         return (holdfast.v1.Lock.HoldLost) event_;
+      }
+      return holdfast.v1.Lock.HoldLost.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * A member was lost, so the set is; sent once, last, before the stream ends with ABORTED.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldLost lost = 3 [json_name = "lost"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldLostOrBuilder getLostOrBuilder() {
+      if (eventCase_ == 3) {
+         return (holdfast.v1.Lock.HoldLost) event_;
+      }
+      return holdfast.v1.Lock.HoldLost.getDefaultInstance();
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      if (eventCase_ == 1) {
+        output.writeMessage(1, (holdfast.v1.Lock.HoldSetAcquired) event_);
+      }
+      if (eventCase_ == 2) {
+        output.writeMessage(2, (holdfast.v1.Lock.HoldRenewed) event_);
+      }
+      if (eventCase_ == 3) {
+        output.writeMessage(3, (holdfast.v1.Lock.HoldLost) event_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      if (eventCase_ == 1) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(1, (holdfast.v1.Lock.HoldSetAcquired) event_);
+      }
+      if (eventCase_ == 2) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(2, (holdfast.v1.Lock.HoldRenewed) event_);
+      }
+      if (eventCase_ == 3) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(3, (holdfast.v1.Lock.HoldLost) event_);
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.HoldSetResponse)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.HoldSetResponse other = (holdfast.v1.Lock.HoldSetResponse) obj;
+
+      if (!getEventCase().equals(other.getEventCase())) return false;
+      switch (eventCase_) {
+        case 1:
+          if (!getAcquired()
+              .equals(other.getAcquired())) return false;
+          break;
+        case 2:
+          if (!getRenewed()
+              .equals(other.getRenewed())) return false;
+          break;
+        case 3:
+          if (!getLost()
+              .equals(other.getLost())) return false;
+          break;
+        case 0:
+        default:
+      }
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      switch (eventCase_) {
+        case 1:
+          hash = (37 * hash) + ACQUIRED_FIELD_NUMBER;
+          hash = (53 * hash) + getAcquired().hashCode();
+          break;
+        case 2:
+          hash = (37 * hash) + RENEWED_FIELD_NUMBER;
+          hash = (53 * hash) + getRenewed().hashCode();
+          break;
+        case 3:
+          hash = (37 * hash) + LOST_FIELD_NUMBER;
+          hash = (53 * hash) + getLost().hashCode();
+          break;
+        case 0:
+        default:
+      }
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.HoldSetResponse parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.HoldSetResponse parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.HoldSetResponse parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.HoldSetResponse parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.HoldSetResponse parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.HoldSetResponse parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.HoldSetResponse parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.HoldSetResponse parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.HoldSetResponse parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.HoldSetResponse parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.HoldSetResponse parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.HoldSetResponse parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.HoldSetResponse prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * HoldSetResponse is one event on a HoldSet stream.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.HoldSetResponse}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.HoldSetResponse)
+        holdfast.v1.Lock.HoldSetResponseOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_HoldSetResponse_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_HoldSetResponse_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.HoldSetResponse.class, holdfast.v1.Lock.HoldSetResponse.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.HoldSetResponse.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        if (acquiredBuilder_ != null) {
+          acquiredBuilder_.clear();
+        }
+        if (renewedBuilder_ != null) {
+          renewedBuilder_.clear();
+        }
+        if (lostBuilder_ != null) {
+          lostBuilder_.clear();
+        }
+        eventCase_ = 0;
+        event_ = null;
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_HoldSetResponse_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldSetResponse getDefaultInstanceForType() {
+        return holdfast.v1.Lock.HoldSetResponse.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldSetResponse build() {
+        holdfast.v1.Lock.HoldSetResponse result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldSetResponse buildPartial() {
+        holdfast.v1.Lock.HoldSetResponse result = new holdfast.v1.Lock.HoldSetResponse(this);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        buildPartialOneofs(result);
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.HoldSetResponse result) {
+        int from_bitField0_ = bitField0_;
+      }
+
+      private void buildPartialOneofs(holdfast.v1.Lock.HoldSetResponse result) {
+        result.eventCase_ = eventCase_;
+        result.event_ = this.event_;
+        if (eventCase_ == 1 &&
+            acquiredBuilder_ != null) {
+          result.event_ = acquiredBuilder_.build();
+        }
+        if (eventCase_ == 2 &&
+            renewedBuilder_ != null) {
+          result.event_ = renewedBuilder_.build();
+        }
+        if (eventCase_ == 3 &&
+            lostBuilder_ != null) {
+          result.event_ = lostBuilder_.build();
+        }
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.HoldSetResponse) {
+          return mergeFrom((holdfast.v1.Lock.HoldSetResponse)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.HoldSetResponse other) {
+        if (other == holdfast.v1.Lock.HoldSetResponse.getDefaultInstance()) return this;
+        switch (other.getEventCase()) {
+          case ACQUIRED: {
+            mergeAcquired(other.getAcquired());
+            break;
+          }
+          case RENEWED: {
+            mergeRenewed(other.getRenewed());
+            break;
+          }
+          case LOST: {
+            mergeLost(other.getLost());
+            break;
+          }
+          case EVENT_NOT_SET: {
+            break;
+          }
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 10: {
+                input.readMessage(
+                    getAcquiredFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                eventCase_ = 1;
+                break;
+              } // case 10
+              case 18: {
+                input.readMessage(
+                    getRenewedFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                eventCase_ = 2;
+                break;
+              } // case 18
+              case 26: {
+                input.readMessage(
+                    getLostFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                eventCase_ = 3;
+                break;
+              } // case 26
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int eventCase_ = 0;
+      private java.lang.Object event_;
+      public EventCase
+          getEventCase() {
+        return EventCase.forNumber(
+            eventCase_);
+      }
+
+      public Builder clearEvent() {
+        eventCase_ = 0;
+        event_ = null;
+        onChanged();
+        return this;
+      }
+
+      private int bitField0_;
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.HoldSetAcquired, holdfast.v1.Lock.HoldSetAcquired.Builder, holdfast.v1.Lock.HoldSetAcquiredOrBuilder> acquiredBuilder_;
+      /**
+       * <pre>
+       * The whole set was granted; sent once, first.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired acquired = 1 [json_name = "acquired"];</code>
+       * @return Whether the acquired field is set.
+       */
+      @java.lang.Override
+      public boolean hasAcquired() {
+        return eventCase_ == 1;
+      }
+      /**
+       * <pre>
+       * The whole set was granted; sent once, first.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired acquired = 1 [json_name = "acquired"];</code>
+       * @return The acquired.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldSetAcquired getAcquired() {
+        if (acquiredBuilder_ == null) {
+          if (eventCase_ == 1) {
+            return (holdfast.v1.Lock.HoldSetAcquired) event_;
+          }
+          return holdfast.v1.Lock.HoldSetAcquired.getDefaultInstance();
+        } else {
+          if (eventCase_ == 1) {
+            return acquiredBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.HoldSetAcquired.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The whole set was granted; sent once, first.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired acquired = 1 [json_name = "acquired"];</code>
+       */
+      public Builder setAcquired(holdfast.v1.Lock.HoldSetAcquired value) {
+        if (acquiredBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          event_ = value;
+          onChanged();
+        } else {
+          acquiredBuilder_.setMessage(value);
+        }
+        eventCase_ = 1;
+        return this;
+      }
+      /**
+       * <pre>
+       * The whole set was granted; sent once, first.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired acquired = 1 [json_name = "acquired"];</code>
+       */
+      public Builder setAcquired(
+          holdfast.v1.Lock.HoldSetAcquired.Builder builderForValue) {
+        if (acquiredBuilder_ == null) {
+          event_ = builderForValue.build();
+          onChanged();
+        } else {
+          acquiredBuilder_.setMessage(builderForValue.build());
+        }
+        eventCase_ = 1;
+        return this;
+      }
+      /**
+       * <pre>
+       * The whole set was granted; sent once, first.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired acquired = 1 [json_name = "acquired"];</code>
+       */
+      public Builder mergeAcquired(holdfast.v1.Lock.HoldSetAcquired value) {
+        if (acquiredBuilder_ == null) {
+          if (eventCase_ == 1 &&
+              event_ != holdfast.v1.Lock.HoldSetAcquired.getDefaultInstance()) {
+            event_ = holdfast.v1.Lock.HoldSetAcquired.newBuilder((holdfast.v1.Lock.HoldSetAcquired) event_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            event_ = value;
+          }
+          onChanged();
+        } else {
+          if (eventCase_ == 1) {
+            acquiredBuilder_.mergeFrom(value);
+          } else {
+            acquiredBuilder_.setMessage(value);
+          }
+        }
+        eventCase_ = 1;
+        return this;
+      }
+      /**
+       * <pre>
+       * The whole set was granted; sent once, first.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired acquired = 1 [json_name = "acquired"];</code>
+       */
+      public Builder clearAcquired() {
+        if (acquiredBuilder_ == null) {
+          if (eventCase_ == 1) {
+            eventCase_ = 0;
+            event_ = null;
+            onChanged();
+          }
+        } else {
+          if (eventCase_ == 1) {
+            eventCase_ = 0;
+            event_ = null;
+          }
+          acquiredBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The whole set was granted; sent once, first.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired acquired = 1 [json_name = "acquired"];</code>
+       */
+      public holdfast.v1.Lock.HoldSetAcquired.Builder getAcquiredBuilder() {
+        return getAcquiredFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * The whole set was granted; sent once, first.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired acquired = 1 [json_name = "acquired"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldSetAcquiredOrBuilder getAcquiredOrBuilder() {
+        if ((eventCase_ == 1) && (acquiredBuilder_ != null)) {
+          return acquiredBuilder_.getMessageOrBuilder();
+        } else {
+          if (eventCase_ == 1) {
+            return (holdfast.v1.Lock.HoldSetAcquired) event_;
+          }
+          return holdfast.v1.Lock.HoldSetAcquired.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The whole set was granted; sent once, first.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired acquired = 1 [json_name = "acquired"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.HoldSetAcquired, holdfast.v1.Lock.HoldSetAcquired.Builder, holdfast.v1.Lock.HoldSetAcquiredOrBuilder> 
+          getAcquiredFieldBuilder() {
+        if (acquiredBuilder_ == null) {
+          if (!(eventCase_ == 1)) {
+            event_ = holdfast.v1.Lock.HoldSetAcquired.getDefaultInstance();
+          }
+          acquiredBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.HoldSetAcquired, holdfast.v1.Lock.HoldSetAcquired.Builder, holdfast.v1.Lock.HoldSetAcquiredOrBuilder>(
+                  (holdfast.v1.Lock.HoldSetAcquired) event_,
+                  getParentForChildren(),
+                  isClean());
+          event_ = null;
+        }
+        eventCase_ = 1;
+        onChanged();
+        return acquiredBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.HoldRenewed, holdfast.v1.Lock.HoldRenewed.Builder, holdfast.v1.Lock.HoldRenewedOrBuilder> renewedBuilder_;
+      /**
+       * <pre>
+       * Every member's lease runs at least this long (the earliest member's renewal).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRenewed renewed = 2 [json_name = "renewed"];</code>
+       * @return Whether the renewed field is set.
+       */
+      @java.lang.Override
+      public boolean hasRenewed() {
+        return eventCase_ == 2;
+      }
+      /**
+       * <pre>
+       * Every member's lease runs at least this long (the earliest member's renewal).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRenewed renewed = 2 [json_name = "renewed"];</code>
+       * @return The renewed.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldRenewed getRenewed() {
+        if (renewedBuilder_ == null) {
+          if (eventCase_ == 2) {
+            return (holdfast.v1.Lock.HoldRenewed) event_;
+          }
+          return holdfast.v1.Lock.HoldRenewed.getDefaultInstance();
+        } else {
+          if (eventCase_ == 2) {
+            return renewedBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.HoldRenewed.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * Every member's lease runs at least this long (the earliest member's renewal).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRenewed renewed = 2 [json_name = "renewed"];</code>
+       */
+      public Builder setRenewed(holdfast.v1.Lock.HoldRenewed value) {
+        if (renewedBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          event_ = value;
+          onChanged();
+        } else {
+          renewedBuilder_.setMessage(value);
+        }
+        eventCase_ = 2;
+        return this;
+      }
+      /**
+       * <pre>
+       * Every member's lease runs at least this long (the earliest member's renewal).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRenewed renewed = 2 [json_name = "renewed"];</code>
+       */
+      public Builder setRenewed(
+          holdfast.v1.Lock.HoldRenewed.Builder builderForValue) {
+        if (renewedBuilder_ == null) {
+          event_ = builderForValue.build();
+          onChanged();
+        } else {
+          renewedBuilder_.setMessage(builderForValue.build());
+        }
+        eventCase_ = 2;
+        return this;
+      }
+      /**
+       * <pre>
+       * Every member's lease runs at least this long (the earliest member's renewal).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRenewed renewed = 2 [json_name = "renewed"];</code>
+       */
+      public Builder mergeRenewed(holdfast.v1.Lock.HoldRenewed value) {
+        if (renewedBuilder_ == null) {
+          if (eventCase_ == 2 &&
+              event_ != holdfast.v1.Lock.HoldRenewed.getDefaultInstance()) {
+            event_ = holdfast.v1.Lock.HoldRenewed.newBuilder((holdfast.v1.Lock.HoldRenewed) event_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            event_ = value;
+          }
+          onChanged();
+        } else {
+          if (eventCase_ == 2) {
+            renewedBuilder_.mergeFrom(value);
+          } else {
+            renewedBuilder_.setMessage(value);
+          }
+        }
+        eventCase_ = 2;
+        return this;
+      }
+      /**
+       * <pre>
+       * Every member's lease runs at least this long (the earliest member's renewal).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRenewed renewed = 2 [json_name = "renewed"];</code>
+       */
+      public Builder clearRenewed() {
+        if (renewedBuilder_ == null) {
+          if (eventCase_ == 2) {
+            eventCase_ = 0;
+            event_ = null;
+            onChanged();
+          }
+        } else {
+          if (eventCase_ == 2) {
+            eventCase_ = 0;
+            event_ = null;
+          }
+          renewedBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * Every member's lease runs at least this long (the earliest member's renewal).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRenewed renewed = 2 [json_name = "renewed"];</code>
+       */
+      public holdfast.v1.Lock.HoldRenewed.Builder getRenewedBuilder() {
+        return getRenewedFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * Every member's lease runs at least this long (the earliest member's renewal).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRenewed renewed = 2 [json_name = "renewed"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldRenewedOrBuilder getRenewedOrBuilder() {
+        if ((eventCase_ == 2) && (renewedBuilder_ != null)) {
+          return renewedBuilder_.getMessageOrBuilder();
+        } else {
+          if (eventCase_ == 2) {
+            return (holdfast.v1.Lock.HoldRenewed) event_;
+          }
+          return holdfast.v1.Lock.HoldRenewed.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * Every member's lease runs at least this long (the earliest member's renewal).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRenewed renewed = 2 [json_name = "renewed"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.HoldRenewed, holdfast.v1.Lock.HoldRenewed.Builder, holdfast.v1.Lock.HoldRenewedOrBuilder> 
+          getRenewedFieldBuilder() {
+        if (renewedBuilder_ == null) {
+          if (!(eventCase_ == 2)) {
+            event_ = holdfast.v1.Lock.HoldRenewed.getDefaultInstance();
+          }
+          renewedBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.HoldRenewed, holdfast.v1.Lock.HoldRenewed.Builder, holdfast.v1.Lock.HoldRenewedOrBuilder>(
+                  (holdfast.v1.Lock.HoldRenewed) event_,
+                  getParentForChildren(),
+                  isClean());
+          event_ = null;
+        }
+        eventCase_ = 2;
+        onChanged();
+        return renewedBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.HoldLost, holdfast.v1.Lock.HoldLost.Builder, holdfast.v1.Lock.HoldLostOrBuilder> lostBuilder_;
+      /**
+       * <pre>
+       * A member was lost, so the set is; sent once, last, before the stream ends with ABORTED.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 3 [json_name = "lost"];</code>
+       * @return Whether the lost field is set.
+       */
+      @java.lang.Override
+      public boolean hasLost() {
+        return eventCase_ == 3;
+      }
+      /**
+       * <pre>
+       * A member was lost, so the set is; sent once, last, before the stream ends with ABORTED.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 3 [json_name = "lost"];</code>
+       * @return The lost.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldLost getLost() {
+        if (lostBuilder_ == null) {
+          if (eventCase_ == 3) {
+            return (holdfast.v1.Lock.HoldLost) event_;
+          }
+          return holdfast.v1.Lock.HoldLost.getDefaultInstance();
+        } else {
+          if (eventCase_ == 3) {
+            return lostBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.HoldLost.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * A member was lost, so the set is; sent once, last, before the stream ends with ABORTED.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 3 [json_name = "lost"];</code>
+       */
+      public Builder setLost(holdfast.v1.Lock.HoldLost value) {
+        if (lostBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          event_ = value;
+          onChanged();
+        } else {
+          lostBuilder_.setMessage(value);
+        }
+        eventCase_ = 3;
+        return this;
+      }
+      /**
+       * <pre>
+       * A member was lost, so the set is; sent once, last, before the stream ends with ABORTED.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 3 [json_name = "lost"];</code>
+       */
+      public Builder setLost(
+          holdfast.v1.Lock.HoldLost.Builder builderForValue) {
+        if (lostBuilder_ == null) {
+          event_ = builderForValue.build();
+          onChanged();
+        } else {
+          lostBuilder_.setMessage(builderForValue.build());
+        }
+        eventCase_ = 3;
+        return this;
+      }
+      /**
+       * <pre>
+       * A member was lost, so the set is; sent once, last, before the stream ends with ABORTED.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 3 [json_name = "lost"];</code>
+       */
+      public Builder mergeLost(holdfast.v1.Lock.HoldLost value) {
+        if (lostBuilder_ == null) {
+          if (eventCase_ == 3 &&
+              event_ != holdfast.v1.Lock.HoldLost.getDefaultInstance()) {
+            event_ = holdfast.v1.Lock.HoldLost.newBuilder((holdfast.v1.Lock.HoldLost) event_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            event_ = value;
+          }
+          onChanged();
+        } else {
+          if (eventCase_ == 3) {
+            lostBuilder_.mergeFrom(value);
+          } else {
+            lostBuilder_.setMessage(value);
+          }
+        }
+        eventCase_ = 3;
+        return this;
+      }
+      /**
+       * <pre>
+       * A member was lost, so the set is; sent once, last, before the stream ends with ABORTED.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 3 [json_name = "lost"];</code>
+       */
+      public Builder clearLost() {
+        if (lostBuilder_ == null) {
+          if (eventCase_ == 3) {
+            eventCase_ = 0;
+            event_ = null;
+            onChanged();
+          }
+        } else {
+          if (eventCase_ == 3) {
+            eventCase_ = 0;
+            event_ = null;
+          }
+          lostBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * A member was lost, so the set is; sent once, last, before the stream ends with ABORTED.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 3 [json_name = "lost"];</code>
+       */
+      public holdfast.v1.Lock.HoldLost.Builder getLostBuilder() {
+        return getLostFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * A member was lost, so the set is; sent once, last, before the stream ends with ABORTED.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 3 [json_name = "lost"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldLostOrBuilder getLostOrBuilder() {
+        if ((eventCase_ == 3) && (lostBuilder_ != null)) {
+          return lostBuilder_.getMessageOrBuilder();
+        } else {
+          if (eventCase_ == 3) {
+            return (holdfast.v1.Lock.HoldLost) event_;
+          }
+          return holdfast.v1.Lock.HoldLost.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * A member was lost, so the set is; sent once, last, before the stream ends with ABORTED.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 3 [json_name = "lost"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.HoldLost, holdfast.v1.Lock.HoldLost.Builder, holdfast.v1.Lock.HoldLostOrBuilder> 
+          getLostFieldBuilder() {
+        if (lostBuilder_ == null) {
+          if (!(eventCase_ == 3)) {
+            event_ = holdfast.v1.Lock.HoldLost.getDefaultInstance();
+          }
+          lostBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.HoldLost, holdfast.v1.Lock.HoldLost.Builder, holdfast.v1.Lock.HoldLostOrBuilder>(
+                  (holdfast.v1.Lock.HoldLost) event_,
+                  getParentForChildren(),
+                  isClean());
+          event_ = null;
+        }
+        eventCase_ = 3;
+        onChanged();
+        return lostBuilder_;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.HoldSetResponse)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.HoldSetResponse)
+    private static final holdfast.v1.Lock.HoldSetResponse DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.HoldSetResponse();
+    }
+
+    public static holdfast.v1.Lock.HoldSetResponse getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<HoldSetResponse>
+        PARSER = new com.google.protobuf.AbstractParser<HoldSetResponse>() {
+      @java.lang.Override
+      public HoldSetResponse parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<HoldSetResponse> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<HoldSetResponse> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldSetResponse getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface HoldSetAcquiredOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.HoldSetAcquired)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * The members, in canonical order.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+     */
+    java.util.List<holdfast.v1.Lock.SetMember> 
+        getMembersList();
+    /**
+     * <pre>
+     * The members, in canonical order.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+     */
+    holdfast.v1.Lock.SetMember getMembers(int index);
+    /**
+     * <pre>
+     * The members, in canonical order.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+     */
+    int getMembersCount();
+    /**
+     * <pre>
+     * The members, in canonical order.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+     */
+    java.util.List<? extends holdfast.v1.Lock.SetMemberOrBuilder> 
+        getMembersOrBuilderList();
+    /**
+     * <pre>
+     * The members, in canonical order.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+     */
+    holdfast.v1.Lock.SetMemberOrBuilder getMembersOrBuilder(
+        int index);
+
+    /**
+     * <pre>
+     * Every member's lease ends no earlier than lease_started_after_ms + its ttl_ms after the client sent the request.
+     * </pre>
+     *
+     * <code>int64 lease_started_after_ms = 2 [json_name = "leaseStartedAfterMs"];</code>
+     * @return The leaseStartedAfterMs.
+     */
+    long getLeaseStartedAfterMs();
+  }
+  /**
+   * <pre>
+   * HoldSetAcquired carries the members of a HoldSet.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.HoldSetAcquired}
+   */
+  public static final class HoldSetAcquired extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.HoldSetAcquired)
+      HoldSetAcquiredOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use HoldSetAcquired.newBuilder() to construct.
+    private HoldSetAcquired(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private HoldSetAcquired() {
+      members_ = java.util.Collections.emptyList();
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new HoldSetAcquired();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_HoldSetAcquired_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_HoldSetAcquired_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.HoldSetAcquired.class, holdfast.v1.Lock.HoldSetAcquired.Builder.class);
+    }
+
+    public static final int MEMBERS_FIELD_NUMBER = 1;
+    @SuppressWarnings("serial")
+    private java.util.List<holdfast.v1.Lock.SetMember> members_;
+    /**
+     * <pre>
+     * The members, in canonical order.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+     */
+    @java.lang.Override
+    public java.util.List<holdfast.v1.Lock.SetMember> getMembersList() {
+      return members_;
+    }
+    /**
+     * <pre>
+     * The members, in canonical order.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+     */
+    @java.lang.Override
+    public java.util.List<? extends holdfast.v1.Lock.SetMemberOrBuilder> 
+        getMembersOrBuilderList() {
+      return members_;
+    }
+    /**
+     * <pre>
+     * The members, in canonical order.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+     */
+    @java.lang.Override
+    public int getMembersCount() {
+      return members_.size();
+    }
+    /**
+     * <pre>
+     * The members, in canonical order.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.SetMember getMembers(int index) {
+      return members_.get(index);
+    }
+    /**
+     * <pre>
+     * The members, in canonical order.
+     * </pre>
+     *
+     * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.SetMemberOrBuilder getMembersOrBuilder(
+        int index) {
+      return members_.get(index);
+    }
+
+    public static final int LEASE_STARTED_AFTER_MS_FIELD_NUMBER = 2;
+    private long leaseStartedAfterMs_ = 0L;
+    /**
+     * <pre>
+     * Every member's lease ends no earlier than lease_started_after_ms + its ttl_ms after the client sent the request.
+     * </pre>
+     *
+     * <code>int64 lease_started_after_ms = 2 [json_name = "leaseStartedAfterMs"];</code>
+     * @return The leaseStartedAfterMs.
+     */
+    @java.lang.Override
+    public long getLeaseStartedAfterMs() {
+      return leaseStartedAfterMs_;
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      for (int i = 0; i < members_.size(); i++) {
+        output.writeMessage(1, members_.get(i));
+      }
+      if (leaseStartedAfterMs_ != 0L) {
+        output.writeInt64(2, leaseStartedAfterMs_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      for (int i = 0; i < members_.size(); i++) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(1, members_.get(i));
+      }
+      if (leaseStartedAfterMs_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeInt64Size(2, leaseStartedAfterMs_);
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.HoldSetAcquired)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.HoldSetAcquired other = (holdfast.v1.Lock.HoldSetAcquired) obj;
+
+      if (!getMembersList()
+          .equals(other.getMembersList())) return false;
+      if (getLeaseStartedAfterMs()
+          != other.getLeaseStartedAfterMs()) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      if (getMembersCount() > 0) {
+        hash = (37 * hash) + MEMBERS_FIELD_NUMBER;
+        hash = (53 * hash) + getMembersList().hashCode();
+      }
+      hash = (37 * hash) + LEASE_STARTED_AFTER_MS_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getLeaseStartedAfterMs());
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.HoldSetAcquired parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.HoldSetAcquired parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.HoldSetAcquired parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.HoldSetAcquired parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.HoldSetAcquired parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.HoldSetAcquired parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.HoldSetAcquired parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.HoldSetAcquired parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.HoldSetAcquired parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.HoldSetAcquired parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.HoldSetAcquired parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.HoldSetAcquired parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.HoldSetAcquired prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * HoldSetAcquired carries the members of a HoldSet.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.HoldSetAcquired}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.HoldSetAcquired)
+        holdfast.v1.Lock.HoldSetAcquiredOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_HoldSetAcquired_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_HoldSetAcquired_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.HoldSetAcquired.class, holdfast.v1.Lock.HoldSetAcquired.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.HoldSetAcquired.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        if (membersBuilder_ == null) {
+          members_ = java.util.Collections.emptyList();
+        } else {
+          members_ = null;
+          membersBuilder_.clear();
+        }
+        bitField0_ = (bitField0_ & ~0x00000001);
+        leaseStartedAfterMs_ = 0L;
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_HoldSetAcquired_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldSetAcquired getDefaultInstanceForType() {
+        return holdfast.v1.Lock.HoldSetAcquired.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldSetAcquired build() {
+        holdfast.v1.Lock.HoldSetAcquired result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldSetAcquired buildPartial() {
+        holdfast.v1.Lock.HoldSetAcquired result = new holdfast.v1.Lock.HoldSetAcquired(this);
+        buildPartialRepeatedFields(result);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartialRepeatedFields(holdfast.v1.Lock.HoldSetAcquired result) {
+        if (membersBuilder_ == null) {
+          if (((bitField0_ & 0x00000001) != 0)) {
+            members_ = java.util.Collections.unmodifiableList(members_);
+            bitField0_ = (bitField0_ & ~0x00000001);
+          }
+          result.members_ = members_;
+        } else {
+          result.members_ = membersBuilder_.build();
+        }
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.HoldSetAcquired result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000002) != 0)) {
+          result.leaseStartedAfterMs_ = leaseStartedAfterMs_;
+        }
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.HoldSetAcquired) {
+          return mergeFrom((holdfast.v1.Lock.HoldSetAcquired)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.HoldSetAcquired other) {
+        if (other == holdfast.v1.Lock.HoldSetAcquired.getDefaultInstance()) return this;
+        if (membersBuilder_ == null) {
+          if (!other.members_.isEmpty()) {
+            if (members_.isEmpty()) {
+              members_ = other.members_;
+              bitField0_ = (bitField0_ & ~0x00000001);
+            } else {
+              ensureMembersIsMutable();
+              members_.addAll(other.members_);
+            }
+            onChanged();
+          }
+        } else {
+          if (!other.members_.isEmpty()) {
+            if (membersBuilder_.isEmpty()) {
+              membersBuilder_.dispose();
+              membersBuilder_ = null;
+              members_ = other.members_;
+              bitField0_ = (bitField0_ & ~0x00000001);
+              membersBuilder_ = 
+                com.google.protobuf.GeneratedMessageV3.alwaysUseFieldBuilders ?
+                   getMembersFieldBuilder() : null;
+            } else {
+              membersBuilder_.addAllMessages(other.members_);
+            }
+          }
+        }
+        if (other.getLeaseStartedAfterMs() != 0L) {
+          setLeaseStartedAfterMs(other.getLeaseStartedAfterMs());
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 10: {
+                holdfast.v1.Lock.SetMember m =
+                    input.readMessage(
+                        holdfast.v1.Lock.SetMember.parser(),
+                        extensionRegistry);
+                if (membersBuilder_ == null) {
+                  ensureMembersIsMutable();
+                  members_.add(m);
+                } else {
+                  membersBuilder_.addMessage(m);
+                }
+                break;
+              } // case 10
+              case 16: {
+                leaseStartedAfterMs_ = input.readInt64();
+                bitField0_ |= 0x00000002;
+                break;
+              } // case 16
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private java.util.List<holdfast.v1.Lock.SetMember> members_ =
+        java.util.Collections.emptyList();
+      private void ensureMembersIsMutable() {
+        if (!((bitField0_ & 0x00000001) != 0)) {
+          members_ = new java.util.ArrayList<holdfast.v1.Lock.SetMember>(members_);
+          bitField0_ |= 0x00000001;
+         }
+      }
+
+      private com.google.protobuf.RepeatedFieldBuilderV3<
+          holdfast.v1.Lock.SetMember, holdfast.v1.Lock.SetMember.Builder, holdfast.v1.Lock.SetMemberOrBuilder> membersBuilder_;
+
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public java.util.List<holdfast.v1.Lock.SetMember> getMembersList() {
+        if (membersBuilder_ == null) {
+          return java.util.Collections.unmodifiableList(members_);
+        } else {
+          return membersBuilder_.getMessageList();
+        }
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public int getMembersCount() {
+        if (membersBuilder_ == null) {
+          return members_.size();
+        } else {
+          return membersBuilder_.getCount();
+        }
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public holdfast.v1.Lock.SetMember getMembers(int index) {
+        if (membersBuilder_ == null) {
+          return members_.get(index);
+        } else {
+          return membersBuilder_.getMessage(index);
+        }
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public Builder setMembers(
+          int index, holdfast.v1.Lock.SetMember value) {
+        if (membersBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          ensureMembersIsMutable();
+          members_.set(index, value);
+          onChanged();
+        } else {
+          membersBuilder_.setMessage(index, value);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public Builder setMembers(
+          int index, holdfast.v1.Lock.SetMember.Builder builderForValue) {
+        if (membersBuilder_ == null) {
+          ensureMembersIsMutable();
+          members_.set(index, builderForValue.build());
+          onChanged();
+        } else {
+          membersBuilder_.setMessage(index, builderForValue.build());
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public Builder addMembers(holdfast.v1.Lock.SetMember value) {
+        if (membersBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          ensureMembersIsMutable();
+          members_.add(value);
+          onChanged();
+        } else {
+          membersBuilder_.addMessage(value);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public Builder addMembers(
+          int index, holdfast.v1.Lock.SetMember value) {
+        if (membersBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          ensureMembersIsMutable();
+          members_.add(index, value);
+          onChanged();
+        } else {
+          membersBuilder_.addMessage(index, value);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public Builder addMembers(
+          holdfast.v1.Lock.SetMember.Builder builderForValue) {
+        if (membersBuilder_ == null) {
+          ensureMembersIsMutable();
+          members_.add(builderForValue.build());
+          onChanged();
+        } else {
+          membersBuilder_.addMessage(builderForValue.build());
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public Builder addMembers(
+          int index, holdfast.v1.Lock.SetMember.Builder builderForValue) {
+        if (membersBuilder_ == null) {
+          ensureMembersIsMutable();
+          members_.add(index, builderForValue.build());
+          onChanged();
+        } else {
+          membersBuilder_.addMessage(index, builderForValue.build());
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public Builder addAllMembers(
+          java.lang.Iterable<? extends holdfast.v1.Lock.SetMember> values) {
+        if (membersBuilder_ == null) {
+          ensureMembersIsMutable();
+          com.google.protobuf.AbstractMessageLite.Builder.addAll(
+              values, members_);
+          onChanged();
+        } else {
+          membersBuilder_.addAllMessages(values);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public Builder clearMembers() {
+        if (membersBuilder_ == null) {
+          members_ = java.util.Collections.emptyList();
+          bitField0_ = (bitField0_ & ~0x00000001);
+          onChanged();
+        } else {
+          membersBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public Builder removeMembers(int index) {
+        if (membersBuilder_ == null) {
+          ensureMembersIsMutable();
+          members_.remove(index);
+          onChanged();
+        } else {
+          membersBuilder_.remove(index);
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public holdfast.v1.Lock.SetMember.Builder getMembersBuilder(
+          int index) {
+        return getMembersFieldBuilder().getBuilder(index);
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public holdfast.v1.Lock.SetMemberOrBuilder getMembersOrBuilder(
+          int index) {
+        if (membersBuilder_ == null) {
+          return members_.get(index);  } else {
+          return membersBuilder_.getMessageOrBuilder(index);
+        }
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public java.util.List<? extends holdfast.v1.Lock.SetMemberOrBuilder> 
+           getMembersOrBuilderList() {
+        if (membersBuilder_ != null) {
+          return membersBuilder_.getMessageOrBuilderList();
+        } else {
+          return java.util.Collections.unmodifiableList(members_);
+        }
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public holdfast.v1.Lock.SetMember.Builder addMembersBuilder() {
+        return getMembersFieldBuilder().addBuilder(
+            holdfast.v1.Lock.SetMember.getDefaultInstance());
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public holdfast.v1.Lock.SetMember.Builder addMembersBuilder(
+          int index) {
+        return getMembersFieldBuilder().addBuilder(
+            index, holdfast.v1.Lock.SetMember.getDefaultInstance());
+      }
+      /**
+       * <pre>
+       * The members, in canonical order.
+       * </pre>
+       *
+       * <code>repeated .holdfast.v1.SetMember members = 1 [json_name = "members"];</code>
+       */
+      public java.util.List<holdfast.v1.Lock.SetMember.Builder> 
+           getMembersBuilderList() {
+        return getMembersFieldBuilder().getBuilderList();
+      }
+      private com.google.protobuf.RepeatedFieldBuilderV3<
+          holdfast.v1.Lock.SetMember, holdfast.v1.Lock.SetMember.Builder, holdfast.v1.Lock.SetMemberOrBuilder> 
+          getMembersFieldBuilder() {
+        if (membersBuilder_ == null) {
+          membersBuilder_ = new com.google.protobuf.RepeatedFieldBuilderV3<
+              holdfast.v1.Lock.SetMember, holdfast.v1.Lock.SetMember.Builder, holdfast.v1.Lock.SetMemberOrBuilder>(
+                  members_,
+                  ((bitField0_ & 0x00000001) != 0),
+                  getParentForChildren(),
+                  isClean());
+          members_ = null;
+        }
+        return membersBuilder_;
+      }
+
+      private long leaseStartedAfterMs_ ;
+      /**
+       * <pre>
+       * Every member's lease ends no earlier than lease_started_after_ms + its ttl_ms after the client sent the request.
+       * </pre>
+       *
+       * <code>int64 lease_started_after_ms = 2 [json_name = "leaseStartedAfterMs"];</code>
+       * @return The leaseStartedAfterMs.
+       */
+      @java.lang.Override
+      public long getLeaseStartedAfterMs() {
+        return leaseStartedAfterMs_;
+      }
+      /**
+       * <pre>
+       * Every member's lease ends no earlier than lease_started_after_ms + its ttl_ms after the client sent the request.
+       * </pre>
+       *
+       * <code>int64 lease_started_after_ms = 2 [json_name = "leaseStartedAfterMs"];</code>
+       * @param value The leaseStartedAfterMs to set.
+       * @return This builder for chaining.
+       */
+      public Builder setLeaseStartedAfterMs(long value) {
+        
+        leaseStartedAfterMs_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Every member's lease ends no earlier than lease_started_after_ms + its ttl_ms after the client sent the request.
+       * </pre>
+       *
+       * <code>int64 lease_started_after_ms = 2 [json_name = "leaseStartedAfterMs"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearLeaseStartedAfterMs() {
+        bitField0_ = (bitField0_ & ~0x00000002);
+        leaseStartedAfterMs_ = 0L;
+        onChanged();
+        return this;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.HoldSetAcquired)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.HoldSetAcquired)
+    private static final holdfast.v1.Lock.HoldSetAcquired DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.HoldSetAcquired();
+    }
+
+    public static holdfast.v1.Lock.HoldSetAcquired getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<HoldSetAcquired>
+        PARSER = new com.google.protobuf.AbstractParser<HoldSetAcquired>() {
+      @java.lang.Override
+      public HoldSetAcquired parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<HoldSetAcquired> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<HoldSetAcquired> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldSetAcquired getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
   private static final com.google.protobuf.Descriptors.Descriptor
     internal_static_holdfast_v1_AcquireRequest_descriptor;
   private static final 
@@ -20501,6 +29826,46 @@ public final class Lock {
   private static final 
     com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
       internal_static_holdfast_v1_WatchResponse_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_AcquireSetRequest_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_AcquireSetRequest_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_SetMember_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_SetMember_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_AcquireSetResponse_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_AcquireSetResponse_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_ReleaseSetRequest_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_ReleaseSetRequest_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_ReleaseSetResponse_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_ReleaseSetResponse_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_HoldSetRequest_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_HoldSetRequest_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_HoldSetResponse_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_HoldSetResponse_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_HoldSetAcquired_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_HoldSetAcquired_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -20548,67 +29913,103 @@ public final class Lock {
       "fter_ms\030\005 \001(\003R\023leaseStartedAfterMs\022\027\n\007ho" +
       "ld_id\030\006 \001(\tR\006holdId\"Y\n\013HoldRenewed\022\025\n\006tt" +
       "l_ms\030\001 \001(\003R\005ttlMs\0223\n\026lease_started_after" +
-      "_ms\030\002 \001(\003R\023leaseStartedAfterMs\"O\n\010HoldLo" +
+      "_ms\030\002 \001(\003R\023leaseStartedAfterMs\"c\n\010HoldLo" +
       "st\022\026\n\006reason\030\001 \001(\tR\006reason\022+\n\004code\030\002 \001(\016" +
-      "2\027.holdfast.v1.LostReasonR\004code\"$\n\016Inspe" +
-      "ctRequest\022\022\n\004name\030\001 \001(\tR\004name\"\330\001\n\017Inspec" +
-      "tResponse\022\022\n\004name\030\001 \001(\tR\004name\022-\n\007holders" +
-      "\030\002 \003(\0132\023.holdfast.v1.HolderR\007holders\022\030\n\007" +
-      "waiters\030\003 \001(\rR\007waiters\022#\n\rfencing_token\030" +
-      "\004 \001(\004R\014fencingToken\022\024\n\005limit\030\005 \001(\rR\005limi" +
-      "t\022-\n\023grants_resume_in_ms\030\006 \001(\004R\020grantsRe" +
-      "sumeInMs\"\272\001\n\006Holder\022\024\n\005owner\030\001 \001(\tR\005owne" +
-      "r\022#\n\rfencing_token\030\002 \001(\004R\014fencingToken\022\025" +
-      "\n\006ttl_ms\030\003 \001(\003R\005ttlMs\022\035\n\nhold_count\030\004 \001(" +
-      "\rR\tholdCount\022)\n\004mode\030\005 \001(\0162\025.holdfast.v1" +
-      ".LockModeR\004mode\022\024\n\005value\030\006 \001(\tR\005value\"S\n" +
-      "\030CheckFencingTokenRequest\022\022\n\004name\030\001 \001(\tR" +
-      "\004name\022#\n\rfencing_token\030\002 \001(\004R\014fencingTok" +
-      "en\"\243\001\n\031CheckFencingTokenResponse\022\022\n\004live" +
-      "\030\001 \001(\010R\004live\022\025\n\006ttl_ms\030\002 \001(\003R\005ttlMs\022)\n\004m" +
-      "ode\030\003 \001(\0162\025.holdfast.v1.LockModeR\004mode\0220" +
-      "\n\024latest_fencing_token\030\004 \001(\004R\022latestFenc" +
-      "ingToken\"Q\n\017SetValueRequest\022\022\n\004name\030\001 \001(" +
-      "\tR\004name\022\024\n\005token\030\002 \001(\tR\005token\022\024\n\005value\030\003" +
-      " \001(\tR\005value\"7\n\020SetValueResponse\022#\n\rfenci" +
-      "ng_token\030\001 \001(\004R\014fencingToken\"\"\n\014WatchReq" +
-      "uest\022\022\n\004name\030\001 \001(\tR\004name\"\247\002\n\rWatchRespon" +
-      "se\022-\n\005event\030\001 \001(\0162\027.holdfast.v1.WatchEve" +
-      "ntR\005event\022+\n\006holder\030\002 \001(\0132\023.holdfast.v1." +
-      "HolderR\006holder\0228\n\013lost_reason\030\003 \001(\0162\027.ho" +
-      "ldfast.v1.LostReasonR\nlostReason\022\022\n\004name" +
-      "\030\004 \001(\tR\004name\022-\n\007holders\030\005 \003(\0132\023.holdfast" +
-      ".v1.HolderR\007holders\022\030\n\007waiters\030\006 \001(\rR\007wa" +
-      "iters\022#\n\rfencing_token\030\007 \001(\004R\014fencingTok" +
-      "en*T\n\010LockMode\022\031\n\025LOCK_MODE_UNSPECIFIED\020" +
-      "\000\022\027\n\023LOCK_MODE_EXCLUSIVE\020\001\022\024\n\020LOCK_MODE_" +
-      "SHARED\020\002*\213\002\n\nLostReason\022\033\n\027LOST_REASON_U" +
-      "NSPECIFIED\020\000\022\027\n\023LOST_REASON_EXPIRED\020\001\022\025\n" +
-      "\021LOST_REASON_TAKEN\020\002\022#\n\037LOST_REASON_BACK" +
-      "END_UNAVAILABLE\020\003\022\037\n\033LOST_REASON_SERVER_" +
-      "SHUTDOWN\020\004\022\030\n\024LOST_REASON_MAX_HOLD\020\005\022\030\n\024" +
-      "LOST_REASON_RELEASED\020\006\022\030\n\024LOST_REASON_FA" +
-      "ILOVER\020\007\022\034\n\030LOST_REASON_DISCONNECTED\020\010*\301" +
-      "\001\n\nWatchEvent\022\033\n\027WATCH_EVENT_UNSPECIFIED" +
-      "\020\000\022\025\n\021WATCH_EVENT_STATE\020\001\022\027\n\023WATCH_EVENT" +
-      "_GRANTED\020\002\022\030\n\024WATCH_EVENT_RELEASED\020\003\022\027\n\023" +
-      "WATCH_EVENT_EXPIRED\020\004\022\024\n\020WATCH_EVENT_LOS" +
-      "T\020\005\022\035\n\031WATCH_EVENT_VALUE_CHANGED\020\0062\315\004\n\013L" +
-      "ockService\022D\n\007Acquire\022\033.holdfast.v1.Acqu" +
-      "ireRequest\032\034.holdfast.v1.AcquireResponse" +
-      "\022D\n\007Release\022\033.holdfast.v1.ReleaseRequest" +
-      "\032\034.holdfast.v1.ReleaseResponse\022>\n\005Renew\022" +
-      "\031.holdfast.v1.RenewRequest\032\032.holdfast.v1" +
-      ".RenewResponse\022=\n\004Hold\022\030.holdfast.v1.Hol" +
-      "dRequest\032\031.holdfast.v1.HoldResponse0\001\022D\n" +
-      "\007Inspect\022\033.holdfast.v1.InspectRequest\032\034." +
-      "holdfast.v1.InspectResponse\022b\n\021CheckFenc" +
-      "ingToken\022%.holdfast.v1.CheckFencingToken" +
-      "Request\032&.holdfast.v1.CheckFencingTokenR" +
-      "esponse\022G\n\010SetValue\022\034.holdfast.v1.SetVal" +
-      "ueRequest\032\035.holdfast.v1.SetValueResponse" +
-      "\022@\n\005Watch\022\031.holdfast.v1.WatchRequest\032\032.h" +
-      "oldfast.v1.WatchResponse0\001b\006proto3"
+      "2\027.holdfast.v1.LostReasonR\004code\022\022\n\004name\030" +
+      "\003 \001(\tR\004name\"$\n\016InspectRequest\022\022\n\004name\030\001 " +
+      "\001(\tR\004name\"\330\001\n\017InspectResponse\022\022\n\004name\030\001 " +
+      "\001(\tR\004name\022-\n\007holders\030\002 \003(\0132\023.holdfast.v1" +
+      ".HolderR\007holders\022\030\n\007waiters\030\003 \001(\rR\007waite" +
+      "rs\022#\n\rfencing_token\030\004 \001(\004R\014fencingToken\022" +
+      "\024\n\005limit\030\005 \001(\rR\005limit\022-\n\023grants_resume_i" +
+      "n_ms\030\006 \001(\004R\020grantsResumeInMs\"\272\001\n\006Holder\022" +
+      "\024\n\005owner\030\001 \001(\tR\005owner\022#\n\rfencing_token\030\002" +
+      " \001(\004R\014fencingToken\022\025\n\006ttl_ms\030\003 \001(\003R\005ttlM" +
+      "s\022\035\n\nhold_count\030\004 \001(\rR\tholdCount\022)\n\004mode" +
+      "\030\005 \001(\0162\025.holdfast.v1.LockModeR\004mode\022\024\n\005v" +
+      "alue\030\006 \001(\tR\005value\"S\n\030CheckFencingTokenRe" +
+      "quest\022\022\n\004name\030\001 \001(\tR\004name\022#\n\rfencing_tok" +
+      "en\030\002 \001(\004R\014fencingToken\"\243\001\n\031CheckFencingT" +
+      "okenResponse\022\022\n\004live\030\001 \001(\010R\004live\022\025\n\006ttl_" +
+      "ms\030\002 \001(\003R\005ttlMs\022)\n\004mode\030\003 \001(\0162\025.holdfast" +
+      ".v1.LockModeR\004mode\0220\n\024latest_fencing_tok" +
+      "en\030\004 \001(\004R\022latestFencingToken\"Q\n\017SetValue" +
+      "Request\022\022\n\004name\030\001 \001(\tR\004name\022\024\n\005token\030\002 \001" +
+      "(\tR\005token\022\024\n\005value\030\003 \001(\tR\005value\"7\n\020SetVa" +
+      "lueResponse\022#\n\rfencing_token\030\001 \001(\004R\014fenc" +
+      "ingToken\"\"\n\014WatchRequest\022\022\n\004name\030\001 \001(\tR\004" +
+      "name\"\247\002\n\rWatchResponse\022-\n\005event\030\001 \001(\0162\027." +
+      "holdfast.v1.WatchEventR\005event\022+\n\006holder\030" +
+      "\002 \001(\0132\023.holdfast.v1.HolderR\006holder\0228\n\013lo" +
+      "st_reason\030\003 \001(\0162\027.holdfast.v1.LostReason" +
+      "R\nlostReason\022\022\n\004name\030\004 \001(\tR\004name\022-\n\007hold" +
+      "ers\030\005 \003(\0132\023.holdfast.v1.HolderR\007holders\022" +
+      "\030\n\007waiters\030\006 \001(\rR\007waiters\022#\n\rfencing_tok" +
+      "en\030\007 \001(\004R\014fencingToken\"\277\001\n\021AcquireSetReq" +
+      "uest\022\024\n\005names\030\001 \003(\tR\005names\022\024\n\005owner\030\002 \001(" +
+      "\tR\005owner\022\025\n\006ttl_ms\030\003 \001(\003R\005ttlMs\022&\n\017wait_" +
+      "timeout_ms\030\004 \001(\003R\rwaitTimeoutMs\022)\n\004mode\030" +
+      "\005 \001(\0162\025.holdfast.v1.LockModeR\004mode\022\024\n\005va" +
+      "lue\030\006 \001(\tR\005value\"\212\001\n\tSetMember\022\022\n\004name\030\001" +
+      " \001(\tR\004name\022\024\n\005token\030\002 \001(\tR\005token\022#\n\rfenc" +
+      "ing_token\030\003 \001(\004R\014fencingToken\022\025\n\006ttl_ms\030" +
+      "\004 \001(\003R\005ttlMs\022\027\n\007hold_id\030\005 \001(\tR\006holdId\"\227\001" +
+      "\n\022AcquireSetResponse\022\032\n\010acquired\030\001 \001(\010R\010" +
+      "acquired\0220\n\007members\030\002 \003(\0132\026.holdfast.v1." +
+      "SetMemberR\007members\0223\n\026lease_started_afte" +
+      "r_ms\030\003 \001(\003R\023leaseStartedAfterMs\"J\n\021Relea" +
+      "seSetRequest\0225\n\007members\030\001 \003(\0132\033.holdfast" +
+      ".v1.ReleaseRequestR\007members\"K\n\022ReleaseSe" +
+      "tResponse\022\032\n\010released\030\001 \001(\rR\010released\022\031\n" +
+      "\010not_held\030\002 \003(\tR\007notHeld\"\334\001\n\016HoldSetRequ" +
+      "est\022\024\n\005names\030\001 \003(\tR\005names\022\024\n\005owner\030\002 \001(\t" +
+      "R\005owner\022\025\n\006ttl_ms\030\003 \001(\003R\005ttlMs\022&\n\017wait_t" +
+      "imeout_ms\030\004 \001(\003R\rwaitTimeoutMs\022)\n\004mode\030\005" +
+      " \001(\0162\025.holdfast.v1.LockModeR\004mode\022\036\n\013max" +
+      "_hold_ms\030\006 \001(\003R\tmaxHoldMs\022\024\n\005value\030\007 \001(\t" +
+      "R\005value\"\271\001\n\017HoldSetResponse\022:\n\010acquired\030" +
+      "\001 \001(\0132\034.holdfast.v1.HoldSetAcquiredH\000R\010a" +
+      "cquired\0224\n\007renewed\030\002 \001(\0132\030.holdfast.v1.H" +
+      "oldRenewedH\000R\007renewed\022+\n\004lost\030\003 \001(\0132\025.ho" +
+      "ldfast.v1.HoldLostH\000R\004lostB\007\n\005event\"x\n\017H" +
+      "oldSetAcquired\0220\n\007members\030\001 \003(\0132\026.holdfa" +
+      "st.v1.SetMemberR\007members\0223\n\026lease_starte" +
+      "d_after_ms\030\002 \001(\003R\023leaseStartedAfterMs*T\n" +
+      "\010LockMode\022\031\n\025LOCK_MODE_UNSPECIFIED\020\000\022\027\n\023" +
+      "LOCK_MODE_EXCLUSIVE\020\001\022\024\n\020LOCK_MODE_SHARE" +
+      "D\020\002*\213\002\n\nLostReason\022\033\n\027LOST_REASON_UNSPEC" +
+      "IFIED\020\000\022\027\n\023LOST_REASON_EXPIRED\020\001\022\025\n\021LOST" +
+      "_REASON_TAKEN\020\002\022#\n\037LOST_REASON_BACKEND_U" +
+      "NAVAILABLE\020\003\022\037\n\033LOST_REASON_SERVER_SHUTD" +
+      "OWN\020\004\022\030\n\024LOST_REASON_MAX_HOLD\020\005\022\030\n\024LOST_" +
+      "REASON_RELEASED\020\006\022\030\n\024LOST_REASON_FAILOVE" +
+      "R\020\007\022\034\n\030LOST_REASON_DISCONNECTED\020\010*\301\001\n\nWa" +
+      "tchEvent\022\033\n\027WATCH_EVENT_UNSPECIFIED\020\000\022\025\n" +
+      "\021WATCH_EVENT_STATE\020\001\022\027\n\023WATCH_EVENT_GRAN" +
+      "TED\020\002\022\030\n\024WATCH_EVENT_RELEASED\020\003\022\027\n\023WATCH" +
+      "_EVENT_EXPIRED\020\004\022\024\n\020WATCH_EVENT_LOST\020\005\022\035" +
+      "\n\031WATCH_EVENT_VALUE_CHANGED\020\0062\263\006\n\013LockSe" +
+      "rvice\022D\n\007Acquire\022\033.holdfast.v1.AcquireRe" +
+      "quest\032\034.holdfast.v1.AcquireResponse\022D\n\007R" +
+      "elease\022\033.holdfast.v1.ReleaseRequest\032\034.ho" +
+      "ldfast.v1.ReleaseResponse\022>\n\005Renew\022\031.hol" +
+      "dfast.v1.RenewRequest\032\032.holdfast.v1.Rene" +
+      "wResponse\022=\n\004Hold\022\030.holdfast.v1.HoldRequ" +
+      "est\032\031.holdfast.v1.HoldResponse0\001\022D\n\007Insp" +
+      "ect\022\033.holdfast.v1.InspectRequest\032\034.holdf" +
+      "ast.v1.InspectResponse\022b\n\021CheckFencingTo" +
+      "ken\022%.holdfast.v1.CheckFencingTokenReque" +
+      "st\032&.holdfast.v1.CheckFencingTokenRespon" +
+      "se\022G\n\010SetValue\022\034.holdfast.v1.SetValueReq" +
+      "uest\032\035.holdfast.v1.SetValueResponse\022@\n\005W" +
+      "atch\022\031.holdfast.v1.WatchRequest\032\032.holdfa" +
+      "st.v1.WatchResponse0\001\022M\n\nAcquireSet\022\036.ho" +
+      "ldfast.v1.AcquireSetRequest\032\037.holdfast.v" +
+      "1.AcquireSetResponse\022M\n\nReleaseSet\022\036.hol" +
+      "dfast.v1.ReleaseSetRequest\032\037.holdfast.v1" +
+      ".ReleaseSetResponse\022F\n\007HoldSet\022\033.holdfas" +
+      "t.v1.HoldSetRequest\032\034.holdfast.v1.HoldSe" +
+      "tResponse0\001b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -20679,7 +30080,7 @@ public final class Lock {
     internal_static_holdfast_v1_HoldLost_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_HoldLost_descriptor,
-        new java.lang.String[] { "Reason", "Code", });
+        new java.lang.String[] { "Reason", "Code", "Name", });
     internal_static_holdfast_v1_InspectRequest_descriptor =
       getDescriptor().getMessageTypes().get(11);
     internal_static_holdfast_v1_InspectRequest_fieldAccessorTable = new
@@ -20734,6 +30135,54 @@ public final class Lock {
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_WatchResponse_descriptor,
         new java.lang.String[] { "Event", "Holder", "LostReason", "Name", "Holders", "Waiters", "FencingToken", });
+    internal_static_holdfast_v1_AcquireSetRequest_descriptor =
+      getDescriptor().getMessageTypes().get(20);
+    internal_static_holdfast_v1_AcquireSetRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_AcquireSetRequest_descriptor,
+        new java.lang.String[] { "Names", "Owner", "TtlMs", "WaitTimeoutMs", "Mode", "Value", });
+    internal_static_holdfast_v1_SetMember_descriptor =
+      getDescriptor().getMessageTypes().get(21);
+    internal_static_holdfast_v1_SetMember_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_SetMember_descriptor,
+        new java.lang.String[] { "Name", "Token", "FencingToken", "TtlMs", "HoldId", });
+    internal_static_holdfast_v1_AcquireSetResponse_descriptor =
+      getDescriptor().getMessageTypes().get(22);
+    internal_static_holdfast_v1_AcquireSetResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_AcquireSetResponse_descriptor,
+        new java.lang.String[] { "Acquired", "Members", "LeaseStartedAfterMs", });
+    internal_static_holdfast_v1_ReleaseSetRequest_descriptor =
+      getDescriptor().getMessageTypes().get(23);
+    internal_static_holdfast_v1_ReleaseSetRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_ReleaseSetRequest_descriptor,
+        new java.lang.String[] { "Members", });
+    internal_static_holdfast_v1_ReleaseSetResponse_descriptor =
+      getDescriptor().getMessageTypes().get(24);
+    internal_static_holdfast_v1_ReleaseSetResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_ReleaseSetResponse_descriptor,
+        new java.lang.String[] { "Released", "NotHeld", });
+    internal_static_holdfast_v1_HoldSetRequest_descriptor =
+      getDescriptor().getMessageTypes().get(25);
+    internal_static_holdfast_v1_HoldSetRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_HoldSetRequest_descriptor,
+        new java.lang.String[] { "Names", "Owner", "TtlMs", "WaitTimeoutMs", "Mode", "MaxHoldMs", "Value", });
+    internal_static_holdfast_v1_HoldSetResponse_descriptor =
+      getDescriptor().getMessageTypes().get(26);
+    internal_static_holdfast_v1_HoldSetResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_HoldSetResponse_descriptor,
+        new java.lang.String[] { "Acquired", "Renewed", "Lost", "Event", });
+    internal_static_holdfast_v1_HoldSetAcquired_descriptor =
+      getDescriptor().getMessageTypes().get(27);
+    internal_static_holdfast_v1_HoldSetAcquired_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_HoldSetAcquired_descriptor,
+        new java.lang.String[] { "Members", "LeaseStartedAfterMs", });
   }
 
   // @@protoc_insertion_point(outer_class_scope)

@@ -266,6 +266,99 @@ public final class LockServiceGrpc {
     return getWatchMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<holdfast.v1.Lock.AcquireSetRequest,
+      holdfast.v1.Lock.AcquireSetResponse> getAcquireSetMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "AcquireSet",
+      requestType = holdfast.v1.Lock.AcquireSetRequest.class,
+      responseType = holdfast.v1.Lock.AcquireSetResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<holdfast.v1.Lock.AcquireSetRequest,
+      holdfast.v1.Lock.AcquireSetResponse> getAcquireSetMethod() {
+    io.grpc.MethodDescriptor<holdfast.v1.Lock.AcquireSetRequest, holdfast.v1.Lock.AcquireSetResponse> getAcquireSetMethod;
+    if ((getAcquireSetMethod = LockServiceGrpc.getAcquireSetMethod) == null) {
+      synchronized (LockServiceGrpc.class) {
+        if ((getAcquireSetMethod = LockServiceGrpc.getAcquireSetMethod) == null) {
+          LockServiceGrpc.getAcquireSetMethod = getAcquireSetMethod =
+              io.grpc.MethodDescriptor.<holdfast.v1.Lock.AcquireSetRequest, holdfast.v1.Lock.AcquireSetResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "AcquireSet"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.AcquireSetRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.AcquireSetResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LockServiceMethodDescriptorSupplier("AcquireSet"))
+              .build();
+        }
+      }
+    }
+    return getAcquireSetMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<holdfast.v1.Lock.ReleaseSetRequest,
+      holdfast.v1.Lock.ReleaseSetResponse> getReleaseSetMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "ReleaseSet",
+      requestType = holdfast.v1.Lock.ReleaseSetRequest.class,
+      responseType = holdfast.v1.Lock.ReleaseSetResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<holdfast.v1.Lock.ReleaseSetRequest,
+      holdfast.v1.Lock.ReleaseSetResponse> getReleaseSetMethod() {
+    io.grpc.MethodDescriptor<holdfast.v1.Lock.ReleaseSetRequest, holdfast.v1.Lock.ReleaseSetResponse> getReleaseSetMethod;
+    if ((getReleaseSetMethod = LockServiceGrpc.getReleaseSetMethod) == null) {
+      synchronized (LockServiceGrpc.class) {
+        if ((getReleaseSetMethod = LockServiceGrpc.getReleaseSetMethod) == null) {
+          LockServiceGrpc.getReleaseSetMethod = getReleaseSetMethod =
+              io.grpc.MethodDescriptor.<holdfast.v1.Lock.ReleaseSetRequest, holdfast.v1.Lock.ReleaseSetResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "ReleaseSet"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.ReleaseSetRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.ReleaseSetResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LockServiceMethodDescriptorSupplier("ReleaseSet"))
+              .build();
+        }
+      }
+    }
+    return getReleaseSetMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<holdfast.v1.Lock.HoldSetRequest,
+      holdfast.v1.Lock.HoldSetResponse> getHoldSetMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "HoldSet",
+      requestType = holdfast.v1.Lock.HoldSetRequest.class,
+      responseType = holdfast.v1.Lock.HoldSetResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.SERVER_STREAMING)
+  public static io.grpc.MethodDescriptor<holdfast.v1.Lock.HoldSetRequest,
+      holdfast.v1.Lock.HoldSetResponse> getHoldSetMethod() {
+    io.grpc.MethodDescriptor<holdfast.v1.Lock.HoldSetRequest, holdfast.v1.Lock.HoldSetResponse> getHoldSetMethod;
+    if ((getHoldSetMethod = LockServiceGrpc.getHoldSetMethod) == null) {
+      synchronized (LockServiceGrpc.class) {
+        if ((getHoldSetMethod = LockServiceGrpc.getHoldSetMethod) == null) {
+          LockServiceGrpc.getHoldSetMethod = getHoldSetMethod =
+              io.grpc.MethodDescriptor.<holdfast.v1.Lock.HoldSetRequest, holdfast.v1.Lock.HoldSetResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.SERVER_STREAMING)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "HoldSet"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.HoldSetRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.HoldSetResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LockServiceMethodDescriptorSupplier("HoldSet"))
+              .build();
+        }
+      }
+    }
+    return getHoldSetMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -402,6 +495,39 @@ public final class LockServiceGrpc {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getWatchMethod(), responseObserver);
     }
 
+    /**
+     * <pre>
+     * Acquires several locks all or nothing: names are taken one at a time in one canonical order (by their UTF-8
+     * bytes), so callers asking for overlapping sets in any order never deadlock. wait_timeout_ms covers the whole
+     * set; a set not complete by then (or cancelled, or failed) gives back what it took and answers acquired=false.
+     * </pre>
+     */
+    public void acquireSet(holdfast.v1.Lock.AcquireSetRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.AcquireSetResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getAcquireSetMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Releases every member of a set (one hold each); members whose token holds nothing are listed, not an error.
+     * </pre>
+     */
+    public void releaseSet(holdfast.v1.Lock.ReleaseSetRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.ReleaseSetResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getReleaseSetMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Holds several locks all or nothing for as long as the stream stays open, as AcquireSet takes them and as Hold
+     * keeps one. The set is lost as a whole when any member is lost: HoldLost.name says which.
+     * </pre>
+     */
+    public void holdSet(holdfast.v1.Lock.HoldSetRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.HoldSetResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getHoldSetMethod(), responseObserver);
+    }
+
     @java.lang.Override public final io.grpc.ServerServiceDefinition bindService() {
       return io.grpc.ServerServiceDefinition.builder(getServiceDescriptor())
           .addMethod(
@@ -460,6 +586,27 @@ public final class LockServiceGrpc {
                 holdfast.v1.Lock.WatchRequest,
                 holdfast.v1.Lock.WatchResponse>(
                   this, METHODID_WATCH)))
+          .addMethod(
+            getAcquireSetMethod(),
+            io.grpc.stub.ServerCalls.asyncUnaryCall(
+              new MethodHandlers<
+                holdfast.v1.Lock.AcquireSetRequest,
+                holdfast.v1.Lock.AcquireSetResponse>(
+                  this, METHODID_ACQUIRE_SET)))
+          .addMethod(
+            getReleaseSetMethod(),
+            io.grpc.stub.ServerCalls.asyncUnaryCall(
+              new MethodHandlers<
+                holdfast.v1.Lock.ReleaseSetRequest,
+                holdfast.v1.Lock.ReleaseSetResponse>(
+                  this, METHODID_RELEASE_SET)))
+          .addMethod(
+            getHoldSetMethod(),
+            io.grpc.stub.ServerCalls.asyncServerStreamingCall(
+              new MethodHandlers<
+                holdfast.v1.Lock.HoldSetRequest,
+                holdfast.v1.Lock.HoldSetResponse>(
+                  this, METHODID_HOLD_SET)))
           .build();
     }
   }
@@ -573,6 +720,42 @@ public final class LockServiceGrpc {
       io.grpc.stub.ClientCalls.asyncServerStreamingCall(
           getChannel().newCall(getWatchMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * Acquires several locks all or nothing: names are taken one at a time in one canonical order (by their UTF-8
+     * bytes), so callers asking for overlapping sets in any order never deadlock. wait_timeout_ms covers the whole
+     * set; a set not complete by then (or cancelled, or failed) gives back what it took and answers acquired=false.
+     * </pre>
+     */
+    public void acquireSet(holdfast.v1.Lock.AcquireSetRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.AcquireSetResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getAcquireSetMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Releases every member of a set (one hold each); members whose token holds nothing are listed, not an error.
+     * </pre>
+     */
+    public void releaseSet(holdfast.v1.Lock.ReleaseSetRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.ReleaseSetResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getReleaseSetMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Holds several locks all or nothing for as long as the stream stays open, as AcquireSet takes them and as Hold
+     * keeps one. The set is lost as a whole when any member is lost: HoldLost.name says which.
+     * </pre>
+     */
+    public void holdSet(holdfast.v1.Lock.HoldSetRequest request,
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.HoldSetResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncServerStreamingCall(
+          getChannel().newCall(getHoldSetMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -678,6 +861,40 @@ public final class LockServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingServerStreamingCall(
           getChannel(), getWatchMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * Acquires several locks all or nothing: names are taken one at a time in one canonical order (by their UTF-8
+     * bytes), so callers asking for overlapping sets in any order never deadlock. wait_timeout_ms covers the whole
+     * set; a set not complete by then (or cancelled, or failed) gives back what it took and answers acquired=false.
+     * </pre>
+     */
+    public holdfast.v1.Lock.AcquireSetResponse acquireSet(holdfast.v1.Lock.AcquireSetRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getAcquireSetMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Releases every member of a set (one hold each); members whose token holds nothing are listed, not an error.
+     * </pre>
+     */
+    public holdfast.v1.Lock.ReleaseSetResponse releaseSet(holdfast.v1.Lock.ReleaseSetRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getReleaseSetMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Holds several locks all or nothing for as long as the stream stays open, as AcquireSet takes them and as Hold
+     * keeps one. The set is lost as a whole when any member is lost: HoldLost.name says which.
+     * </pre>
+     */
+    public java.util.Iterator<holdfast.v1.Lock.HoldSetResponse> holdSet(
+        holdfast.v1.Lock.HoldSetRequest request) {
+      return io.grpc.stub.ClientCalls.blockingServerStreamingCall(
+          getChannel(), getHoldSetMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -764,6 +981,30 @@ public final class LockServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getSetValueMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * Acquires several locks all or nothing: names are taken one at a time in one canonical order (by their UTF-8
+     * bytes), so callers asking for overlapping sets in any order never deadlock. wait_timeout_ms covers the whole
+     * set; a set not complete by then (or cancelled, or failed) gives back what it took and answers acquired=false.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<holdfast.v1.Lock.AcquireSetResponse> acquireSet(
+        holdfast.v1.Lock.AcquireSetRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getAcquireSetMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Releases every member of a set (one hold each); members whose token holds nothing are listed, not an error.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<holdfast.v1.Lock.ReleaseSetResponse> releaseSet(
+        holdfast.v1.Lock.ReleaseSetRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getReleaseSetMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_ACQUIRE = 0;
@@ -774,6 +1015,9 @@ public final class LockServiceGrpc {
   private static final int METHODID_CHECK_FENCING_TOKEN = 5;
   private static final int METHODID_SET_VALUE = 6;
   private static final int METHODID_WATCH = 7;
+  private static final int METHODID_ACQUIRE_SET = 8;
+  private static final int METHODID_RELEASE_SET = 9;
+  private static final int METHODID_HOLD_SET = 10;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -823,6 +1067,18 @@ public final class LockServiceGrpc {
         case METHODID_WATCH:
           serviceImpl.watch((holdfast.v1.Lock.WatchRequest) request,
               (io.grpc.stub.StreamObserver<holdfast.v1.Lock.WatchResponse>) responseObserver);
+          break;
+        case METHODID_ACQUIRE_SET:
+          serviceImpl.acquireSet((holdfast.v1.Lock.AcquireSetRequest) request,
+              (io.grpc.stub.StreamObserver<holdfast.v1.Lock.AcquireSetResponse>) responseObserver);
+          break;
+        case METHODID_RELEASE_SET:
+          serviceImpl.releaseSet((holdfast.v1.Lock.ReleaseSetRequest) request,
+              (io.grpc.stub.StreamObserver<holdfast.v1.Lock.ReleaseSetResponse>) responseObserver);
+          break;
+        case METHODID_HOLD_SET:
+          serviceImpl.holdSet((holdfast.v1.Lock.HoldSetRequest) request,
+              (io.grpc.stub.StreamObserver<holdfast.v1.Lock.HoldSetResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -893,6 +1149,9 @@ public final class LockServiceGrpc {
               .addMethod(getCheckFencingTokenMethod())
               .addMethod(getSetValueMethod())
               .addMethod(getWatchMethod())
+              .addMethod(getAcquireSetMethod())
+              .addMethod(getReleaseSetMethod())
+              .addMethod(getHoldSetMethod())
               .build();
         }
       }

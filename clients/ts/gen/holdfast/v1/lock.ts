@@ -396,6 +396,8 @@ export interface HoldLost {
   reason: string;
   /** Why, for programs. */
   code: LostReason;
+  /** HoldSet only: the member whose loss ended the set. */
+  name: string;
 }
 
 /** InspectRequest names a lock to inspect. */
@@ -502,6 +504,100 @@ export interface WatchResponse {
   waiters: number;
   /** The last fencing token granted. */
   fencingToken: string;
+}
+
+/** AcquireSetRequest asks for several locks at once. */
+export interface AcquireSetRequest {
+  /** The locks' names: 1 to 64 distinct names, in any order (they are taken in canonical order). */
+  names: string[];
+  /** Who asks; a non-empty owner re-enters locks it already holds. */
+  owner: string;
+  /** Lease length of every member in milliseconds; 0 means the server default. */
+  ttlMs: string;
+  /** How long to wait for the whole set, 0 .. 86 400 000 ms; 0 means try each member once. */
+  waitTimeoutMs: string;
+  /** Exclusive or shared, for every member. */
+  mode: LockMode;
+  /** A value every member publishes to watchers, as AcquireRequest.value. */
+  value: string;
+}
+
+/** SetMember is one granted member of a set. */
+export interface SetMember {
+  /** The lock's name. */
+  name: string;
+  /** The member's secret token: it releases and renews this member like an Acquire's. */
+  token: string;
+  /** The member's own fencing token. */
+  fencingToken: string;
+  /** The member's lease left in milliseconds when the set was complete. */
+  ttlMs: string;
+  /** HoldSet only: this stream's hold of the member. */
+  holdId: string;
+}
+
+/** AcquireSetResponse says whether the whole set was granted. */
+export interface AcquireSetResponse {
+  /** True when every member was granted. */
+  acquired: boolean;
+  /** The members, in canonical order; empty unless acquired. */
+  members: SetMember[];
+  /** Every member's lease ends no earlier than lease_started_after_ms + its ttl_ms after the client sent the request. */
+  leaseStartedAfterMs: string;
+}
+
+/** ReleaseSetRequest names the members to release. */
+export interface ReleaseSetRequest {
+  /** One entry per member: its name and token (hold_id as ReleaseRequest's). */
+  members: ReleaseRequest[];
+}
+
+/** ReleaseSetResponse says which members were released. */
+export interface ReleaseSetResponse {
+  /** How many members were freed. */
+  released: number;
+  /** The names whose token held nothing (expired or already released). */
+  notHeld: string[];
+}
+
+/** HoldSetRequest asks for several locks held for as long as the stream is open. */
+export interface HoldSetRequest {
+  /** The locks' names, as AcquireSetRequest.names. */
+  names: string[];
+  /** Who asks. */
+  owner: string;
+  /** Lease length of every member in milliseconds; the server renews each at about a third of it. 0: the default. */
+  ttlMs: string;
+  /** How long to wait for the whole set; the stream ends with DEADLINE_EXCEEDED when it runs out. 0: try once. */
+  waitTimeoutMs: string;
+  /** Exclusive or shared, for every member. */
+  mode: LockMode;
+  /** Longest time the server keeps the set, as HoldRequest.max_hold_ms. */
+  maxHoldMs: string;
+  /** A value every member publishes to watchers. */
+  value: string;
+}
+
+/** HoldSetResponse is one event on a HoldSet stream. */
+export interface HoldSetResponse {
+  /** The whole set was granted; sent once, first. */
+  acquired?:
+    | HoldSetAcquired
+    | undefined;
+  /** Every member's lease runs at least this long (the earliest member's renewal). */
+  renewed?:
+    | HoldRenewed
+    | undefined;
+  /** A member was lost, so the set is; sent once, last, before the stream ends with ABORTED. */
+  lost?: HoldLost | undefined;
+}
+
+/** HoldSetAcquired carries the members of a HoldSet. */
+export interface HoldSetAcquired {
+  /** The members, in canonical order. */
+  members: SetMember[];
+  /** Every member's lease ends no earlier than lease_started_after_ms + its ttl_ms after the client sent the request. */
+  leaseStartedAfterMs: string;
 }
 
 function createBaseAcquireRequest(): AcquireRequest {
@@ -1825,7 +1921,7 @@ export const HoldRenewed: MessageFns<HoldRenewed> = {
 };
 
 function createBaseHoldLost(): HoldLost {
-  return { reason: "", code: 0 };
+  return { reason: "", code: 0, name: "" };
 }
 
 export const HoldLost: MessageFns<HoldLost> = {
@@ -1835,6 +1931,9 @@ export const HoldLost: MessageFns<HoldLost> = {
     }
     if (message.code !== 0) {
       writer.uint32(16).int32(message.code);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
     }
     return writer;
   },
@@ -1868,6 +1967,14 @@ export const HoldLost: MessageFns<HoldLost> = {
             message.code = reader.int32() as any;
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1884,6 +1991,7 @@ export const HoldLost: MessageFns<HoldLost> = {
     return {
       reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
       code: isSet(object.code) ? lostReasonFromJSON(object.code) : 0,
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
     };
   },
 
@@ -1895,6 +2003,9 @@ export const HoldLost: MessageFns<HoldLost> = {
     if (message.code !== 0) {
       obj.code = lostReasonToJSON(message.code);
     }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
     return obj;
   },
 
@@ -1905,6 +2016,7 @@ export const HoldLost: MessageFns<HoldLost> = {
     const message = createBaseHoldLost();
     message.reason = object.reason ?? "";
     message.code = object.code ?? 0;
+    message.name = object.name ?? "";
     return message;
   },
 };
@@ -2924,6 +3036,944 @@ export const WatchResponse: MessageFns<WatchResponse> = {
   },
 };
 
+function createBaseAcquireSetRequest(): AcquireSetRequest {
+  return { names: [], owner: "", ttlMs: "0", waitTimeoutMs: "0", mode: 0, value: "" };
+}
+
+export const AcquireSetRequest: MessageFns<AcquireSetRequest> = {
+  encode(message: AcquireSetRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.names) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.owner !== "") {
+      writer.uint32(18).string(message.owner);
+    }
+    if (message.ttlMs !== "0") {
+      writer.uint32(24).int64(message.ttlMs);
+    }
+    if (message.waitTimeoutMs !== "0") {
+      writer.uint32(32).int64(message.waitTimeoutMs);
+    }
+    if (message.mode !== 0) {
+      writer.uint32(40).int32(message.mode);
+    }
+    if (message.value !== "") {
+      writer.uint32(50).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AcquireSetRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAcquireSetRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.names.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.owner = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.ttlMs = reader.int64().toString();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.waitTimeoutMs = reader.int64().toString();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.mode = reader.int32() as any;
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AcquireSetRequest {
+    return {
+      names: globalThis.Array.isArray(object?.names) ? object.names.map((e: any) => globalThis.String(e)) : [],
+      owner: isSet(object.owner) ? globalThis.String(object.owner) : "",
+      ttlMs: isSet(object.ttlMs)
+        ? globalThis.String(object.ttlMs)
+        : isSet(object.ttl_ms)
+        ? globalThis.String(object.ttl_ms)
+        : "0",
+      waitTimeoutMs: isSet(object.waitTimeoutMs)
+        ? globalThis.String(object.waitTimeoutMs)
+        : isSet(object.wait_timeout_ms)
+        ? globalThis.String(object.wait_timeout_ms)
+        : "0",
+      mode: isSet(object.mode) ? lockModeFromJSON(object.mode) : 0,
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: AcquireSetRequest): unknown {
+    const obj: any = {};
+    if (message.names?.length) {
+      obj.names = message.names;
+    }
+    if (message.owner !== "") {
+      obj.owner = message.owner;
+    }
+    if (message.ttlMs !== "0") {
+      obj.ttlMs = message.ttlMs;
+    }
+    if (message.waitTimeoutMs !== "0") {
+      obj.waitTimeoutMs = message.waitTimeoutMs;
+    }
+    if (message.mode !== 0) {
+      obj.mode = lockModeToJSON(message.mode);
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AcquireSetRequest>): AcquireSetRequest {
+    return AcquireSetRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AcquireSetRequest>): AcquireSetRequest {
+    const message = createBaseAcquireSetRequest();
+    message.names = object.names?.map((e) => e) || [];
+    message.owner = object.owner ?? "";
+    message.ttlMs = object.ttlMs ?? "0";
+    message.waitTimeoutMs = object.waitTimeoutMs ?? "0";
+    message.mode = object.mode ?? 0;
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseSetMember(): SetMember {
+  return { name: "", token: "", fencingToken: "0", ttlMs: "0", holdId: "" };
+}
+
+export const SetMember: MessageFns<SetMember> = {
+  encode(message: SetMember, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.token !== "") {
+      writer.uint32(18).string(message.token);
+    }
+    if (message.fencingToken !== "0") {
+      writer.uint32(24).uint64(message.fencingToken);
+    }
+    if (message.ttlMs !== "0") {
+      writer.uint32(32).int64(message.ttlMs);
+    }
+    if (message.holdId !== "") {
+      writer.uint32(42).string(message.holdId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetMember {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetMember();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.fencingToken = reader.uint64().toString();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.ttlMs = reader.int64().toString();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.holdId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetMember {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      fencingToken: isSet(object.fencingToken)
+        ? globalThis.String(object.fencingToken)
+        : isSet(object.fencing_token)
+        ? globalThis.String(object.fencing_token)
+        : "0",
+      ttlMs: isSet(object.ttlMs)
+        ? globalThis.String(object.ttlMs)
+        : isSet(object.ttl_ms)
+        ? globalThis.String(object.ttl_ms)
+        : "0",
+      holdId: isSet(object.holdId)
+        ? globalThis.String(object.holdId)
+        : isSet(object.hold_id)
+        ? globalThis.String(object.hold_id)
+        : "",
+    };
+  },
+
+  toJSON(message: SetMember): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.fencingToken !== "0") {
+      obj.fencingToken = message.fencingToken;
+    }
+    if (message.ttlMs !== "0") {
+      obj.ttlMs = message.ttlMs;
+    }
+    if (message.holdId !== "") {
+      obj.holdId = message.holdId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SetMember>): SetMember {
+    return SetMember.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SetMember>): SetMember {
+    const message = createBaseSetMember();
+    message.name = object.name ?? "";
+    message.token = object.token ?? "";
+    message.fencingToken = object.fencingToken ?? "0";
+    message.ttlMs = object.ttlMs ?? "0";
+    message.holdId = object.holdId ?? "";
+    return message;
+  },
+};
+
+function createBaseAcquireSetResponse(): AcquireSetResponse {
+  return { acquired: false, members: [], leaseStartedAfterMs: "0" };
+}
+
+export const AcquireSetResponse: MessageFns<AcquireSetResponse> = {
+  encode(message: AcquireSetResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.acquired !== false) {
+      writer.uint32(8).bool(message.acquired);
+    }
+    for (const v of message.members) {
+      SetMember.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.leaseStartedAfterMs !== "0") {
+      writer.uint32(24).int64(message.leaseStartedAfterMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AcquireSetResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAcquireSetResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.acquired = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.members.push(SetMember.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.leaseStartedAfterMs = reader.int64().toString();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AcquireSetResponse {
+    return {
+      acquired: isSet(object.acquired) ? globalThis.Boolean(object.acquired) : false,
+      members: globalThis.Array.isArray(object?.members) ? object.members.map((e: any) => SetMember.fromJSON(e)) : [],
+      leaseStartedAfterMs: isSet(object.leaseStartedAfterMs)
+        ? globalThis.String(object.leaseStartedAfterMs)
+        : isSet(object.lease_started_after_ms)
+        ? globalThis.String(object.lease_started_after_ms)
+        : "0",
+    };
+  },
+
+  toJSON(message: AcquireSetResponse): unknown {
+    const obj: any = {};
+    if (message.acquired !== false) {
+      obj.acquired = message.acquired;
+    }
+    if (message.members?.length) {
+      obj.members = message.members.map((e) => SetMember.toJSON(e));
+    }
+    if (message.leaseStartedAfterMs !== "0") {
+      obj.leaseStartedAfterMs = message.leaseStartedAfterMs;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AcquireSetResponse>): AcquireSetResponse {
+    return AcquireSetResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AcquireSetResponse>): AcquireSetResponse {
+    const message = createBaseAcquireSetResponse();
+    message.acquired = object.acquired ?? false;
+    message.members = object.members?.map((e) => SetMember.fromPartial(e)) || [];
+    message.leaseStartedAfterMs = object.leaseStartedAfterMs ?? "0";
+    return message;
+  },
+};
+
+function createBaseReleaseSetRequest(): ReleaseSetRequest {
+  return { members: [] };
+}
+
+export const ReleaseSetRequest: MessageFns<ReleaseSetRequest> = {
+  encode(message: ReleaseSetRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.members) {
+      ReleaseRequest.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReleaseSetRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReleaseSetRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.members.push(ReleaseRequest.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReleaseSetRequest {
+    return {
+      members: globalThis.Array.isArray(object?.members)
+        ? object.members.map((e: any) => ReleaseRequest.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ReleaseSetRequest): unknown {
+    const obj: any = {};
+    if (message.members?.length) {
+      obj.members = message.members.map((e) => ReleaseRequest.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReleaseSetRequest>): ReleaseSetRequest {
+    return ReleaseSetRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReleaseSetRequest>): ReleaseSetRequest {
+    const message = createBaseReleaseSetRequest();
+    message.members = object.members?.map((e) => ReleaseRequest.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseReleaseSetResponse(): ReleaseSetResponse {
+  return { released: 0, notHeld: [] };
+}
+
+export const ReleaseSetResponse: MessageFns<ReleaseSetResponse> = {
+  encode(message: ReleaseSetResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.released !== 0) {
+      writer.uint32(8).uint32(message.released);
+    }
+    for (const v of message.notHeld) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReleaseSetResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReleaseSetResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.released = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.notHeld.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReleaseSetResponse {
+    return {
+      released: isSet(object.released) ? globalThis.Number(object.released) : 0,
+      notHeld: globalThis.Array.isArray(object?.notHeld)
+        ? object.notHeld.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.not_held)
+        ? object.not_held.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ReleaseSetResponse): unknown {
+    const obj: any = {};
+    if (message.released !== 0) {
+      obj.released = Math.round(message.released);
+    }
+    if (message.notHeld?.length) {
+      obj.notHeld = message.notHeld;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReleaseSetResponse>): ReleaseSetResponse {
+    return ReleaseSetResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReleaseSetResponse>): ReleaseSetResponse {
+    const message = createBaseReleaseSetResponse();
+    message.released = object.released ?? 0;
+    message.notHeld = object.notHeld?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseHoldSetRequest(): HoldSetRequest {
+  return { names: [], owner: "", ttlMs: "0", waitTimeoutMs: "0", mode: 0, maxHoldMs: "0", value: "" };
+}
+
+export const HoldSetRequest: MessageFns<HoldSetRequest> = {
+  encode(message: HoldSetRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.names) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.owner !== "") {
+      writer.uint32(18).string(message.owner);
+    }
+    if (message.ttlMs !== "0") {
+      writer.uint32(24).int64(message.ttlMs);
+    }
+    if (message.waitTimeoutMs !== "0") {
+      writer.uint32(32).int64(message.waitTimeoutMs);
+    }
+    if (message.mode !== 0) {
+      writer.uint32(40).int32(message.mode);
+    }
+    if (message.maxHoldMs !== "0") {
+      writer.uint32(48).int64(message.maxHoldMs);
+    }
+    if (message.value !== "") {
+      writer.uint32(58).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HoldSetRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHoldSetRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.names.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.owner = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.ttlMs = reader.int64().toString();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.waitTimeoutMs = reader.int64().toString();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.mode = reader.int32() as any;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.maxHoldMs = reader.int64().toString();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HoldSetRequest {
+    return {
+      names: globalThis.Array.isArray(object?.names) ? object.names.map((e: any) => globalThis.String(e)) : [],
+      owner: isSet(object.owner) ? globalThis.String(object.owner) : "",
+      ttlMs: isSet(object.ttlMs)
+        ? globalThis.String(object.ttlMs)
+        : isSet(object.ttl_ms)
+        ? globalThis.String(object.ttl_ms)
+        : "0",
+      waitTimeoutMs: isSet(object.waitTimeoutMs)
+        ? globalThis.String(object.waitTimeoutMs)
+        : isSet(object.wait_timeout_ms)
+        ? globalThis.String(object.wait_timeout_ms)
+        : "0",
+      mode: isSet(object.mode) ? lockModeFromJSON(object.mode) : 0,
+      maxHoldMs: isSet(object.maxHoldMs)
+        ? globalThis.String(object.maxHoldMs)
+        : isSet(object.max_hold_ms)
+        ? globalThis.String(object.max_hold_ms)
+        : "0",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: HoldSetRequest): unknown {
+    const obj: any = {};
+    if (message.names?.length) {
+      obj.names = message.names;
+    }
+    if (message.owner !== "") {
+      obj.owner = message.owner;
+    }
+    if (message.ttlMs !== "0") {
+      obj.ttlMs = message.ttlMs;
+    }
+    if (message.waitTimeoutMs !== "0") {
+      obj.waitTimeoutMs = message.waitTimeoutMs;
+    }
+    if (message.mode !== 0) {
+      obj.mode = lockModeToJSON(message.mode);
+    }
+    if (message.maxHoldMs !== "0") {
+      obj.maxHoldMs = message.maxHoldMs;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<HoldSetRequest>): HoldSetRequest {
+    return HoldSetRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<HoldSetRequest>): HoldSetRequest {
+    const message = createBaseHoldSetRequest();
+    message.names = object.names?.map((e) => e) || [];
+    message.owner = object.owner ?? "";
+    message.ttlMs = object.ttlMs ?? "0";
+    message.waitTimeoutMs = object.waitTimeoutMs ?? "0";
+    message.mode = object.mode ?? 0;
+    message.maxHoldMs = object.maxHoldMs ?? "0";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseHoldSetResponse(): HoldSetResponse {
+  return { acquired: undefined, renewed: undefined, lost: undefined };
+}
+
+export const HoldSetResponse: MessageFns<HoldSetResponse> = {
+  encode(message: HoldSetResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.acquired !== undefined) {
+      HoldSetAcquired.encode(message.acquired, writer.uint32(10).fork()).join();
+    }
+    if (message.renewed !== undefined) {
+      HoldRenewed.encode(message.renewed, writer.uint32(18).fork()).join();
+    }
+    if (message.lost !== undefined) {
+      HoldLost.encode(message.lost, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HoldSetResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHoldSetResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.acquired = HoldSetAcquired.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.renewed = HoldRenewed.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.lost = HoldLost.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HoldSetResponse {
+    return {
+      acquired: isSet(object.acquired) ? HoldSetAcquired.fromJSON(object.acquired) : undefined,
+      renewed: isSet(object.renewed) ? HoldRenewed.fromJSON(object.renewed) : undefined,
+      lost: isSet(object.lost) ? HoldLost.fromJSON(object.lost) : undefined,
+    };
+  },
+
+  toJSON(message: HoldSetResponse): unknown {
+    const obj: any = {};
+    if (message.acquired !== undefined) {
+      obj.acquired = HoldSetAcquired.toJSON(message.acquired);
+    }
+    if (message.renewed !== undefined) {
+      obj.renewed = HoldRenewed.toJSON(message.renewed);
+    }
+    if (message.lost !== undefined) {
+      obj.lost = HoldLost.toJSON(message.lost);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<HoldSetResponse>): HoldSetResponse {
+    return HoldSetResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<HoldSetResponse>): HoldSetResponse {
+    const message = createBaseHoldSetResponse();
+    message.acquired = (object.acquired !== undefined && object.acquired !== null)
+      ? HoldSetAcquired.fromPartial(object.acquired)
+      : undefined;
+    message.renewed = (object.renewed !== undefined && object.renewed !== null)
+      ? HoldRenewed.fromPartial(object.renewed)
+      : undefined;
+    message.lost = (object.lost !== undefined && object.lost !== null) ? HoldLost.fromPartial(object.lost) : undefined;
+    return message;
+  },
+};
+
+function createBaseHoldSetAcquired(): HoldSetAcquired {
+  return { members: [], leaseStartedAfterMs: "0" };
+}
+
+export const HoldSetAcquired: MessageFns<HoldSetAcquired> = {
+  encode(message: HoldSetAcquired, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.members) {
+      SetMember.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.leaseStartedAfterMs !== "0") {
+      writer.uint32(16).int64(message.leaseStartedAfterMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HoldSetAcquired {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHoldSetAcquired();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.members.push(SetMember.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.leaseStartedAfterMs = reader.int64().toString();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HoldSetAcquired {
+    return {
+      members: globalThis.Array.isArray(object?.members) ? object.members.map((e: any) => SetMember.fromJSON(e)) : [],
+      leaseStartedAfterMs: isSet(object.leaseStartedAfterMs)
+        ? globalThis.String(object.leaseStartedAfterMs)
+        : isSet(object.lease_started_after_ms)
+        ? globalThis.String(object.lease_started_after_ms)
+        : "0",
+    };
+  },
+
+  toJSON(message: HoldSetAcquired): unknown {
+    const obj: any = {};
+    if (message.members?.length) {
+      obj.members = message.members.map((e) => SetMember.toJSON(e));
+    }
+    if (message.leaseStartedAfterMs !== "0") {
+      obj.leaseStartedAfterMs = message.leaseStartedAfterMs;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<HoldSetAcquired>): HoldSetAcquired {
+    return HoldSetAcquired.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<HoldSetAcquired>): HoldSetAcquired {
+    const message = createBaseHoldSetAcquired();
+    message.members = object.members?.map((e) => SetMember.fromPartial(e)) || [];
+    message.leaseStartedAfterMs = object.leaseStartedAfterMs ?? "0";
+    return message;
+  },
+};
+
 /** LockService grants, renews, releases and reports named locks whose state lives in Redis. */
 export type LockServiceService = typeof LockServiceService;
 export const LockServiceService = {
@@ -3022,6 +4072,43 @@ export const LockServiceService = {
     responseSerialize: (value: WatchResponse): Buffer => Buffer.from(WatchResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): WatchResponse => WatchResponse.decode(value),
   },
+  /**
+   * Acquires several locks all or nothing: names are taken one at a time in one canonical order (by their UTF-8
+   * bytes), so callers asking for overlapping sets in any order never deadlock. wait_timeout_ms covers the whole
+   * set; a set not complete by then (or cancelled, or failed) gives back what it took and answers acquired=false.
+   */
+  acquireSet: {
+    path: "/holdfast.v1.LockService/AcquireSet" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AcquireSetRequest): Buffer => Buffer.from(AcquireSetRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AcquireSetRequest => AcquireSetRequest.decode(value),
+    responseSerialize: (value: AcquireSetResponse): Buffer => Buffer.from(AcquireSetResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AcquireSetResponse => AcquireSetResponse.decode(value),
+  },
+  /** Releases every member of a set (one hold each); members whose token holds nothing are listed, not an error. */
+  releaseSet: {
+    path: "/holdfast.v1.LockService/ReleaseSet" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReleaseSetRequest): Buffer => Buffer.from(ReleaseSetRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReleaseSetRequest => ReleaseSetRequest.decode(value),
+    responseSerialize: (value: ReleaseSetResponse): Buffer => Buffer.from(ReleaseSetResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReleaseSetResponse => ReleaseSetResponse.decode(value),
+  },
+  /**
+   * Holds several locks all or nothing for as long as the stream stays open, as AcquireSet takes them and as Hold
+   * keeps one. The set is lost as a whole when any member is lost: HoldLost.name says which.
+   */
+  holdSet: {
+    path: "/holdfast.v1.LockService/HoldSet" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: HoldSetRequest): Buffer => Buffer.from(HoldSetRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): HoldSetRequest => HoldSetRequest.decode(value),
+    responseSerialize: (value: HoldSetResponse): Buffer => Buffer.from(HoldSetResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): HoldSetResponse => HoldSetResponse.decode(value),
+  },
 } as const;
 
 export interface LockServiceServer extends UntypedServiceImplementation {
@@ -3054,6 +4141,19 @@ export interface LockServiceServer extends UntypedServiceImplementation {
    * backlog. Never shows a token.
    */
   watch: handleServerStreamingCall<WatchRequest, WatchResponse>;
+  /**
+   * Acquires several locks all or nothing: names are taken one at a time in one canonical order (by their UTF-8
+   * bytes), so callers asking for overlapping sets in any order never deadlock. wait_timeout_ms covers the whole
+   * set; a set not complete by then (or cancelled, or failed) gives back what it took and answers acquired=false.
+   */
+  acquireSet: handleUnaryCall<AcquireSetRequest, AcquireSetResponse>;
+  /** Releases every member of a set (one hold each); members whose token holds nothing are listed, not an error. */
+  releaseSet: handleUnaryCall<ReleaseSetRequest, ReleaseSetResponse>;
+  /**
+   * Holds several locks all or nothing for as long as the stream stays open, as AcquireSet takes them and as Hold
+   * keeps one. The set is lost as a whole when any member is lost: HoldLost.name says which.
+   */
+  holdSet: handleServerStreamingCall<HoldSetRequest, HoldSetResponse>;
 }
 
 export interface LockServiceClient extends Client {
@@ -3176,6 +4276,52 @@ export interface LockServiceClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<WatchResponse>;
+  /**
+   * Acquires several locks all or nothing: names are taken one at a time in one canonical order (by their UTF-8
+   * bytes), so callers asking for overlapping sets in any order never deadlock. wait_timeout_ms covers the whole
+   * set; a set not complete by then (or cancelled, or failed) gives back what it took and answers acquired=false.
+   */
+  acquireSet(
+    request: AcquireSetRequest,
+    callback: (error: ServiceError | null, response: AcquireSetResponse) => void,
+  ): ClientUnaryCall;
+  acquireSet(
+    request: AcquireSetRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AcquireSetResponse) => void,
+  ): ClientUnaryCall;
+  acquireSet(
+    request: AcquireSetRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AcquireSetResponse) => void,
+  ): ClientUnaryCall;
+  /** Releases every member of a set (one hold each); members whose token holds nothing are listed, not an error. */
+  releaseSet(
+    request: ReleaseSetRequest,
+    callback: (error: ServiceError | null, response: ReleaseSetResponse) => void,
+  ): ClientUnaryCall;
+  releaseSet(
+    request: ReleaseSetRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReleaseSetResponse) => void,
+  ): ClientUnaryCall;
+  releaseSet(
+    request: ReleaseSetRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReleaseSetResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Holds several locks all or nothing for as long as the stream stays open, as AcquireSet takes them and as Hold
+   * keeps one. The set is lost as a whole when any member is lost: HoldLost.name says which.
+   */
+  holdSet(request: HoldSetRequest, options?: Partial<CallOptions>): ClientReadableStream<HoldSetResponse>;
+  holdSet(
+    request: HoldSetRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<HoldSetResponse>;
 }
 
 export const LockServiceClient = makeGenericClientConstructor(

@@ -1,0 +1,117 @@
+// Several locks at once, all or nothing (AcquireSet, HoldSet, ReleaseSet). The server takes the
+// names in one canonical order, so overlapping sets asked for in any order never deadlock.
+import type { ClientReadableStream } from '@grpc/grpc-js';
+import type { HoldAcquired, HoldResponse, HoldSetAcquired, HoldSetRequest, LockServiceClient, SetMember } from './gen/holdfast/v1/lock';
+import { leaseDeadline, toEpochMs } from './deadline';
+import { NotAcquiredError } from './errors';
+import { openStream } from './hold';
+import { Lease } from './lease';
+import { int64Field, lockFields, type AcquireOptions, type HoldOptions } from './options';
+import type { UnaryCalls } from './rpc';
+import type { ResetBudget } from './streams';
+
+export interface SetMemberInfo {
+  name: string;
+  /** The member's own fencing token. */
+  fencingToken: bigint;
+  /** The member's secret token (releases and renews it like an Acquire's). */
+  token: string;
+  /** The member's lease in ms when the set was complete. */
+  ttlMs: number;
+  holdId: string;
+}
+
+function memberInfo(m: SetMember): SetMemberInfo {
+  return { name: m.name, fencingToken: BigInt(m.fencingToken), token: m.token, ttlMs: Number(m.ttlMs), holdId: m.holdId };
+}
+
+function releaseAll(rpc: UnaryCalls, members: { name: string; token: string; holdId: string }[]) {
+  return rpc.releaseSet({ members: members.map(({ name, token, holdId }) => ({ name, token, holdId })) });
+}
+
+/** A set taken with AcquireSet: nothing renews it; release() gives back every member. */
+export class LockSet {
+  /** The members, in the server's canonical order. */
+  readonly members: SetMemberInfo[];
+  /** The conservative end of the earliest member's lease (epoch ms). */
+  readonly expiresAt: number;
+
+  constructor(
+    private readonly rpc: UnaryCalls,
+    members: SetMember[],
+    sentAt: number,
+    leaseStartedAfterMs: number,
+  ) {
+    this.members = members.map(memberInfo);
+    this.expiresAt = toEpochMs(leaseDeadline(sentAt, leaseStartedAfterMs, Math.min(...this.members.map((m) => m.ttlMs))));
+  }
+
+  /** The fencing token of one member. */
+  fencingToken(name: string): bigint {
+    const member = this.members.find((m) => m.name === name);
+    if (!member) throw new RangeError(`"${name}" is not a member of this set`);
+    return member.fencingToken;
+  }
+
+  /** Releases every member; resolves with the names whose token held nothing any more. */
+  async release(): Promise<string[]> {
+    return (await releaseAll(this.rpc, this.members)).notHeld;
+  }
+}
+
+/** A set kept by a HoldSet stream: `signal` aborts when any member is (or may be) lost. */
+export class LeaseSet extends Lease {
+  /** The members, in the server's canonical order. */
+  readonly members: SetMemberInfo[];
+
+  constructor(call: ClientReadableStream<HoldResponse>, rpc: UnaryCalls, acquired: HoldSetAcquired, sentAt: number, reset: () => void) {
+    const members = acquired.members.map(memberInfo);
+    // The set's lease is its earliest member's; the server reports renewals of that one.
+    const first = members[0];
+    const asOne: HoldAcquired = {
+      token: first.token,
+      holdId: first.holdId,
+      fencingToken: String(first.fencingToken),
+      ttlMs: String(Math.min(...members.map((m) => m.ttlMs))),
+      holdCount: 1,
+      leaseStartedAfterMs: acquired.leaseStartedAfterMs,
+    };
+    super(call, rpc, members.map((m) => m.name).join(','), asOne, sentAt, reset);
+    this.members = members;
+  }
+
+  /** The fencing token of one member. */
+  memberFencingToken(name: string): bigint {
+    const member = this.members.find((m) => m.name === name);
+    if (!member) throw new RangeError(`"${name}" is not a member of this set`);
+    return member.fencingToken;
+  }
+
+  protected override async giveBack(): Promise<void> {
+    await releaseAll(this.rpc, this.members);
+  }
+}
+
+export async function acquireSet(rpc: UnaryCalls, names: string[], options: AcquireOptions): Promise<LockSet> {
+  const { owner, ttlMs, waitTimeoutMs, mode, value } = lockFields('', options);
+  const sentAt = performance.now();
+  const res = await rpc.acquireSet({ names, owner, ttlMs, waitTimeoutMs, mode, value }, options.waitMs ?? 0);
+  if (!res.acquired) throw new NotAcquiredError(names.join(','), options.waitMs ?? 0);
+  return new LockSet(rpc, res.members, sentAt, Number(res.leaseStartedAfterMs));
+}
+
+export function holdSet(stub: LockServiceClient, rpc: UnaryCalls, names: string[], options: HoldOptions, resets: ResetBudget): Promise<LeaseSet> {
+  const { owner, ttlMs, waitTimeoutMs, mode, value } = lockFields('', options);
+  const request: HoldSetRequest = { names, owner, ttlMs, waitTimeoutMs, mode, value, maxHoldMs: int64Field('maxHoldMs', options.maxHoldMs) };
+  return openStream<HoldSetAcquired>(
+    {
+      name: names.join(','),
+      waitMs: options.waitMs ?? 0,
+      start: () => stub.holdSet(request),
+      build: (call, acquired, sentAt, reset) => new LeaseSet(call, rpc, acquired, sentAt, reset),
+      giveBack: (acquired) => releaseAll(rpc, acquired.members),
+    },
+    options.signal,
+    resets,
+  ) as Promise<LeaseSet>;
+}

@@ -1,0 +1,161 @@
+// AcquireSet, ReleaseSet and HoldSet: several locks all or nothing (src/engine/lock-set.ts takes
+// them in canonical order). A HoldSet keeps each member like a Hold; the first member lost ends
+// the set, and the others are given back as a Hold's would be (at once on the holder's word,
+// otherwise after the lease its client was told of).
+import { status, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream } from '@grpc/grpc-js';
+import type {
+  AcquireSetRequest,
+  AcquireSetResponse,
+  HoldSetRequest,
+  HoldSetResponse,
+  ReleaseSetRequest,
+  ReleaseSetResponse,
+} from '../../clients/ts/gen/holdfast/v1/lock';
+import type { LockBackend } from '../engine/backend';
+import { newHoldId } from '../engine/engine';
+import { LockError } from '../engine/errors';
+import { acquireSet, earliestStart, giveBack, refreshSet, type SetMemberGrant } from '../engine/lock-set';
+import type { KeptLease } from '../engine/watchdog';
+import { boundedWait, callScope } from './call-context';
+import { LOST_CODE, maxHoldOf, type HoldOptions } from './hold';
+import { MAX_SET_NAMES, MAX_TTL_MS, checkHoldId, checkMillis, checkName, checkToken, toSetParams } from './requests';
+import { serviceError, toServiceError } from './status';
+
+function memberFields(member: SetMemberGrant) {
+  const { name, grant, holdId } = member;
+  return { name, token: grant.token, fencingToken: grant.fencingToken, ttlMs: String(grant.ttlMs), holdId };
+}
+
+const NOT_ACQUIRED: AcquireSetResponse = { acquired: false, members: [], leaseStartedAfterMs: '0' };
+
+export function acquireSetHandler(backend: LockBackend, options: HoldOptions) {
+  return (call: ServerUnaryCall<AcquireSetRequest, AcquireSetResponse>, callback: sendUnaryData<AcquireSetResponse>) => {
+    acquireSetCall(backend, options, call).then(
+      (response) => callback(null, response),
+      (err) => callback(toServiceError(err, options.logError)),
+    );
+  };
+}
+
+async function acquireSetCall(backend: LockBackend, options: HoldOptions, call: ServerUnaryCall<AcquireSetRequest, AcquireSetResponse>) {
+  const receivedAt = performance.now();
+  const { names, params } = toSetParams(call.request, options.defaultTtlMs);
+  params.waitMs = boundedWait(call, params.waitMs, options.deadlineMarginMs);
+  const { signal, finish } = callScope(call);
+  const members = await acquireSet(backend, names, params, signal);
+  if (!members) return NOT_ACQUIRED;
+  try {
+    await refreshSet(backend, members, params.ttlMs);
+  } catch (err) {
+    await giveBack(backend, members);
+    throw err;
+  }
+  finish();
+  if (signal.aborted) {
+    await giveBack(backend, members); // the client left while the set was on its way
+    return NOT_ACQUIRED;
+  }
+  return { acquired: true, members: members.map(memberFields), leaseStartedAfterMs: String(Math.max(0, Math.floor(earliestStart(members) - receivedAt))) };
+}
+
+export function releaseSetHandler(backend: LockBackend, logError: (err: unknown) => void) {
+  return (call: ServerUnaryCall<ReleaseSetRequest, ReleaseSetResponse>, callback: sendUnaryData<ReleaseSetResponse>) => {
+    releaseSetCall(backend, call.request).then(
+      (response) => callback(null, response),
+      (err) => callback(toServiceError(err, logError)),
+    );
+  };
+}
+
+async function releaseSetCall(backend: LockBackend, request: ReleaseSetRequest): Promise<ReleaseSetResponse> {
+  if (request.members.length === 0) throw new LockError('invalid', 'members is required: at least one name and token');
+  if (request.members.length > MAX_SET_NAMES) throw new LockError('invalid', `members has ${request.members.length} entries; at most ${MAX_SET_NAMES} are allowed`);
+  const members = request.members.map((m, i) => {
+    try {
+      return { name: checkName(m.name), grant: { token: checkToken(m.token) }, holdId: checkHoldId(m.holdId) };
+    } catch (err) {
+      throw new LockError('invalid', `members[${i}]: ${(err as Error).message}`);
+    }
+  });
+  const notHeld = await giveBack(backend, members);
+  return { released: members.length - notHeld.length, notHeld };
+}
+
+type HoldSetCall = ServerWritableStream<HoldSetRequest, HoldSetResponse>;
+
+export function holdSetHandler(backend: LockBackend, options: HoldOptions) {
+  return (call: HoldSetCall) => {
+    holdSet(backend, options, call).catch((err) => call.emit('error', toServiceError(err, options.logError)));
+  };
+}
+
+async function holdSet(backend: LockBackend, options: HoldOptions, call: HoldSetCall): Promise<void> {
+  const receivedAt = performance.now();
+  const sinceRequest = (at: number) => String(Math.max(0, Math.floor(at - receivedAt)));
+  const { names, params } = toSetParams(call.request, options.defaultTtlMs);
+  const maxHoldMs = maxHoldOf(checkMillis('max_hold_ms', call.request.maxHoldMs, 1, MAX_TTL_MS * 365, 'the server cap'), options.maxHoldMs);
+  const requestedWait = params.waitMs;
+  params.waitMs = boundedWait(call, params.waitMs, options.deadlineMarginMs);
+  if (maxHoldMs > 0) params.ttlMs = Math.min(params.ttlMs, maxHoldMs);
+  const { signal, cancelledByClient, finish } = callScope(call);
+  const members = await acquireSet(backend, names, params, signal, newHoldId);
+  if (signal.aborted) {
+    if (members) await giveBack(backend, members);
+    return;
+  }
+  if (!members) {
+    finish();
+    throw new LockError('timeout', `the set of ${names.length} locks was not acquired within ${requestedWait} ms`);
+  }
+  call.write({ acquired: { members: members.map(memberFields), leaseStartedAfterMs: sinceRequest(earliestStart(members)) } });
+
+  // The set's lease is its earliest member's: a renewal is reported when that one moves forward.
+  const ends = new Map(members.map((m) => [m.name, { leaseStart: m.grant.leaseStart, ttlMs: m.grant.ttlMs }]));
+  let reported = Math.min(...[...ends.values()].map((e) => e.leaseStart + e.ttlMs));
+  let over = false;
+  const leases = new Map<string, KeptLease>();
+  const endOthers = (lost: string, byHolder: boolean) => {
+    for (const [name, lease] of leases) if (name !== lost) void (byHolder ? lease.letGo() : lease.abandon());
+  };
+  for (const member of members) {
+    const lease = backend.keep(
+      {
+        name: member.name,
+        token: member.grant.token,
+        holdId: member.holdId,
+        ttlMs: params.ttlMs,
+        maxHoldMs,
+        lockDelayMs: options.lockDelayMs,
+        releaseOnDisconnect: options.releaseOnDisconnect,
+      },
+      {
+        onRenewed: (ttlMs, leaseStart) => {
+          if (over) return;
+          ends.set(member.name, { leaseStart, ttlMs });
+          const earliest = [...ends.values()].reduce((a, b) => (a.leaseStart + a.ttlMs <= b.leaseStart + b.ttlMs ? a : b));
+          if (earliest.leaseStart + earliest.ttlMs <= reported) return;
+          reported = earliest.leaseStart + earliest.ttlMs;
+          call.write({ renewed: { ttlMs: String(earliest.ttlMs), leaseStartedAfterMs: sinceRequest(earliest.leaseStart) } });
+        },
+        onLost: (reason, message) => {
+          if (over) return;
+          over = true;
+          finish();
+          // A member released with its token is the holder's own word: the rest go at once too.
+          endOthers(member.name, reason === 'released' || options.releaseOnDisconnect);
+          call.write({ lost: { reason: `lock "${member.name}": ${message}`, code: LOST_CODE[reason], name: member.name } });
+          const code = reason === 'server_shutdown' ? status.UNAVAILABLE : status.ABORTED;
+          call.emit('error', serviceError(code, `the set lost lock "${member.name}": ${message}`));
+        },
+      },
+      member.grant.leaseStart,
+      member.grant.ttlMs,
+    );
+    leases.set(member.name, lease);
+  }
+  signal.addEventListener('abort', () => {
+    if (over) return;
+    over = true;
+    endOthers('', cancelledByClient());
+  });
+}
