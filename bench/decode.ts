@@ -25,9 +25,9 @@ function microbench(): string[][] {
   const guarded = guardRequests(LockServiceService, {}, { shapes, onRejected: () => {} }).service;
   const token = 'q3JzYWx0ZWQtdG9rZW4tMTIzNA';
   const messages = {
-    acquire: LockServiceService.acquire.requestSerialize({ name: 'orders/42', owner: 'worker-1', ttlMs: '30000', waitTimeoutMs: '5000', mode: 0, limit: 0, requestId: randomUUID() }),
+    acquire: LockServiceService.acquire.requestSerialize({ name: 'orders/42', owner: 'worker-1', ttlMs: '30000', waitTimeoutMs: '5000', mode: 0, limit: 0, requestId: randomUUID(), value: '' }),
     release: LockServiceService.release.requestSerialize({ name: 'orders/42', token, holdId: '' }),
-    hold: LockServiceService.hold.requestSerialize({ name: 'orders/42', owner: 'worker-1', ttlMs: '30000', waitTimeoutMs: '5000', mode: 0, limit: 0, maxHoldMs: '0', releaseOnDisconnect: false }),
+    hold: LockServiceService.hold.requestSerialize({ name: 'orders/42', owner: 'worker-1', ttlMs: '30000', waitTimeoutMs: '5000', mode: 0, limit: 0, maxHoldMs: '0', releaseOnDisconnect: false, value: '' }),
   };
   const rows: string[][] = [];
   for (const [method, bytes] of Object.entries(messages) as [keyof typeof messages, Buffer][]) {

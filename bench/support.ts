@@ -202,7 +202,7 @@ export function lockClient(addr: string) {
   return {
     client,
     acquire: (req: Partial<AcquireRequest>, deadlineMs?: number) =>
-      acquire({ name: '', owner: '', ttlMs: '0', waitTimeoutMs: '0', mode: 0, limit: 0, requestId: '', ...req }, deadlineMs),
+      acquire({ name: '', owner: '', ttlMs: '0', waitTimeoutMs: '0', mode: 0, limit: 0, requestId: '', value: '', ...req }, deadlineMs),
     // Every field filled in: ts-proto would send a missing hold_id as the string "undefined".
     release: (req: { name: string; token: string }, deadlineMs?: number) => release({ holdId: '', ...req }, deadlineMs),
     inspect: unary<{ name: string }, InspectResponse>(client.inspect as never),

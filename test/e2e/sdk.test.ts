@@ -43,7 +43,7 @@ describe('acquire', () => {
     expect(lock.expiresAt).toBeLessThan(Date.now() + 20_000);
     const info = await other.inspect(name);
     expect(info).toMatchObject({ name, waiters: 0, fencingToken: lock.fencingToken, limit: 1 });
-    expect(info.holders).toEqual([{ owner: 'sdk', mode: 'exclusive', fencingToken: lock.fencingToken, ttlMs: expect.any(Number), holdCount: 1 }]);
+    expect(info.holders).toEqual([{ owner: 'sdk', mode: 'exclusive', fencingToken: lock.fencingToken, ttlMs: expect.any(Number), holdCount: 1, value: '' }]);
     expect(await lock.release()).toEqual({ released: true, holdCount: 0 });
     expect((await other.inspect(name)).holders).toEqual([]);
     const next = await other.acquire(name);

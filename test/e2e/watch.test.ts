@@ -111,7 +111,7 @@ describe('Watch', () => {
       const before = frozen.lines.length;
       // Each change carries a 1 KiB value, so that the stream's flow-control window fills up.
       const value = 'v'.repeat(1000);
-      const rounds = 400;
+      const rounds = 250;
       for (let i = 0; i < rounds; i++) {
         const lock = await sdkA.acquire(name, { owner: `round-${i}`, ttlMs: 30_000, value });
         await lock.release();
@@ -123,7 +123,7 @@ describe('Watch', () => {
       const last = await frozen.next((l) => (l.holders as string[])?.[0] === 'final');
       const afterThaw = frozen.lines.length - before;
       // The live watcher saw many changes; the frozen one got a bounded part of them and then the state now.
-      expect(delivered).toBeGreaterThan(200);
+      expect(delivered).toBeGreaterThan(150);
       expect(afterThaw).toBeLessThan(delivered / 2);
       expect(frozen.lines.at(-1)).toEqual(last);
     } finally {
@@ -131,7 +131,7 @@ describe('Watch', () => {
       frozen.child.kill('SIGKILL');
       live.stop();
     }
-  });
+  }, 90_000);
 
   it('1 000 watchers of one lock cost one Redis subscription per server, and each sees the grant', async () => {
     const name = uniqueName('watch-many');

@@ -17,6 +17,10 @@ const shapeOf = (path: string): MessageShape => shapes.get(path)!;
 const acquire = shapeOf(LockServiceService.acquire.path);
 const camel = (protoName: string) => protoName.replace(/_(.)/g, (_, c: string) => c.toUpperCase());
 
+/** Request fields ts-proto decodes to [] when absent, and what they hold. */
+const REPEATED: Record<string, 'string' | 'ReleaseRequest'> = { names: 'string', members: 'ReleaseRequest' };
+const FULL_REPEATED = { string: ['x\u00e9\u{1f512}', 'y'], ReleaseRequest: [{ name: 'x\u00e9\u{1f512}', token: 't', holdId: 'h' }] };
+
 describe('the field table comes from the .proto', () => {
   it('has every method of the generated service', () => {
     expect([...shapes.keys()].sort()).toEqual(methods.map((m) => m.path).sort());
@@ -26,23 +30,25 @@ describe('the field table comes from the .proto', () => {
   it.each(methods.map((m) => [m.path, m] as const))('%s: the UTF-8-checked fields are exactly the string fields ts-proto generated', (path, method) => {
     // ts-proto decodes no bytes to all defaults: '' for a string (int64s are '0' with forceLong=string).
     const defaults = method.requestDeserialize(Buffer.alloc(0));
-    const stringFields = Object.keys(defaults).filter((k) => defaults[k] === '');
-    const checked = shapeOf(path).fields.filter((f) => f?.utf8).map((f) => camel(f!.name));
+    const stringFields = Object.keys(defaults).filter((k) => defaults[k] === '' || REPEATED[k] === 'string');
+    const fields = shapeOf(path).fields;
+    const checked = fields.filter((f) => f?.utf8).map((f) => camel(f!.name));
     expect(checked.sort()).toEqual(stringFields.sort());
-    expect(checked.length).toBeGreaterThan(0);
+    // Strings inside a submessage are checked by its own shape.
+    expect(checked.length + fields.filter((f) => f?.message?.fields.some((g) => g?.utf8)).length).toBeGreaterThan(0);
   });
 
   it.each(methods.map((m) => [m.path, m] as const))('%s: a message ts-proto encodes with every field set passes, wire types and all', (path, method) => {
     const defaults = method.requestDeserialize(Buffer.alloc(0));
     const full = Object.fromEntries(
-      Object.entries(defaults).map(([k, v]) => [k, v === '' ? 'x\u00e9\u{1f512}' : v === '0' ? '5' : typeof v === 'number' ? 2 : !v]),
+      Object.entries(defaults).map(([k, v]) => [k, k in REPEATED ? FULL_REPEATED[REPEATED[k]] : v === '' ? 'x\u00e9\u{1f512}' : v === '0' ? '5' : typeof v === 'number' ? 2 : !v]),
     );
     const bytes = method.requestSerialize(full);
     expect(checkMessageBytes(bytes, shapeOf(path))).toBeUndefined();
     expect(method.requestDeserialize(bytes)).toEqual(full);
   });
 
-  it('reads repeated, packed, fixed-width and bytes fields, and refuses request submessages it cannot check yet', () => {
+  it('reads repeated, packed, fixed-width and bytes fields, checks strings inside submessages, and refuses recursive ones', () => {
     const dir = mkdtempSync(join(tmpdir(), 'holdfast-wire-'));
     try {
       writeFileSync(
@@ -64,8 +70,13 @@ describe('the field table comes from the .proto', () => {
       expect(checkMessageBytes(message(bytesField(2, 'ok'), bytesField(2, NOT_UTF8['byte 0xff'])), kinds)?.message).toBe('tags is not valid UTF-8');
       expect(checkMessageBytes(bytesField(3, NOT_UTF8['byte 0xff']), kinds)).toBeUndefined(); // bytes are bytes
 
-      writeFileSync(join(dir, 'nested.proto'), `syntax = "proto3"; package t.v1; service S { rpc Do(Outer) returns (Outer); } message Inner { string s = 1; } message Outer { Inner inner = 1; }`);
-      expect(() => readRequestShapes('nested.proto', [dir])).toThrow(/t\.v1\.Outer\.inner is a message field/);
+      writeFileSync(join(dir, 'nested.proto'), `syntax = "proto3"; package t.v1; service S { rpc Do(Outer) returns (Outer); } message Inner { string s = 1; } message Outer { repeated Inner inner = 1; }`);
+      const outer = readRequestShapes('nested.proto', [dir]).get('/t.v1.S/Do')!;
+      expect(checkMessageBytes(bytesField(1, bytesField(1, 'ok')), outer)).toBeUndefined();
+      expect(checkMessageBytes(message(bytesField(1, bytesField(1, 'ok')), bytesField(1, bytesField(1, NOT_UTF8['byte 0xff']))), outer)?.message).toBe('inner.s is not valid UTF-8');
+      expect(checkMessageBytes(bytesField(1, tag(1, 7)), outer)?.message).toBe('request is not a valid t.v1.Outer: inner: s has wire type 7, not 2');
+      writeFileSync(join(dir, 'loop.proto'), `syntax = "proto3"; package t.v1; service S { rpc Do(Node) returns (Node); } message Node { Node next = 1; }`);
+      expect(() => readRequestShapes('loop.proto', [dir])).toThrow(/t\.v1\.Node\.next: .* not a top-level, non-recursive message/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
