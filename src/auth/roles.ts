@@ -2,13 +2,17 @@
 // (etcd's readwrite includes read). `admin` may call everything, AdminService included.
 import type { Role } from '../config/schema';
 
-const READ = new Set(['/holdfast.v1.LockService/Inspect', '/holdfast.v1.LockService/CheckFencingToken']);
+const READ = new Set(['/holdfast.v1.LockService/Inspect', '/holdfast.v1.LockService/CheckFencingToken', '/holdfast.v1.LockService/Watch']);
 const LOCK = new Set([
   ...READ,
   '/holdfast.v1.LockService/Acquire',
   '/holdfast.v1.LockService/Release',
   '/holdfast.v1.LockService/Renew',
   '/holdfast.v1.LockService/Hold',
+  '/holdfast.v1.LockService/SetValue',
+  '/holdfast.v1.LockService/AcquireSet',
+  '/holdfast.v1.LockService/ReleaseSet',
+  '/holdfast.v1.LockService/HoldSet',
 ]);
 
 /** Calls outside holdfast's own services (health, reflection) need no credentials. */

@@ -81,8 +81,9 @@ export interface ConnectionState extends Counts {
   sentSincePing: boolean;
 }
 
-const ACQUIRE_PATH = '/holdfast.v1.LockService/Acquire';
-const HOLD_PATH = '/holdfast.v1.LockService/Hold';
+/** Calls that may wait for locks, and those that then hold them as a stream (a set counts once). */
+const ACQUIRE_PATHS = new Set(['/holdfast.v1.LockService/Acquire', '/holdfast.v1.LockService/AcquireSet']);
+const HOLD_PATHS = new Set(['/holdfast.v1.LockService/Hold', '/holdfast.v1.LockService/HoldSet']);
 
 export class CallLimits {
   private readonly connections = new WeakMap<Http2Session, ConnectionState>();
@@ -105,8 +106,8 @@ export class CallLimits {
   readonly interceptor: ServerInterceptor = (method, call: ServerInterceptingCallInterface) => {
     const session = sessionOf(call);
     const connection = session ? this.connection(session) : { waiters: 0, holds: 0, sentSincePing: false };
-    const isHold = method.path === HOLD_PATH;
-    if (!isHold && method.path !== ACQUIRE_PATH) {
+    const isHold = HOLD_PATHS.has(method.path);
+    if (!isHold && !ACQUIRE_PATHS.has(method.path)) {
       // Still noted for the ping policy: a response is data sent on the connection.
       return new ServerInterceptingCall(call, {
         sendMetadata: (metadata, next) => {

@@ -7,10 +7,10 @@ import { needsCredentials, roleAllows } from '../../src/auth/roles';
 const LOCK = '/holdfast.v1.LockService/';
 
 describe('roles', () => {
-  it('gives read Inspect and CheckFencingToken, lock those and the lock calls, admin everything', () => {
-    const methods = ['Acquire', 'Release', 'Renew', 'Hold', 'Inspect', 'CheckFencingToken'];
+  it('gives read Inspect, CheckFencingToken and Watch, lock those and the lock calls, admin everything', () => {
+    const methods = ['Acquire', 'Release', 'Renew', 'Hold', 'SetValue', 'AcquireSet', 'ReleaseSet', 'HoldSet', 'Inspect', 'CheckFencingToken', 'Watch'];
     const allowed = (role: 'read' | 'lock' | 'admin') => methods.filter((m) => roleAllows(role, LOCK + m));
-    expect(allowed('read')).toEqual(['Inspect', 'CheckFencingToken']);
+    expect(allowed('read')).toEqual(['Inspect', 'CheckFencingToken', 'Watch']);
     expect(allowed('lock')).toEqual(methods);
     expect(allowed('admin')).toEqual(methods);
     expect(roleAllows('lock', '/holdfast.v1.AdminService/GetServerStats')).toBe(false);
