@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	holdfastv1 "holdfast/clients/go/gen/holdfast/v1"
+	holdfastv1 "github.com/holdfast/holdfast/clients/go/gen/holdfast/v1"
 )
 
 // campaignWait is the longest wait one Hold may ask for; Campaign asks again after it.
