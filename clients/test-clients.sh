@@ -116,6 +116,9 @@ step "go vet" clients/go/go.sh vet ./...
 step "go test" clients/go/go.sh test -count=1 -v ./...
 step "go example" clients/go/go.sh run ./examples/hold --addr "$addr" "go-$example_name"
 refused() { ! "$@" 2>"$logs/refused.err" && grep -q "$expected" "$logs/refused.err"; }
+step "typescript example over mutual TLS with an API key (from env)" \
+  env HOLDFAST_ADDR="$tls_addr" HOLDFAST_TLS_CA="$certs/ca.crt" HOLDFAST_TLS_CERT="$certs/client.crt" \
+  HOLDFAST_TLS_KEY="$certs/client.key" HOLDFAST_API_KEY="$api_key" node dist/clients/ts/examples/with-lock.js
 step "python example over mutual TLS with an API key" \
   "$PYTHON" clients/python/examples/example.py --addr "$tls_addr" "${tls_flags[@]}" --api-key "$api_key" "pytls-$example_name"
 step "go example over mutual TLS with an API key (from HOLDFAST_API_KEY)" \

@@ -1,9 +1,22 @@
 // Runs a job under a lock; the job stops writing as soon as the lease may be lost.
-// Built with the package: node dist/clients/ts/examples/with-lock.js (HOLDFAST_ADDR=host:port)
-import { HoldfastClient, NotAcquiredError } from '..';
+// Built with the package: node dist/clients/ts/examples/with-lock.js (HOLDFAST_ADDR=host:port;
+// HOLDFAST_TLS_CA, HOLDFAST_TLS_CERT and HOLDFAST_TLS_KEY name PEM files for TLS and mutual TLS,
+// HOLDFAST_API_KEY is sent on every call)
+import { readFileSync } from 'node:fs';
+import { HoldfastClient, NotAcquiredError, type ClientTls } from '..';
+
+function tlsFromEnv(): ClientTls | undefined {
+  const { HOLDFAST_TLS_CA: ca, HOLDFAST_TLS_CERT: cert, HOLDFAST_TLS_KEY: key } = process.env;
+  if (!ca && !cert) return undefined;
+  const pem = (file?: string) => (file ? readFileSync(file) : undefined);
+  return { ca: pem(ca), cert: pem(cert), key: pem(key) };
+}
 
 async function main(): Promise<void> {
-  const client = new HoldfastClient(process.env.HOLDFAST_ADDR ?? '127.0.0.1:50051');
+  const client = new HoldfastClient(process.env.HOLDFAST_ADDR ?? '127.0.0.1:50051', {
+    tls: tlsFromEnv(),
+    apiKey: process.env.HOLDFAST_API_KEY,
+  });
   try {
     const written = await client.withLock(
       'nightly-report',
