@@ -62,13 +62,18 @@ export function dashboardHandler(options: DashboardOptions): HttpHandler {
       res.end(req.method === 'HEAD' ? undefined : file.body);
       return true;
     }
-    streamOverviews(req, res, options.sourceFor(access.namespace), intervalMs);
+    // A reload of the credentials that takes the key's right (or moves it to another namespace) ends the stream.
+    const stillAllowed = () => {
+      const now = accessOf(req, options.principalOfKey);
+      return !('status' in now) && now.namespace === access.namespace;
+    };
+    streamOverviews(req, res, options.sourceFor(access.namespace), intervalMs, stillAllowed);
     return true;
   };
 }
 
-/** Sends an overview now and every intervalMs after the last one went out, until the page goes away. */
-function streamOverviews(req: IncomingMessage, res: ServerResponse, source: OverviewSource, intervalMs: number): void {
+/** Sends an overview now and every intervalMs after the last one went out, until the page goes away or loses the right. */
+function streamOverviews(req: IncomingMessage, res: ServerResponse, source: OverviewSource, intervalMs: number, stillAllowed: () => boolean): void {
   const query = new URL(req.url ?? '/', 'http://dashboard').searchParams;
   const size = Math.min(MAX_PAGE_SIZE, Math.max(1, Number(query.get('size')) || DEFAULT_PAGE_SIZE));
   const request = { cursor: /^[0-9-]+$/.test(query.get('cursor') ?? '') ? query.get('cursor')! : '0', namePrefix: query.get('prefix') ?? '', size };
@@ -82,6 +87,11 @@ function streamOverviews(req: IncomingMessage, res: ServerResponse, source: Over
   req.on('close', close);
   res.on('error', close);
   const tick = async () => {
+    if (!stillAllowed()) {
+      close();
+      res.end();
+      return;
+    }
     const overview = await readOverview(source, request, RATE_WINDOW_S);
     if (!open) return;
     res.write(`data: ${JSON.stringify({ ...overview, at: Date.now(), cursor: request.cursor, prefix: request.namePrefix })}\n\n`);

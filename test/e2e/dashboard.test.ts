@@ -199,14 +199,18 @@ describe('dashboard with API keys', () => {
     bLock: { name: 'b-lock', namespace: 'tenant-b', role: 'lock', key: newApiKey() },
   };
   let dir: string;
+  let file: string;
   let secured: ServerProcess;
+  const writeConfig = (list: (typeof keys)[keyof typeof keys][]) => {
+    const entries = list.map((k) => `  - { name: ${k.name}, sha256: ${hashApiKey(k.key)}, namespace: ${k.namespace}, role: ${k.role} }`);
+    writeFileSync(file, `api-keys:\n${entries.join('\n')}\n`);
+  };
   let securedBase: string;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'holdfast-dashboard-'));
-    const file = join(dir, 'holdfast.yaml');
-    const entries = Object.values(keys).map((k) => `  - { name: ${k.name}, sha256: ${hashApiKey(k.key)}, namespace: ${k.namespace}, role: ${k.role} }`);
-    writeFileSync(file, `api-keys:\n${entries.join('\n')}\n`);
+    file = join(dir, 'holdfast.yaml');
+    writeConfig(Object.values(keys));
     const httpPort = await freePort();
     securedBase = `http://127.0.0.1:${httpPort}`;
     secured = await startServerProcess(redis.url, ['--config', file, '--http-listen', `127.0.0.1:${httpPort}`]);
@@ -251,5 +255,19 @@ describe('dashboard with API keys', () => {
     await bClient.release({ name: `${prefix}/b`, token: b.token });
     aClient.close();
     bClient.close();
+  });
+
+  it("ends an open event stream when a reload of the credentials revokes its key", async () => {
+    const res = await fetch(`${securedBase}/events`, { headers: { authorization: `Bearer ${keys.bLock.key}` } });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    await reader.read(); // the first overview
+    writeConfig([keys.aRead, keys.aLock]);
+    secured.process.kill('SIGHUP');
+    const ended = (async () => {
+      for (;;) if ((await reader.read()).done) return true;
+    })();
+    expect(await ended).toBe(true);
+    expect((await fetch(`${securedBase}/events`, { headers: { authorization: `Bearer ${keys.bLock.key}` } })).status).toBe(401);
   });
 });
