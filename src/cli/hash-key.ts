@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { hashApiKey, newApiKey } from '../auth/api-keys';
-import { EXIT_BAD_CONFIG } from '../config/load';
+import { EXIT_BAD_CONFIG } from '../config/env';
 
 /** 128 bits in base64url: shorter keys are too easy to guess for a fast hash. */
 const MIN_KEY_LENGTH = 22;

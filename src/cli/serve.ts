@@ -4,9 +4,8 @@ import type { SyncReplicas } from '../redis/replica-acks';
 import { startServer } from '../server';
 import { DEFAULT_LIMITS } from '../transport/limits';
 import { MAX_TTL_MS } from '../transport/requests';
-import { addEnvVars, ConfigError, EXIT_BAD_CONFIG, printableConfig, resolveServeConfig } from '../config/load';
+import { addEnvVars, ConfigError, EXIT_BAD_CONFIG } from '../config/env';
 import type { ServeConfig } from '../config/schema';
-import { watchConfig } from '../config/reload';
 import { Credentials } from '../auth/credentials';
 import type { RedisSecurity } from '../redis/connect';
 import { readOptionFile, TlsFilesError } from '../tls/option-file';
@@ -67,7 +66,9 @@ function syncReplicas(value: string): SyncReplicas {
 }
 
 /** The checked settings; a bad one ends the process with one line and exit 2. */
-function settingsOrExit(command: Command): ServeConfig {
+async function settingsOrExit(command: Command): Promise<ServeConfig> {
+  // Loaded here, not with the command: client commands never pay for zod and yaml.
+  const { printableConfig, resolveServeConfig } = await import('../config/load');
   try {
     const resolved = resolveServeConfig(command);
     if (resolved.config.printConfig) process.stdout.write(printableConfig(resolved));
@@ -167,7 +168,7 @@ export function serveCommand(): Command {
     .addOption(new Option('--config <file>', 'YAML file of settings (keys spelled as the flags); flags and env override it').env('HOLDFAST_CONFIG'))
     .addOption(new Option('--print-config', 'print the effective settings (secrets masked) and exit').default(false))
     .action(async (_flags, command: Command) => {
-      const opts = settingsOrExit(command);
+      const opts = await settingsOrExit(command);
       if (opts.printConfig) return;
       const logger = serverLogger(opts.logLevel);
       const tls = tlsFiles(opts);
@@ -233,6 +234,7 @@ export function serveCommand(): Command {
       }
       const running = server;
       announceListening();
+      const { watchConfig } = await import('../config/reload');
       const stopWatching = watchConfig(
         command,
         opts,

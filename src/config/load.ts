@@ -8,13 +8,8 @@ import type { Command, Option } from 'commander';
 import YAML from 'yaml';
 import { redactRedisUrl } from '../redis/connect';
 import { z } from 'zod';
+import { ConfigError } from './env';
 import { configSchema, derivedDefaults, fileOnlySettings, masks, type ServeConfig } from './schema';
-
-/** Exit code of a refused configuration (as shells and argparse use 2 for usage errors). */
-export const EXIT_BAD_CONFIG = 2;
-
-/** A setting that cannot be used; its message is one line naming the setting. */
-export class ConfigError extends Error {}
 
 /** Where a setting's value came from. */
 export type Source = 'flag' | 'env' | 'file' | 'default';
@@ -25,22 +20,9 @@ export interface ResolvedConfig {
 }
 
 const NOT_FROM_FILE = new Set(['config', 'printConfig']);
-const NO_ENV = new Set(['printConfig']);
 
 const kebab = (camel: string) => camel.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
 const camel = (kebabName: string) => kebabName.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-
-/** HOLDFAST_MAX_TTL_MS for --max-ttl-ms. */
-export function envNameOf(option: Option): string {
-  return 'HOLDFAST_' + option.attributeName().replace(/[A-Z]/g, (c) => '_' + c).toUpperCase();
-}
-
-/** Gives every option that has none an environment variable named after its flag. */
-export function addEnvVars(command: Command): void {
-  for (const option of command.options) {
-    if (!option.envVar && !NO_ENV.has(option.attributeName())) option.env(envNameOf(option));
-  }
-}
 
 function isBoolean(option: Option): boolean {
   return !option.required && !option.optional;

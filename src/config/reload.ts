@@ -5,7 +5,8 @@
 import { unwatchFile, watchFile, type Stats } from 'node:fs';
 import type { Command } from 'commander';
 import type { Logger } from 'pino';
-import { ConfigError, resolveServeConfig } from './load';
+import { ConfigError } from './env';
+import { resolveServeConfig } from './load';
 import type { ServeConfig } from './schema';
 
 const CHECK_MS = 1000;

@@ -1,7 +1,7 @@
 // The serve settings: one schema entry per option, and what commander alone would get wrong.
 import { describe, expect, it } from 'vitest';
 import { serveCommand } from '../../src/cli/serve';
-import { envNameOf } from '../../src/config/load';
+import { envNameOf } from '../../src/config/env';
 import { serveSettings } from '../../src/config/schema';
 
 describe('serve settings', () => {
