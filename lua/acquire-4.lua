@@ -92,5 +92,6 @@ redis.call('ZADD', queueKey, arrival, waiterId)
 redis.call('HSET', dataKey, 'limit', limit)
 request.k, request.e, request.wl, request.g = token, now + entryLease, entryLease, 0
 saveRecord('w:' .. waiterId, request)
-keepKeys()
+-- A waiting queue keeps the keys RETAIN_MS beyond now (keepKeys' rule); the leases already had theirs.
+keepKeysUntil(math.max(now + RETAIN_MS, servedUntil), served, queueEmpty)
 return { 2, msToNextExpiry() }

@@ -306,20 +306,22 @@ local function keepKeys()
   redis.call('PEXPIRE', dataKey, ttl)
 end
 
--- For a script that only pushed one lease out to `expiry` (a grant, a renewal): extending the
--- TTLs with RETAIN_MS of slack lets most calls get by with one PTTL instead of keepKeys()'s six
--- commands. The three keys always get the same TTL, so the data key's tells all three;
--- `holdersNew`: the script may have made the holders key anew (a ZADD on an empty set), without one.
-local function keepKeysUntil(expiry, holdersNew)
+-- For a script that only pushed one lease (or a queue's retention) out to `expiry` (a grant, a
+-- renewal, a queued waiter): extending the TTLs with RETAIN_MS of slack lets most calls get by
+-- with one PTTL instead of keepKeys()'s six commands. The three keys always get the same TTL, so
+-- the data key's tells all three; `holdersNew` / `queueNew`: the script may have made that key
+-- anew (a ZADD on an empty set), without one.
+local function keepKeysUntil(expiry, holdersNew, queueNew)
   local needed = expiry - now + RETAIN_MS
   local dataTtl = redis.call('PTTL', dataKey)
   if dataTtl < needed then
     for _, key in ipairs({ holdersKey, queueKey, dataKey }) do
       redis.call('PEXPIRE', key, needed + RETAIN_MS)
     end
-  elseif holdersNew then
-    redis.call('PEXPIRE', holdersKey, dataTtl)
+    return
   end
+  if holdersNew then redis.call('PEXPIRE', holdersKey, dataTtl) end
+  if queueNew then redis.call('PEXPIRE', queueKey, dataTtl) end
 end
 
 -- What settle() saw, while nothing has changed since: the first holder (false: none) and
