@@ -19,6 +19,7 @@ public final class HoldOptions {
   private final int limit;
   private final Duration maxHold;
   private final boolean releaseOnDisconnect;
+  private final String value;
 
   private HoldOptions(Builder builder) {
     ttl = builder.ttl;
@@ -28,6 +29,7 @@ public final class HoldOptions {
     limit = builder.limit;
     maxHold = builder.maxHold;
     releaseOnDisconnect = builder.releaseOnDisconnect;
+    value = builder.value;
   }
 
   public static Builder builder() {
@@ -64,6 +66,11 @@ public final class HoldOptions {
     return releaseOnDisconnect;
   }
 
+  /** The value the grant publishes to watchers; empty for none. */
+  public String value() {
+    return value;
+  }
+
   LockMode mode() {
     return shared ? LockMode.LOCK_MODE_SHARED : LockMode.LOCK_MODE_EXCLUSIVE;
   }
@@ -77,6 +84,7 @@ public final class HoldOptions {
     private int limit;
     private Duration maxHold = Duration.ZERO;
     private boolean releaseOnDisconnect;
+    private String value = "";
 
     private Builder() {}
 
@@ -123,6 +131,12 @@ public final class HoldOptions {
      */
     public Builder releaseOnDisconnect(boolean releaseOnDisconnect) {
       this.releaseOnDisconnect = releaseOnDisconnect;
+      return this;
+    }
+
+    /** A value the grant publishes to watchers (at most 1024 bytes), e.g. a leader's address. */
+    public Builder value(String value) {
+      this.value = Objects.requireNonNull(value, "value");
       return this;
     }
 

@@ -19,6 +19,8 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.function.Consumer;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -127,6 +129,7 @@ public final class HoldfastClient implements AutoCloseable {
         .setLimit(options.limit())
         .setMaxHoldMs(options.maxHold().toMillis())
         .setReleaseOnDisconnect(options.releaseOnDisconnect())
+        .setValue(options.value())
         .build();
     Lease lease = new Lease(name, request, stub, blocking, timer);
     lease.open(options.waitTimeout().plus(ACQUIRE_GRACE).toNanos());
@@ -148,6 +151,7 @@ public final class HoldfastClient implements AutoCloseable {
         .setWaitTimeoutMs(options.waitTimeout().toMillis())
         .setMode(options.mode())
         .setLimit(options.limit())
+        .setValue(options.value())
         .build();
     AcquireResponse grant = blocking
         .withDeadlineAfter(options.waitTimeout().plus(ACQUIRE_GRACE).toMillis(), TimeUnit.MILLISECONDS)
@@ -174,6 +178,32 @@ public final class HoldfastClient implements AutoCloseable {
   public InspectResponse inspect(String name) {
     return blocking.withDeadlineAfter(CALL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
         .inspect(InspectRequest.newBuilder().setName(name).build());
+  }
+
+  /**
+   * Blocks until this candidate leads {@code name}, publishing {@code value} (e.g. its address), with
+   * leases of {@code ttl}. The leader is the lock's exclusive holder; see {@link Leadership}.
+   *
+   * @throws LeaseLostException when the grant arrives after its lease could have ended
+   */
+  public Leadership campaign(String name, String value, Duration ttl) throws LeaseLostException, InterruptedException {
+    HoldOptions options = HoldOptions.builder().ttl(ttl).value(value).waitTimeout(Leadership.CAMPAIGN_WAIT).build();
+    while (true) {
+      try {
+        return new Leadership(hold(name, options));
+      } catch (NotAcquiredException e) {
+        // The longest wait one Hold may ask for ran out: campaign again.
+      }
+    }
+  }
+
+  /**
+   * Calls {@code listener} with the leader of {@code name} (empty while there is none) now and after
+   * every change, on a gRPC thread, until the returned observer is closed. Watches again a second
+   * after the stream fails (a server restart).
+   */
+  public LeaderObserver observe(String name, Consumer<Optional<Leader>> listener) {
+    return new LeaderObserver(stub, name, listener, timer);
   }
 
   /** Stops the deadline timer, and shuts down the channel when {@link #connect} made it. Close leases first. */

@@ -5,6 +5,7 @@ import holdfast.v1.Lock.HoldRenewed;
 import holdfast.v1.Lock.HoldRequest;
 import holdfast.v1.Lock.HoldResponse;
 import holdfast.v1.Lock.LostReason;
+import holdfast.v1.Lock.SetValueRequest;
 import holdfast.v1.Lock.ReleaseRequest;
 import holdfast.v1.LockServiceGrpc;
 import io.grpc.Status;
@@ -164,6 +165,12 @@ public final class Lease implements AutoCloseable {
       }
     }
     listener.accept(already);
+  }
+
+  /** Replaces the value this grant publishes to watchers; NOT_FOUND once the grant is gone. */
+  public void setValue(String value) {
+    blocking.withDeadlineAfter(RELEASE_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
+        .setValue(SetValueRequest.newBuilder().setName(name).setToken(token()).setValue(value).build());
   }
 
   /** Gives back exactly this stream's hold (Release with token and hold id), then ends the stream. Safe to call twice. */
