@@ -12,14 +12,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/redis/embedded';
-import { fixed, lockClient, machineNote, markdownTable, nowMs, quantile, setting, sleep, startHoldfast, writeResult, type HoldfastProcess, type LockClient } from './support';
+import { acquireLatencies, fixed, lockClient, machineNote, markdownTable, quantile, setting, sleep, startHoldfast, uncontendedPairs, writeResult, type HoldfastProcess, type LockClient } from './support';
 
 const ROUNDS = setting('rounds', 'HOLDFAST_BENCH_ROUNDS', 3);
 const PAIRS = setting('pairs', 'HOLDFAST_BENCH_PAIRS', 1000);
 const SECONDS = setting('seconds', 'HOLDFAST_BENCH_SECONDS', 3);
 const WORKERS = 16;
-/** Uncontended acquires that were refused all the same (none expected but under Redlock). */
-let refusals = 0;
+/** Uncontended acquires that were refused all the same (none expected but under Redlock: a master slower than its node timeout). */
+const refused = { count: 0 };
 const MAX_TTL_MS = 5000;
 
 interface Variant {
@@ -50,40 +50,6 @@ async function startGroup(root: string): Promise<EmbeddedRedis[]> {
   await waitUntil('two replicas online', async () => (String(await client.info('replication')).match(/state=online/g) ?? []).length === 2);
   client.disconnect();
   return [master, ...replicas];
-}
-
-/** One worker, its own lock: Acquire round-trip times (ms), each followed by a release. */
-async function acquireLatencies(client: LockClient, name: string): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < PAIRS; i++) {
-    const t0 = nowMs();
-    const grant = await client.acquire({ name, ttlMs: '5000' });
-    out.push(nowMs() - t0);
-    if (grant.acquired) await client.release({ name, token: grant.token });
-    else refusals++;
-  }
-  return out;
-}
-
-/** WORKERS workers, one lock each, for SECONDS: acquire+release pairs per second. */
-async function pairsPerSecond(clients: LockClient[], prefix: string): Promise<number> {
-  const until = nowMs() + SECONDS * 1000;
-  let pairs = 0;
-  await Promise.all(
-    clients.map(async (client, i) => {
-      const name = `${prefix}-${i}`;
-      while (nowMs() < until) {
-        const grant = await client.acquire({ name, ttlMs: '5000' });
-        if (!grant.acquired) {
-          refusals++; // Redlock: a node slower than --redlock-node-timeout-ms cost the majority
-          continue;
-        }
-        await client.release({ name, token: grant.token });
-        pairs++;
-      }
-    }),
-  );
-  return pairs / SECONDS;
 }
 
 async function main(): Promise<void> {
@@ -122,8 +88,8 @@ async function main(): Promise<void> {
     }
     for (let round = 0; round < ROUNDS; round++) {
       for (const v of variants) {
-        v.latencies.push(...(await acquireLatencies(v.clients[0], `lat-${round}-${v.label}`)));
-        v.rates.push(await pairsPerSecond(v.clients, `tp-${round}-${v.label}`));
+        v.latencies.push(...(await acquireLatencies(v.clients[0], `lat-${round}-${v.label}`, PAIRS, refused)));
+        v.rates.push((await uncontendedPairs(v.clients, `tp-${round}-${v.label}`, SECONDS, refused)) / SECONDS);
       }
     }
     const base = variants[0];
@@ -141,7 +107,7 @@ async function main(): Promise<void> {
       '',
       `${note}. One master, two replicas (loopback), ${ROUNDS} alternating rounds; latency over ${ROUNDS * PAIRS} acquires per server, pairs/s the median round of ${SECONDS} s with ${WORKERS} workers.`,
       '',
-      `Uncontended acquires refused (Redlock: a master slower than its node timeout): ${refusals}.`,
+      `Uncontended acquires refused (Redlock: a master slower than its node timeout): ${refused.count}.`,
       '',
       markdownTable(['protection', 'Acquire p50 (ms)', 'Acquire p99 (ms)', 'p50 added', `pairs/s, ${WORKERS} workers`, 'vs none'], rows),
       '',

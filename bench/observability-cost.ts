@@ -9,7 +9,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { freePort } from '../src/redis/embedded';
-import { cpuSeconds, fixed, lockClient, machineNote, markdownTable, nowMs, quantile, setting, startBenchRedis, startHoldfast, writeResult, type HoldfastProcess, type LockClient } from './support';
+import { acquireLatencies, cpuSeconds, fixed, lockClient, machineNote, markdownTable, nowMs, quantile, setting, startBenchRedis, startHoldfast, uncontendedPairs, writeResult, type HoldfastProcess, type LockClient } from './support';
 
 const ROUNDS = setting('rounds', 'HOLDFAST_BENCH_ROUNDS', 3);
 const PAIRS = setting('pairs', 'HOLDFAST_BENCH_PAIRS', 1000);
@@ -26,33 +26,6 @@ interface Variant {
   latencies: number[];
   rates: number[];
   cpuPerPairUs: number[];
-}
-
-async function acquireLatencies(client: LockClient, name: string): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < PAIRS; i++) {
-    const t0 = nowMs();
-    const grant = await client.acquire({ name, ttlMs: '5000' });
-    out.push(nowMs() - t0);
-    await client.release({ name, token: grant.token });
-  }
-  return out;
-}
-
-async function pairsPerSecond(clients: LockClient[], prefix: string): Promise<number> {
-  const until = nowMs() + SECONDS * 1000;
-  let pairs = 0;
-  await Promise.all(
-    clients.map(async (client, i) => {
-      const name = `${prefix}-${i}`;
-      while (nowMs() < until) {
-        const grant = await client.acquire({ name, ttlMs: '5000' });
-        await client.release({ name, token: grant.token });
-        pairs++;
-      }
-    }),
-  );
-  return pairs;
 }
 
 async function main(): Promise<void> {
@@ -83,12 +56,12 @@ async function main(): Promise<void> {
       v.clients = Array.from({ length: WORKERS }, () => lockClient(v.server!.addr));
       if (v.metricsPort) scrapes.push(setInterval(() => void fetch(`http://127.0.0.1:${v.metricsPort}/metrics`).then((r) => r.text()).catch(() => {}), 1000));
     }
-    for (const v of variants) await acquireLatencies(v.clients[0], `warm-${v.label}`); // JIT warm-up
+    for (const v of variants) await acquireLatencies(v.clients[0], `warm-${v.label}`, PAIRS); // JIT warm-up
     for (let round = 0; round < ROUNDS; round++) {
       for (const v of variants) {
-        v.latencies.push(...(await acquireLatencies(v.clients[0], `lat-${round}-${v.label}`)));
+        v.latencies.push(...(await acquireLatencies(v.clients[0], `lat-${round}-${v.label}`, PAIRS)));
         const cpu0 = cpuSeconds(v.server!.pid);
-        const pairs = await pairsPerSecond(v.clients, `tp-${round}-${v.label}`);
+        const pairs = await uncontendedPairs(v.clients, `tp-${round}-${v.label}`, SECONDS);
         v.rates.push(pairs / SECONDS);
         v.cpuPerPairUs.push(((cpuSeconds(v.server!.pid) - cpu0) / pairs) * 1e6);
       }

@@ -255,3 +255,37 @@ export function report(file: string, command: string, title: string, method: str
 export function median(values: number[]): number {
   return quantile(values, 0.5);
 }
+
+/** Acquire round-trip times (ms) of `pairs` uncontended acquires on `name`, each then released; refused ones are counted. */
+export async function acquireLatencies(client: LockClient, name: string, pairs: number, refused = { count: 0 }): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < pairs; i++) {
+    const t0 = nowMs();
+    const grant = await client.acquire({ name, ttlMs: '5000' });
+    out.push(nowMs() - t0);
+    if (grant.acquired) await client.release({ name, token: grant.token });
+    else refused.count++;
+  }
+  return out;
+}
+
+/** Acquire+release pairs completed in `seconds` by one worker per client, each on its own lock. */
+export async function uncontendedPairs(clients: LockClient[], prefix: string, seconds: number, refused = { count: 0 }): Promise<number> {
+  const until = nowMs() + seconds * 1000;
+  let pairs = 0;
+  await Promise.all(
+    clients.map(async (client, i) => {
+      const name = `${prefix}-${i}`;
+      while (nowMs() < until) {
+        const grant = await client.acquire({ name, ttlMs: '5000' });
+        if (!grant.acquired) {
+          refused.count++;
+          continue;
+        }
+        await client.release({ name, token: grant.token });
+        pairs++;
+      }
+    }),
+  );
+  return pairs;
+}
