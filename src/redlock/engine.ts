@@ -56,6 +56,8 @@ const CLOCK_DRIFT = 0.01;
 /** The first retry after a refusal; doubles up to MAX_BACKOFF_MS, always with jitter. */
 const MIN_BACKOFF_MS = 10;
 const MAX_BACKOFF_MS = 250;
+/** How often the one renewal timer looks for kept leases that are due. */
+const RENEWAL_TICK_MS = 50;
 
 function drift(ttlMs: number): number {
   return Math.ceil(ttlMs * CLOCK_DRIFT) + 2;
@@ -67,7 +69,9 @@ function unsupported(what: string): LockError {
 
 interface Kept extends KeepRequest {
   events: LeaseEvents;
-  timer?: NodeJS.Timeout;
+  /** performance.now() when the renewal timer should next renew it. */
+  renewAt: number;
+  inflight: boolean;
   /** performance.now() by which a renewal must be confirmed, or the lease is reported lost. */
   lostAt: number;
   maxHoldAt: number;
@@ -83,6 +87,7 @@ export class RedlockEngine implements LockBackend {
   /** Waiting calls by channel (awake or asleep): the channel is subscribed while any remain. */
   private readonly listeners = new Map<string, number>();
   private readonly kept = new Map<string, Kept>();
+  private renewalTimer?: NodeJS.Timeout;
   /** The engines sharing these node connections (wake-ups go to each; it ignores others' channels). */
   private readonly siblings = new Set<RedlockEngine>();
 
@@ -175,7 +180,8 @@ export class RedlockEngine implements LockBackend {
       }
     }
     if (votes.length < this.quorum) {
-      if (votes.length > 0) await this.forget(params.name, token);
+      // A node that timed out may have voted all the same: take back every vote that may exist.
+      if (votes.length > 0 || replies.some((r) => r === null)) await this.forget(params.name, token);
       return { retryInMs };
     }
     const fencingToken = (highest + 1n > clock ? highest + 1n : clock).toString();
@@ -320,6 +326,8 @@ export class RedlockEngine implements LockBackend {
       events,
       lostAt: leaseStart + grantedMs, // grantedMs is the validity: drift already taken off
       maxHoldAt: request.maxHoldMs > 0 ? leaseStart + request.maxHoldMs : Infinity,
+      renewAt: 0,
+      inflight: false,
       ended: false,
     };
     this.kept.set(request.token, lease);
@@ -337,7 +345,29 @@ export class RedlockEngine implements LockBackend {
   }
 
   private schedule(lease: Kept, inMs: number): void {
-    lease.timer = setTimeout(() => void this.renewKept(lease), Math.max(0, inMs));
+    lease.renewAt = performance.now() + inMs;
+    this.armRenewals();
+  }
+
+  /** One timer for every kept lease (not one per lease), set while any is kept. */
+  private armRenewals(): void {
+    if (this.renewalTimer || this.kept.size === 0) return;
+    this.renewalTimer = setTimeout(() => {
+      this.renewalTimer = undefined;
+      this.renewDue();
+      this.armRenewals();
+    }, RENEWAL_TICK_MS);
+  }
+
+  private renewDue(): void {
+    const now = performance.now();
+    for (const lease of this.kept.values()) {
+      if (lease.inflight || lease.renewAt > now) continue;
+      lease.inflight = true;
+      void this.renewKept(lease).finally(() => {
+        lease.inflight = false;
+      });
+    }
   }
 
   private async renewKept(lease: Kept): Promise<void> {
@@ -364,7 +394,6 @@ export class RedlockEngine implements LockBackend {
   private stop(lease: Kept): boolean {
     if (lease.ended) return false;
     lease.ended = true;
-    clearTimeout(lease.timer);
     this.kept.delete(lease.token);
     return true;
   }
@@ -429,13 +458,14 @@ export class RedlockEngine implements LockBackend {
       claimsInFlight: 0,
       keptLeases: this.kept.size,
       namedHolds: this.kept.size,
-      timerArmed: this.kept.size > 0,
+      timerArmed: this.renewalTimer !== undefined,
     };
   }
 
   async close(): Promise<void> {
     for (const lease of [...this.kept.values()]) this.end(lease, 'server_shutdown', 'the server is shutting down');
     for (const channel of this.wakers.keys()) this.wake(channel);
+    clearTimeout(this.renewalTimer);
     this.closeNodes();
   }
 }

@@ -253,3 +253,27 @@ it('fencing tokens come from what a majority has seen, not from one clock: after
   nodes[0] = await startEmbeddedRedis({ dataDir: join(root, 'node-0'), port, args: ['--save', ''] });
   await serving(servers[0]);
 }, 30_000);
+
+it('a failed attempt with no vote at all is taken back on the masters that timed out: frozen ones find no vote left when they thaw', async () => {
+  const name = uniqueName('rl');
+  const { lease } = redlockKeys('hf', name);
+  const direct = nodes.map((n) => new Redis(n.url));
+  const frozen = [0, 1, 2].map((i) => nodes[i]);
+  try {
+    // Masters 3 and 4 vote for someone else; 0, 1 and 2 are frozen: no vote answers at all.
+    await Promise.all(direct.slice(3).map((r) => r.multi().hset(lease, 't', 'someone-else', 'o', 'x', 'l', 5000).pexpire(lease, 5000).exec()));
+    frozen.forEach((n) => process.kill(n.pid, 'SIGSTOP'));
+    try {
+      // The frozen masters still have the request (and then the take-back) on their sockets.
+      expect((await clients[0].acquire({ name, ttlMs: '1000' })).acquired).toBe(false);
+    } finally {
+      frozen.forEach((n) => process.kill(n.pid, 'SIGCONT'));
+    }
+    await Promise.all(direct.map((r) => r.ping()));
+    // Without the take-back, the thawed masters would hold a vote for this failed attempt.
+    expect(await Promise.all(direct.map((r) => r.exists(lease)))).toEqual([0, 0, 0, 1, 1]);
+    await Promise.all(direct.map((r) => r.del(lease)));
+  } finally {
+    direct.forEach((r) => r.disconnect());
+  }
+}, 30_000);
