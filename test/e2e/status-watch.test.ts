@@ -41,7 +41,9 @@ interface Terminal {
 
 /** Runs `holdfast ARGS` in a pseudo-terminal; ^C is written to it as a user would type it. */
 function inTerminal(args: string[]): Terminal {
-  const command = [process.execPath, CLI, ...args].join(' ');
+  // `exec`: script runs COMMAND through $SHELL -c, and a shell left waiting (dash, /bin/sh when
+  // SHELL is unset) would take the ^C itself and exit 130 whatever holdfast does.
+  const command = ['exec', process.execPath, CLI, ...args].join(' ');
   const child = spawn('script', ['-qfec', command, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, COLUMNS: '160', LINES: '40' } });
   let text = '';
   child.stdout!.on('data', (chunk) => (text += chunk.toString()));
