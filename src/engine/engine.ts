@@ -1,6 +1,5 @@
 // The lock engine: plain requests in, plain results out. Every change to lock state is one
 // Lua script on one slot; waiting lives in WaitRoom. Knows nothing about gRPC.
-import { randomBytes } from 'node:crypto';
 import { Cluster, type Redis } from 'ioredis';
 import type { WriteGuard } from '../redis/guard';
 import { scanStep } from '../redis/scan';
@@ -10,6 +9,7 @@ import { NO_OBSERVER, type EngineObserver } from './observer';
 import { commandName, defineScripts, isGranting, scriptKeyCount, type ScriptName } from './scripts';
 import type { AcquireParams, FenceCheck, Grant, HolderInfo, LockInfo, LockScan, Mode, ReleaseOptions, ReleaseResult } from './types';
 import { LockChannels } from './lock-channels';
+import { randomId } from './random-ids';
 import { WaitRoom, type WaitRoomStats } from './wait-room';
 import { WatchRoom, type WatchListener } from './watch-room';
 import { Watchdog, type KeepRequest, type KeptLease, type LeaseEvents, type WatchdogStats } from './watchdog';
@@ -40,12 +40,12 @@ export type EngineStats = WaitRoomStats & WatchdogStats;
 
 /** 128 random bits: the secret that releases and renews a grant. */
 export function newToken(): string {
-  return randomBytes(16).toString('base64url');
+  return randomId(16);
 }
 
 /** Names one Hold stream's hold of a grant (not a secret: the token is). */
 export function newHoldId(): string {
-  return randomBytes(9).toString('base64url');
+  return randomId(9);
 }
 
 /** A request id is remembered across locks this long beyond the wait and the lease it asked for. */
@@ -55,7 +55,7 @@ export class LockEngine {
   readonly prefix: string;
   readonly entryLeaseMs: number;
   /** Prefixes this server's waiter ids ('<server id>.<random>'): release-4 hands the lock to them directly. */
-  readonly serverId = randomBytes(6).toString('base64url');
+  readonly serverId = randomId(6);
   private readonly room: WaitRoom;
   private readonly watchers: WatchRoom;
   private readonly watchdog: Watchdog;
@@ -198,7 +198,7 @@ export class LockEngine {
     const deadline = performance.now() + params.waitMs;
     // Waiters wait out a quarantine here; a try-once caller is told UNAVAILABLE by attempt().
     if (params.waitMs > 0 && !(await this.untilGrantsResume(params.name, deadline, signal))) return null;
-    const waiterId = params.waitMs > 0 ? this.room.expect(`${this.serverId}.${randomBytes(9).toString('base64url')}`) : '';
+    const waiterId = params.waitMs > 0 ? this.room.expect(`${this.serverId}.${randomId(9)}`) : '';
     const token = newToken();
     let queued = false;
     let reply: Awaited<ReturnType<LockEngine['attempt']>>;

@@ -36,11 +36,13 @@ export function lockService(engine: LockBackend, options: ServiceOptions): LockS
       const receivedAt = performance.now();
       const params = toAcquireParams(req, options.defaultTtlMs);
       params.waitMs = boundedWait(call, params.waitMs, options.deadlineMarginMs);
-      const { signal, finish } = callScope(call);
-      const grant = await engine.acquire(params, signal);
-      finish();
+      // A try-once call needs no AbortSignal (nothing to stop early): whether its client left
+      // is read once the answer is in, which saves a listener and a controller on the hot path.
+      const scope = params.waitMs > 0 ? callScope(call) : undefined;
+      const grant = await engine.acquire(params, scope?.signal);
+      scope?.finish();
       if (!grant) return NOT_ACQUIRED;
-      if (signal.aborted) {
+      if (scope ? scope.signal.aborted : call.cancelled) {
         // The client left while the grant was on its way.
         await engine.release(params.name, grant.token).catch(logError);
         return NOT_ACQUIRED;
