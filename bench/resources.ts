@@ -6,10 +6,9 @@
 //   node bench/dist/bench/resources.js [--waiters=10000] [--waiters-per-lock=1000,10] [--holds=10000]
 //                                      [--seconds=30] [--per-connection=500] [--ttl-ms=30000]
 // (or HOLDFAST_BENCH_WAITERS, _WAITERS_PER_LOCK, _HOLDS, _SECONDS, _PER_CONNECTION, _TTL_MS)
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { ReleaseRequest } from '../clients/ts/gen/holdfast/v1/lock';
 import { lockKeys } from '../src/engine/keys';
-import { readScript, scriptFiles } from '../src/engine/scripts';
 import { LOAD_PROCESSES, LOAD_TIMEOUT_MS, startLoad, type Load } from './resources-load';
 import {
   cpuSeconds,
@@ -115,13 +114,12 @@ async function measure(server: HoldfastProcess, redis: BenchRedis, pairs: LockCl
   };
 }
 
-const SCRIPT_BY_SHA = new Map(scriptFiles().map((file) => [createHash('sha1').update(readScript(file)).digest('hex'), file]));
-
 async function stalls(redis: BenchRedis): Promise<Window['stalls']> {
   const entries = (await redis.client.slowlog('GET', 10_000)) as [number, number, number, string[]][];
   let longest = entries[0];
   for (const entry of entries) if (entry[2] > longest[2]) longest = entry;
-  const name = (args: string[]) => (args[0] === 'evalsha' ? (SCRIPT_BY_SHA.get(args[1]) ?? 'a script') : args[0]);
+  // A lock function is named by FCALL's first argument (holdfast_<library hash>_<operation>).
+  const name = (args: string[]) => (args[0] === 'fcall' ? args[1] : args[0]);
   return { count: entries.length, longestMs: longest ? longest[2] / 1000 : 0, longest: longest ? name(longest[3]) : '' };
 }
 

@@ -25,17 +25,14 @@
     {-5}                                      the request id was used by another owner or with other parameters
     {-6, maxWaiters}                          not queued: the lock has max waiters queued already
 ]]
-local holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+--- @include "includes/begin"
+holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, owner, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local mode, limit, requestId = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local waiterId, entryLease, holdId = ARGV[7], tonumber(ARGV[8]), ARGV[9]
 local maxWaiters = tonumber(ARGV[10]) or 0
 local request = { o = owner, m = mode, l = limit, t = ttl, r = requestId, h = holdId }
 if (ARGV[11] or '') ~= '' then request.v = ARGV[11] end
-
---- @include "includes/clock"
---- @include "includes/state"
---- @include "includes/events"
 
 local served = settle()
 

@@ -7,11 +7,9 @@
 
   Returns {live (1/0), ttlLeft, mode, lastFence}
 ]]
-local holdersKey, queueKey, dataKey = KEYS[1], KEYS[2], KEYS[3]
+--- @include "includes/begin"
+holdersKey, queueKey, dataKey = KEYS[1], KEYS[2], KEYS[3]
 local fence = ARGV[1]
-
---- @include "includes/clock"
---- @include "includes/state"
 
 local lastFence = redis.call('HGET', dataKey, 'fence') or '0'
 local holders = redis.call('ZRANGEBYSCORE', holdersKey, '(' .. now, '+inf', 'WITHSCORES')

@@ -14,11 +14,9 @@
     {-1}                                gone: the entry expired or its grant was lost
     {-4}                                refused: the owner holds the lock shared and asked for exclusive
 ]]
-local holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+--- @include "includes/begin"
+holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local entryLease = tonumber(ARGV[1])
-
---- @include "includes/clock"
---- @include "includes/state"
 
 settle()
 

@@ -8,12 +8,9 @@
 
   Returns 1 when a served grant was dropped, 0 otherwise.
 ]]
-local holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+--- @include "includes/begin"
+holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local waiterId = ARGV[1]
-
---- @include "includes/clock"
---- @include "includes/state"
---- @include "includes/events"
 
 local waiter = loadRecord('w:' .. waiterId)
 local dropped = 0

@@ -6,10 +6,8 @@
   Returns {lastFence, limit, waiters, {owner, fence, ttlLeft, holdCount, mode, value}...}
   A holder abandoned to a lock-delay shows with hold count 0.
 ]]
-local holdersKey, queueKey, dataKey = KEYS[1], KEYS[2], KEYS[3]
-
---- @include "includes/clock"
---- @include "includes/state"
+--- @include "includes/begin"
+holdersKey, queueKey, dataKey = KEYS[1], KEYS[2], KEYS[3]
 
 local reply = { redis.call('HGET', dataKey, 'fence') or '0', 0, 0 }
 local holders = redis.call('ZRANGEBYSCORE', holdersKey, '(' .. now, '+inf', 'WITHSCORES')

@@ -27,14 +27,11 @@
   A 4th element, when the queue served waiters of the server id: {{waiter id, token, fence,
   lease ms, hold count, hold id}...}, grants already made, which that server must answer (or give back).
 ]]
-local holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+--- @include "includes/begin"
+holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, holdId, vanished, lockDelay = ARGV[1], ARGV[2], ARGV[3] == '1', tonumber(ARGV[4])
 local vanishedLeaseMs = tonumber(ARGV[5] or '')
 local serverId = ARGV[6] or ''
-
---- @include "includes/clock"
---- @include "includes/state"
---- @include "includes/events"
 
 local grant = liveGrant(token)
 if grant and holdId ~= '' and not findHold(grant, holdId) then grant = nil end

@@ -13,11 +13,9 @@
     {-1, why}        nothing renewed: why is 1 when someone else holds the lock now, 2 when the
                      grant lives but this hold was given back (Release), 0 when it expired or was released
 ]]
-local holdersKey, queueKey, dataKey = KEYS[1], KEYS[2], KEYS[3]
+--- @include "includes/begin"
+holdersKey, queueKey, dataKey = KEYS[1], KEYS[2], KEYS[3]
 local token, ttl, holdId = ARGV[1], tonumber(ARGV[2]), ARGV[3] or ''
-
---- @include "includes/clock"
---- @include "includes/state"
 
 local grant = liveGrant(token)
 if not grant then

@@ -10,12 +10,9 @@
     {1, fence}    set
     {-1}          the token holds nothing
 ]]
-local holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+--- @include "includes/begin"
+holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, value = ARGV[1], ARGV[2]
-
---- @include "includes/clock"
---- @include "includes/state"
---- @include "includes/events"
 
 local grant = liveGrant(token)
 if not grant then return { -1 } end

@@ -1,5 +1,5 @@
 --[[
-  Shared helpers for every lock script. Pasted in place of `--- @include "includes/state"`.
+  Shared helpers for every lock function, made once per library load (includes/library).
 
   One data model serves every lock kind (exclusive, shared, semaphore) and the wait queue,
   all under one hash tag so each script touches one slot:
@@ -25,7 +25,8 @@
   owner, mode, limit, lease ms, request id ('' for none), hold id ('' unless a Hold stream asks),
   and the value a new grant publishes (absent for none).
 
-  The including script defines holdersKey, queueKey, dataKey, channel (may be nil), now and nowUs.
+  includes/library declares holdersKey, queueKey, dataKey, channel (may be nil), now and nowUs,
+  and each lock function sets them for its call (includes/begin).
   Numbers that can exceed 14 digits (fencing tokens) are kept as strings: cjson keeps 14.
 ]]
 

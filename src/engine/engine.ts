@@ -6,7 +6,7 @@ import { scanStep } from '../redis/scan';
 import { LockError, ScriptCode, fromRedisError } from './errors';
 import { lockKeys, lockNameOfKey, lockScanPattern, requestIdKey, scriptKeys } from './keys';
 import { NO_OBSERVER, type EngineObserver } from './observer';
-import { commandName, defineScripts, isGranting, scriptKeyCount, type ScriptName } from './scripts';
+import { isGranting, isLibraryMissing, lockLibrary, scriptKeyCount, type LockLibrary, type ScriptName } from './scripts';
 import type { AcquireParams, FenceCheck, Grant, HolderInfo, LockInfo, LockScan, Mode, ReleaseOptions, ReleaseResult } from './types';
 import { LockChannels } from './lock-channels';
 import { randomId } from './random-ids';
@@ -63,6 +63,7 @@ export class LockEngine {
   private readonly maxTtlMs: number;
   private readonly maxWaitersPerLock: number;
   readonly observer: EngineObserver;
+  private readonly library: LockLibrary = lockLibrary();
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -71,12 +72,10 @@ export class LockEngine {
   ) {
     this.prefix = options.keyPrefix ?? 'hf';
     this.entryLeaseMs = options.entryLeaseMs ?? 3000;
-    defineScripts(redis);
     this.guard = options.guard;
     this.maxTtlMs = options.maxTtlMs ?? Infinity;
     this.maxWaitersPerLock = options.maxWaitersPerLock ?? 0;
     this.observer = options.observer ?? NO_OBSERVER;
-    if (this.guard?.connection) defineScripts(this.guard.connection);
     const onBackgroundError = options.onBackgroundError ?? (() => {});
     const channels = new LockChannels(subscriber);
     this.room = new WaitRoom(this, channels, { refreshMs: options.entryRefreshMs ?? 1000, onBackgroundError });
@@ -87,11 +86,11 @@ export class LockEngine {
   /** Runs one lock script; Redis trouble becomes LockError('unavailable'). */
   async run(script: ScriptName, name: string, args: (string | number)[]): Promise<Reply> {
     const keys = scriptKeys(lockKeys(this.prefix, name), scriptKeyCount(script));
-    const [command, guardedArgs] = this.commandFor(script, keys[0], args);
+    const [onMaster, guardedArgs] = this.argsFor(script, keys[0], args);
     const probe = this.observer.scriptStart(script);
     let failed = true;
     try {
-      const reply = await this.runOn(keys, command, guardedArgs);
+      const reply = await this.runOn(keys, script, guardedArgs, onMaster);
       failed = false;
       return reply;
     } finally {
@@ -100,18 +99,17 @@ export class LockEngine {
   }
 
   /**
-   * The command a script runs as, and its arguments: a grant on a Cluster with the quarantine
-   * names the master it must be made on (lua/includes/expect-master.lua).
+   * Whether a script runs as its on-master variant, and its arguments: a grant on a Cluster with
+   * the quarantine names the master it must be made on (lua/includes/expect-master.lua).
    */
-  private commandFor(script: ScriptName, key: string, args: (string | number)[]): [string, (string | number)[]] {
+  private argsFor(script: ScriptName, key: string, args: (string | number)[]): [boolean, (string | number)[]] {
     const master = isGranting(script) ? (this.guard?.expectedMaster(key) ?? '') : '';
-    return master ? [commandName(script, true), [...args, master]] : [commandName(script), args];
+    return master ? [true, [...args, master]] : [false, args];
   }
 
-  private async runOn(keys: string[], command: string, args: (string | number)[]): Promise<Reply> {
-    const run = (this.redis as unknown as Record<string, (...a: unknown[]) => Promise<Reply>>)[command];
+  private async runOn(keys: string[], script: ScriptName, args: (string | number)[], onMaster = false): Promise<Reply> {
     try {
-      return await run.call(this.redis, ...keys, ...args);
+      return (await this.library.call(this.redis, script, keys, args, onMaster)) as Reply;
     } catch (err) {
       throw this.fromRedisError(err);
     }
@@ -128,13 +126,13 @@ export class LockEngine {
    * acknowledgement, its check follows the script in one pipeline on the same connection;
    * `confirmed` says whether it passed (always true when none is asked).
    */
-  async runConfirmed(script: ScriptName, name: string, args: (string | number)[]): Promise<{ reply: Reply; confirmed: boolean }> {
+  async runConfirmed(script: ScriptName, name: string, args: (string | number)[], reloaded = false): Promise<{ reply: Reply; confirmed: boolean }> {
     if (!this.guard?.confirmAfter) return { reply: await this.run(script, name, args), confirmed: true };
     const connection = this.guard.connection ?? this.redis;
     const pipeline = connection.pipeline();
     const keys = scriptKeys(lockKeys(this.prefix, name), scriptKeyCount(script));
-    const [command, guardedArgs] = this.commandFor(script, keys[0], args);
-    (pipeline as unknown as Record<string, (...a: unknown[]) => void>)[command].call(pipeline, ...keys, ...guardedArgs);
+    const [onMaster, guardedArgs] = this.argsFor(script, keys[0], args);
+    this.library.queue(pipeline, script, keys, guardedArgs, onMaster);
     const check = this.guard.confirmAfter(pipeline);
     let results: [Error | null, unknown][];
     const probe = this.observer.scriptStart(script);
@@ -147,6 +145,10 @@ export class LockEngine {
     const [err, reply] = results[0] ?? [new Error('no reply'), null];
     this.observer.scriptEnd(probe, script, !!err);
     if (err) {
+      if (isLibraryMissing(err) && !reloaded) {
+        await this.library.load(connection).catch(() => {});
+        return this.runConfirmed(script, name, args, true);
+      }
       if (/^(MOVED|ASK|MASTERCHANGED) /.test(err.message) && connection instanceof Cluster) connection.refreshSlotsCache();
       throw fromRedisError(err);
     }
@@ -264,7 +266,7 @@ export class LockEngine {
     const probe = this.observer.scriptStart('requestId');
     let tied: unknown;
     try {
-      tied = await this.runOn([requestIdKey(this.prefix, requestId)], commandName('requestId'), [asked, rememberMs]);
+      tied = await this.runOn([requestIdKey(this.prefix, requestId)], 'requestId', [asked, rememberMs]);
     } finally {
       this.observer.scriptEnd(probe, 'requestId', tied === undefined);
     }

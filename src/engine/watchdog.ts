@@ -12,7 +12,7 @@ import { Cluster, type Redis } from 'ioredis';
 import type { WriteGuard } from '../redis/guard';
 import { fromRedisError, NotRenewed, ScriptCode } from './errors';
 import { lockKeys, scriptKeys } from './keys';
-import { commandName, scriptKeyCount } from './scripts';
+import { isLibraryMissing, lockLibrary, scriptKeyCount } from './scripts';
 import { NO_OBSERVER, type EngineObserver } from './observer';
 import type { ReleaseOptions, VanishReason } from './types';
 
@@ -234,8 +234,8 @@ export class Watchdog {
   private async renewOnOneNode(due: Lease[], sentAt: number): Promise<void> {
     const connection = this.renewals;
     const pipeline = connection.pipeline();
-    const renew = (pipeline as unknown as Record<string, (...a: unknown[]) => void>)[commandName('renew')];
-    for (const lease of due) renew.call(pipeline, ...lease.keys, lease.token, renewalTtl(lease, sentAt), lease.holdId);
+    const library = lockLibrary();
+    for (const lease of due) library.queue(pipeline, 'renew', lease.keys, [lease.token, renewalTtl(lease, sentAt), lease.holdId]);
     // One replica acknowledgement for the whole batch; without it no renewal of it counts.
     const confirmed = this.guard?.confirmAfter?.(pipeline);
     let results: [Error | null, unknown][];
@@ -246,6 +246,8 @@ export class Watchdog {
       results = due.map(() => [err as Error, null]);
     }
     this.observer.scriptEnd(probe, 'renewBatch', results.some(([err]) => err));
+    // Redis lost the library (a restart without persistence): load it for the next tick's try.
+    if (results.some(([err]) => isLibraryMissing(err))) await library.load(connection).catch(() => {});
     if (confirmed) {
       const [err, acks] = results[due.length] ?? [new Error('no reply'), null];
       if (err || !confirmed(acks)) {

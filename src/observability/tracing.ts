@@ -146,7 +146,7 @@ class TracingObserver implements EngineObserver {
 
   scriptStart(script: ScriptRun): Probe {
     const parent = script === 'claim' || script === 'renewBatch' ? ROOT_CONTEXT : context.active();
-    return this.tracer.startSpan(`redis ${script}`, { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': 'EVALSHA', 'holdfast.script': script } }, parent);
+    return this.tracer.startSpan(`redis ${script}`, { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': 'FCALL', 'holdfast.script': script } }, parent);
   }
 
   scriptEnd(probe: Probe, _script: ScriptRun, failed: boolean): void {

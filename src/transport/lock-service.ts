@@ -7,6 +7,7 @@ import { boundedWait, callScope } from './call-context';
 import { checkFencingToken, checkHoldId, checkName, checkToken, checkTtl, checkValue, toAcquireParams } from './requests';
 import { grantFields, holderFields } from './responses';
 import { toServiceError } from './status';
+import { LockError } from '../engine/errors';
 import { holdHandler, type HoldOptions } from './hold';
 import { acquireSetHandler, holdSetHandler, releaseSetHandler } from './lock-set';
 import { watchHandler } from './watch';
@@ -43,8 +44,10 @@ export function lockService(engine: LockBackend, options: ServiceOptions): LockS
       scope?.finish();
       if (!grant) return NOT_ACQUIRED;
       if (scope ? scope.signal.aborted : call.cancelled) {
-        // The client left while the grant was on its way.
-        await engine.release(params.name, grant.token).catch(logError);
+        // The client left while the grant was on its way. A short lease may have ended already.
+        await engine.release(params.name, grant.token).catch((err) => {
+          if (!(err instanceof LockError && err.kind === 'not_found')) logError(err);
+        });
         return NOT_ACQUIRED;
       }
       const leaseStartedAfterMs = String(Math.max(0, Math.floor(grant.leaseStart - receivedAt)));

@@ -2,7 +2,7 @@
 // redis-server: it grants only on the node whose run_id the server checked, and the script
 // below it sees its own arguments unchanged.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { commandName, defineScripts } from '../../src/engine/scripts';
+import { lockLibrary } from '../../src/engine/scripts';
 import { lockKeys } from '../../src/engine/keys';
 import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
 
@@ -12,15 +12,14 @@ type Call = (...args: unknown[]) => Promise<any>;
 
 beforeAll(async () => {
   redis = await startTestRedis();
-  defineScripts(redis.client);
+  await lockLibrary().load(redis.client);
   runId = /^run_id:(\w+)/m.exec(await redis.client.info('server'))![1];
 });
 afterAll(() => redis.cleanup());
 
 function acquireOnMaster(name: string, token: string, expected: string): Promise<any> {
   const k = lockKeys('hf', name);
-  const run = (redis.client as any)[commandName('acquire', true)] as Call;
-  return run.call(redis.client, k.holders, k.queue, k.data, k.channel, token, '', 10000, 1, 1, '', '', 3000, '', expected);
+  return lockLibrary().call(redis.client, 'acquire', [k.holders, k.queue, k.data, k.channel], [token, '', 10000, 1, 1, '', '', 3000, '', expected], true);
 }
 
 it('grants on the master it names, with the grant the plain script would make', async () => {
@@ -39,6 +38,5 @@ it('refuses with MASTERCHANGED on any other node, and leaves nothing behind', as
 
 it('claim has the same variant (a hand-off is a grant)', async () => {
   const k = lockKeys('hf', uniqueName('om'));
-  const claim = (redis.client as any)[commandName('claim', true)] as Call;
-  await expect(claim.call(redis.client, k.holders, k.queue, k.data, k.channel, 3000, 'w1', 'not-this-master')).rejects.toThrow(/^MASTERCHANGED /);
+  await expect(lockLibrary().call(redis.client, 'claim', [k.holders, k.queue, k.data, k.channel], [3000, 'w1', 'not-this-master'], true)).rejects.toThrow(/^MASTERCHANGED /);
 });

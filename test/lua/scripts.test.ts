@@ -1,6 +1,6 @@
 // The Lua scripts on a real redis-server, called directly (no engine, no server).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineScripts, readScript, scriptFiles, keyCount } from '../../src/engine/scripts';
+import { lockLibrary, readScript, scriptFiles, keyCount, type ScriptName } from '../../src/engine/scripts';
 import { lockKeys } from '../../src/engine/keys';
 import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
 
@@ -9,7 +9,7 @@ type Call = (...args: unknown[]) => Promise<any>;
 const call = (script: string, name: string, n: number, ...args: unknown[]) => {
   const k = lockKeys('hf', name);
   const keys = [k.holders, k.queue, k.data, k.channel].slice(0, n);
-  return ((redis.client as any)[`holdfast_${script}`] as Call).call(redis.client, ...keys, ...args);
+  return lockLibrary().call(redis.client, script as ScriptName, keys, args as (string | number)[]) as Promise<any>;
 };
 type AcquireArgs = { owner?: string; ttl?: number; mode?: number; limit?: number; rid?: string; waiter?: string; hold?: string; maxWaiters?: number };
 const acquire = (name: string, token: string, o: AcquireArgs = {}) =>
@@ -20,7 +20,7 @@ const renew = (name: string, token: string, ttl: number, hold = '') => call('ren
 
 beforeAll(async () => {
   redis = await startTestRedis();
-  defineScripts(redis.client);
+  await lockLibrary().load(redis.client);
 });
 afterAll(() => redis.cleanup());
 
@@ -209,7 +209,7 @@ describe('acquire and release', () => {
 
   it('ties a request id to one request across locks', async () => {
     const key = `hf:rid:{${uniqueName()}}`;
-    const tie = (asked: string) => (redis.client as any).holdfast_requestId(key, asked, 5000);
+    const tie = (asked: string) => lockLibrary().call(redis.client, 'requestId', [key], [asked, 5000]);
     expect(await tie('["a","alice",1,1,1000]')).toBe(1);
     expect(await tie('["a","alice",1,1,1000]')).toBe(1);
     expect(await tie('["b","alice",1,1,1000]')).toBe(0);

@@ -16,7 +16,7 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockKeys, type LockKeys } from '../../src/engine/keys';
-import { defineScripts, scriptKeyCount } from '../../src/engine/scripts';
+import { lockLibrary, scriptKeyCount, type ScriptName } from '../../src/engine/scripts';
 import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
 import { runArb, learn, toCall, World, type Call, type Kind, type Op } from './commands';
 import {
@@ -46,7 +46,7 @@ const published = new Map<string, string[]>();
 
 beforeAll(async () => {
   redis = await startTestRedis();
-  defineScripts(redis.client);
+  await lockLibrary().load(redis.client);
   subscriber = new Redis(redis.url, { maxRetriesPerRequest: 1 });
   subscriber.on('error', () => {});
   subscriber.on('smessage', (channel: string, message: string) => published.get(channel)?.push(message));
@@ -79,7 +79,7 @@ async function observe(keys: LockKeys, call: Call): Promise<Observed> {
   p.time();
   const all = [keys.holders, keys.queue, keys.data, keys.channel];
   const scriptKeys = all.slice(0, scriptKeyCount(call.script));
-  (p as unknown as Record<string, (...a: unknown[]) => unknown>)[`holdfast_${call.script}`](...scriptKeys, ...call.args);
+  lockLibrary().queue(p, call.script, scriptKeys, call.args as (string | number)[]);
   p.time();
   p.zrange(keys.holders, 0, -1, 'WITHSCORES');
   p.zrange(keys.queue, 0, -1, 'WITHSCORES');
@@ -286,7 +286,7 @@ describe('gaps these tests found between the README and lua/, now mended', () =>
   const run = (script: string, name: string, ...args: unknown[]) => {
     const k = lockKeys('hf', name);
     const keys = [k.holders, k.queue, k.data, k.channel].slice(0, scriptKeyCount(script as 'acquire'));
-    return (redis.client as unknown as Record<string, (...a: unknown[]) => Promise<Reply>>)[`holdfast_${script}`](...keys, ...args);
+    return lockLibrary().call(redis.client, script as ScriptName, keys, args as (string | number)[]) as Promise<Reply>;
   };
   // token, owner, ttl, mode, limit, request id, waiter id, entry lease, hold id
   const acquire = (name: string, token: string, ttl: number, limit: number, rid: string, waiterId: string, holdId = '') =>

@@ -3,15 +3,16 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { lockKeys, scriptKeys } from '../../src/engine/keys';
-import { commandName, defineScripts } from '../../src/engine/scripts';
+import { lockLibrary } from '../../src/engine/scripts';
 
 export async function grantMany(redis: Redis, names: string[], owner: string, ttlMs: number, keyPrefix = 'hf'): Promise<void> {
-  defineScripts(redis);
-  const pipeline = redis.pipeline() as unknown as Record<string, (...args: unknown[]) => void> & { exec(): Promise<unknown> };
+  const library = lockLibrary();
+  await library.load(redis);
+  const pipeline = redis.pipeline();
   for (const name of names) {
     // token, owner, ttl_ms, mode (exclusive), limit, request id, waiter id, entry lease, hold id, max waiters
     const args = [randomBytes(16).toString('base64url'), owner, ttlMs, 1, 1, '', '', 3000, '', 0];
-    pipeline[commandName('acquire')](...scriptKeys(lockKeys(keyPrefix, name), 4), ...args);
+    library.queue(pipeline, 'acquire', scriptKeys(lockKeys(keyPrefix, name), 4), args);
   }
   await pipeline.exec();
 }
