@@ -146,7 +146,7 @@ interface Outcome {
   errorSample: string[];
   overlaps: number;
   redisCommandsPerSecond: number;
-  /** The commands behind one grant, most frequent first ("evalsha 3.0, zrange 12.1, ..."). */
+  /** The commands behind one grant, most frequent first ("zrange 9.0, hget 6.0, fcall 2.0, ..."). */
   commandsPerGrant: string;
   redisCpuMsPerSecond: number;
   serverCpuMsPerSecond: number;

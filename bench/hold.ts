@@ -210,7 +210,7 @@ function summarize(m: Measured): string {
   const rows = [
     ['held streams', `${m.acquired} of ${HOLDS} (opened in ${fixed(m.openSeconds, 1)} s), ${m.aliveAtEnd} alive at the end of the window`, '10 000 stable for 60 s', verdict(m.acquired === HOLDS && m.aliveAtEnd === HOLDS && SECONDS >= 60 && HOLDS >= 10_000)],
     ['leases lost / streams ended unexpectedly', `${m.final.lost} / ${m.final.unexpectedEnds}`, '0', verdict(m.final.lost === 0 && m.final.unexpectedEnds === 0)],
-    ['renewal script calls (EVALSHA) per second', fixed(perSecond('evalsha'), 0), `expected ${fixed(HOLDS / (TTL_MS / 3000), 0)} (one per lease per ttl/3)`, ''],
+    ['renewal function calls (FCALL) per second', fixed(perSecond('fcall'), 0), `expected ${fixed(HOLDS / (TTL_MS / 3000), 0)} (one per lease per ttl/3)`, ''],
     ['`renewed` events received per second', fixed(m.renewedEvents / m.seconds, 0), '', ''],
     ['Redis commands processed per second (INFO total_commands_processed)', fixed((m.after.commands - m.before.commands) / m.seconds, 0), '', ''],
     ['Redis commandstats per second', commandRates || '-', '', ''],

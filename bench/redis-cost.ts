@@ -10,6 +10,9 @@
 //   holdfast without the Watch notice    the same with includes/events' SPUBLISH left out
 //   holdfast as EVAL scripts             the same code as it ran before the library: each script
 //                                        made every helper of includes/state again on every call
+//   two scripts of 10 redis.calls        what one redis.call costs (PTTL, the cheapest)
+//   hand-off, functions / EVAL           W2's step: release to the head of 8 queued waiters (this
+//                                        server's, answered from the reply), then queue again
 //   grant record: cjson / cmsgpack       decode + encode of one grant record, per script
 //
 // Each variant runs twice: pipelined (batches of 500, so the figure is the scripts' own CPU)
@@ -39,13 +42,15 @@ interface Variant {
   pipelined: number[];
   single: number[];
   scriptUs: number[];
+  /** The variant its ratios are to (default: holdfast as shipped). */
+  versus?: Variant;
 }
 
 const LEASE_MS = 30_000;
 const GRANT_RECORD = '{"o":"","f":"1795409203054377","x":1,"s":0,"t":30000,"r":[],"a":0,"h":[],"k":0}';
 
-function lockKeys(lock: number): string[] {
-  const base = `bench:{l${lock}}`;
+function lockKeys(lock: number, space = 'bench'): string[] {
+  const base = `${space}:{l${lock}}`;
   return [`${base}:h`, `${base}:q`, `${base}:d`, `${base}:c`];
 }
 
@@ -81,6 +86,42 @@ function releaseArgs(i: number): (string | number)[] {
 
 const granted = (a: unknown) => Array.isArray(a) && a[0] === 1;
 
+/** Waiters queued behind each hand-off lock's holder, as W2 runs with 8 workers on one lock. */
+const HANDOFF_WAITERS = 8;
+const HANDOFF_LOCKS = BATCH;
+
+/**
+ * One hand-off per "pair", as W2 makes them: the holder releases, the lock goes to the head of
+ * its queue (a waiter of this server, 'srv1.', so in the release's own reply), and the releaser
+ * queues again behind the others. Each lock's k-th waiter has token h<lock>.<k>, so the token
+ * that releases next is known ahead and the calls can be pipelined too. Waiter entries live
+ * 10 minutes, as a server refreshing them would keep them.
+ */
+async function handOffVariant(
+  client: Redis,
+  label: string,
+  space: string,
+  call: (script: 'acquire' | 'release', keys: string[], args: (string | number)[]) => Call,
+): Promise<Variant> {
+  const cycle = new Array<number>(HANDOFF_LOCKS).fill(0);
+  const token = (lock: number, k: number) => `h${lock}.${k}`.padEnd(22, 'x');
+  const queue = (lock: number, k: number) => call('acquire', lockKeys(lock, space), [token(lock, k), '', LEASE_MS, 1, 1, '', `srv1.${lock}.${k}`, 600_000, '', '', '']);
+  const setup = client.pipeline();
+  for (let lock = 0; lock < HANDOFF_LOCKS; lock++) for (let k = 0; k <= HANDOFF_WAITERS; k++) setup.call(...queue(lock, k));
+  for (const [err, reply] of (await setup.exec()) ?? []) if (err || !Array.isArray(reply) || (reply[0] !== 1 && reply[0] !== 2)) throw new Error(`${label}: setup ${String(err ?? reply)}`);
+  return {
+    label,
+    pair(lock) {
+      const k = cycle[lock]++;
+      return [call('release', lockKeys(lock, space), [token(lock, k), '', '0', 0, '', 'srv1', '']), queue(lock, k + HANDOFF_WAITERS + 1)];
+    },
+    check: (released, queued) => Array.isArray(released) && released[0] === 1 && Array.isArray(released[3]) && released[3].length === 1 && Array.isArray(queued) && queued[0] === 2,
+    pipelined: [],
+    single: [],
+    scriptUs: [],
+  };
+}
+
 async function variants(client: Redis): Promise<Variant[]> {
   const load = async (lua: string) => String(await client.script('LOAD', lua));
   const evalsha = (sha: string, lock: number, args: (string | number)[]): Call => ['evalsha', sha, 4, ...lockKeys(lock), ...args];
@@ -89,6 +130,7 @@ async function variants(client: Redis): Promise<Variant[]> {
   const helpers = await load(asEvalScript('includes/begin') + '\nreturn 1');
   const acquireEval = await load(asEvalScript('acquire-4'));
   const releaseEval = await load(asEvalScript('release-4'));
+  const tenCalls = await load(`for i = 1, 10 do redis.call('PTTL', KEYS[1]) end return 1`);
   const cjsonRecord = await load(`return cjson.encode(cjson.decode(ARGV[1]))`);
   const msgpackRecord = await load(`return cmsgpack.pack(cmsgpack.unpack(ARGV[1]))`);
   const msgpacked = (await client.callBuffer('EVAL', 'return cmsgpack.pack(cjson.decode(ARGV[1]))', 0, GRANT_RECORD)) as Buffer;
@@ -106,6 +148,12 @@ async function variants(client: Redis): Promise<Variant[]> {
     scriptUs: [],
   });
   const ok = () => true;
+  const handOff = await handOffVariant(
+    client,
+    `holdfast hand-off: release to the next of ${HANDOFF_WAITERS} waiters, and the releaser queues again`,
+    'bench-handoff-f',
+    (script, keys, args) => ['fcall', shipped.functionName(script), 4, ...keys, ...args],
+  );
   return [
     made(
       'raw `SET NX PX` + compare-and-delete',
@@ -120,6 +168,9 @@ async function variants(client: Redis): Promise<Variant[]> {
     made('holdfast as shipped (acquire + release functions)', (lock, i) => [fcall(shipped, 'acquire', lock, acquireArgs(i)), fcall(shipped, 'release', lock, releaseArgs(i))]),
     made('holdfast without the Watch notice (SPUBLISH)', (lock, i) => [fcall(quiet, 'acquire', lock, acquireArgs(i)), fcall(quiet, 'release', lock, releaseArgs(i))]),
     made('holdfast as EVAL scripts (before the library)', (lock, i) => [evalsha(acquireEval, lock, acquireArgs(i)), evalsha(releaseEval, lock, releaseArgs(i))]),
+    made('two EVAL scripts that make 10 `redis.call`s each (PTTL)', (lock) => [evalsha(tenCalls, lock, []), evalsha(tenCalls, lock, [])], ok),
+    handOff,
+    { ...(await handOffVariant(client, 'the same hand-off as EVAL scripts', 'bench-handoff-e', (script, keys, args) => ['evalsha', script === 'acquire' ? acquireEval : releaseEval, 4, ...keys, ...args])), versus: handOff },
     made('grant record, cjson decode + encode, 2 scripts', () => [['evalsha', cjsonRecord, 0, GRANT_RECORD], ['evalsha', cjsonRecord, 0, GRANT_RECORD]], ok),
     made('grant record, cmsgpack unpack + pack, 2 scripts', () => [['evalsha', msgpackRecord, 0, msgpacked], ['evalsha', msgpackRecord, 0, msgpacked]], ok),
   ];
@@ -195,21 +246,24 @@ async function main(): Promise<void> {
       process.stdout.write(`[bench:redis-cost] round ${round} of ${ROUNDS} done\n`);
     }
     const shipped = all.find((v) => v.label.startsWith('holdfast as shipped'))!;
-    const rows = all.map((v) => [
-      v.label,
-      fixed(median(v.pipelined)),
-      fixed(median(v.scriptUs)),
-      `${fixed(median(v.pipelined) / median(shipped.pipelined), 2)}x`,
-      fixed(median(v.single)),
-      `${fixed(median(v.single) / median(shipped.single), 2)}x`,
-    ]);
+    const rows = all.map((v) => {
+      const versus = v.versus ?? shipped;
+      return [
+        v.label,
+        fixed(median(v.pipelined)),
+        fixed(median(v.scriptUs)),
+        `${fixed(median(v.pipelined) / median(versus.pipelined), 2)}x`,
+        fixed(median(v.single)),
+        `${fixed(median(v.single) / median(versus.single), 2)}x`,
+      ];
+    });
     report(
       'redis-cost.md',
       'npm run bench:redis-cost',
       'Redis CPU per uncontended acquire + release, by part',
-      `${PAIRS} pairs per variant and mode, ${ROUNDS} rounds, variants interleaved within each round; medians over the rounds. "Pipelined": batches of ${BATCH} acquires then their ${BATCH} releases, so per-call I/O is shared and the figure is the calls' own CPU. "Single": ${WORKERS} workers, each call waits for its reply (one read and one write per call, as a holdfast server's connection sees at low load). Redis CPU from /proc/<pid>/stat of redis-server (10 ms ticks over ${PAIRS} pairs); script µs from INFO commandstats (EVALSHA, FCALL). Ratios are to holdfast as shipped in the same run.`,
+      `${PAIRS} pairs per variant and mode, ${ROUNDS} rounds, variants interleaved within each round; medians over the rounds. "Pipelined": batches of ${BATCH} acquires then their ${BATCH} releases, so per-call I/O is shared and the figure is the calls' own CPU. "Single": ${WORKERS} workers, each call waits for its reply (one read and one write per call, as a holdfast server's connection sees at low load). Redis CPU from /proc/<pid>/stat of redis-server (10 ms ticks over ${PAIRS} pairs); script µs from INFO commandstats (EVALSHA, FCALL). Ratios are to holdfast as shipped in the same run (the EVAL hand-off: to the hand-off as shipped).`,
       machine,
-      markdownTable(['variant', 'Redis CPU µs/pair, pipelined', 'script µs/pair (commandstats)', 'vs shipped', 'Redis CPU µs/pair, single calls', 'vs shipped'], rows),
+      markdownTable(['variant (a pair: its two calls)', 'Redis CPU µs/pair, pipelined', 'script µs/pair (commandstats)', 'ratio', 'Redis CPU µs/pair, single calls', 'ratio'], rows),
       [],
     );
   } finally {

@@ -124,7 +124,7 @@ export async function redisInfo(client: Redis, section: string): Promise<Map<str
   return fields;
 }
 
-/** Calls per command from INFO commandstats ("cmdstat_evalsha" -> calls). */
+/** Calls per command from INFO commandstats ("cmdstat_fcall" -> calls). */
 export async function commandCalls(client: Redis): Promise<Map<string, number>> {
   const calls = new Map<string, number>();
   for (const [field, value] of await redisInfo(client, 'commandstats')) {

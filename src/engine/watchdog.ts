@@ -1,6 +1,7 @@
 // Keeps the leases of this server's Hold streams alive. One timer for all of them: at each tick
 // every lease that is due is renewed in one pipelined round trip, never a timer and a round trip
-// per lock. It never claims a lease it cannot vouch for: each lease carries a conservative local
+// per lock. A tick looks only at the leases with something due (a min-heap by when), not at all
+// of them: with 10 000 Holds, walking every lease at each tick was a third of the server's CPU. It never claims a lease it cannot vouch for: each lease carries a conservative local
 // deadline (counted from when its last confirmed renewal was *sent*), and a lease whose renewal is
 // not confirmed a margin before that deadline is reported lost, whatever Redis says later.
 //
@@ -8,6 +9,7 @@
 // vanished, max hold, Redis out of reach, shutdown) gives its hold back as 'vanished': its client
 // may still count on the lease, so the lock stays closed until that lease has run out.
 import calculateSlot from 'cluster-key-slot';
+import { Heap } from 'heap-js';
 import { Cluster, type Redis } from 'ioredis';
 import type { WriteGuard } from '../redis/guard';
 import { fromRedisError, NotRenewed, ScriptCode } from './errors';
@@ -53,6 +55,15 @@ interface Lease extends KeepRequest, LeaseEvents {
   final: boolean;
   inflight: boolean;
   ended: boolean;
+  /** Bumped at each (re)scheduling: the heap entry carrying an older value is stale. */
+  scheduled: number;
+}
+
+/** When a lease next needs the watchdog, in the heap; stale once its lease is scheduled again. */
+interface DueEntry {
+  at: number;
+  lease: Lease;
+  scheduled: number;
 }
 
 export interface KeptLease {
@@ -82,6 +93,7 @@ const RENEW_FRACTION = 1 / 3;
 export class Watchdog {
   private readonly leases = new Set<Lease>();
   private readonly byHold = new Map<string, Lease>();
+  private readonly schedule = new Heap<DueEntry>((a, b) => a.at - b.at);
   private timer?: NodeJS.Timeout;
   private tickMs = 100;
 
@@ -127,9 +139,11 @@ export class Watchdog {
       final: false,
       inflight: false,
       ended: false,
+      scheduled: 0,
     };
     lease.final = runsToCap(lease, confirmedAt + request.ttlMs);
     this.leases.add(lease);
+    this.reschedule(lease);
     this.byHold.set(lease.holdId, lease);
     this.tickMs = Math.min(this.tickMs, tickFor(lease.ttlMs));
     this.arm();
@@ -183,6 +197,7 @@ export class Watchdog {
       clearTimeout(this.timer);
       this.timer = undefined;
       this.tickMs = 100;
+      this.schedule.clear();
     }
   }
 
@@ -201,18 +216,42 @@ export class Watchdog {
     }, this.tickMs);
   }
 
+  /** Puts the lease in the heap at the next moment it needs the watchdog (its older entry goes stale). */
+  private reschedule(lease: Lease): void {
+    if (lease.ended) return;
+    // In flight, only its end can come due; otherwise its renewal too, unless no renewal can extend it.
+    const renewAt = lease.inflight || lease.final ? Infinity : lease.renewAt;
+    const at = Math.min(renewAt, lease.lostAt, lease.maxHoldAt);
+    lease.scheduled++;
+    this.schedule.push({ at, lease, scheduled: lease.scheduled });
+  }
+
+  /** The leases whose moment has come, each once (stale entries dropped). */
+  private comeDue(now: number): Lease[] {
+    const leases: Lease[] = [];
+    for (let next = this.schedule.peek(); next && next.at <= now; next = this.schedule.peek()) {
+      this.schedule.pop();
+      if (!next.lease.ended && next.scheduled === next.lease.scheduled) leases.push(next.lease);
+    }
+    return leases;
+  }
+
   private tick(): void {
     const now = performance.now();
     const due: Lease[] = [];
-    for (const lease of this.leases) {
+    for (const lease of this.comeDue(now)) {
       if (now >= lease.maxHoldAt || (lease.final && now >= lease.lostAt)) {
         this.end(lease, 'max_hold', `the hold reached its max hold time of ${lease.maxHoldMs} ms`);
         this.giveBack(lease, !lease.releaseOnDisconnect, 'max_hold').catch(this.onBackgroundError);
       } else if (now >= lease.lostAt) {
         this.end(lease, 'backend_unavailable', 'no renewal could be confirmed before the lease would end');
         this.giveBack(lease, !lease.releaseOnDisconnect, 'backend_unavailable').catch(() => {});
-      } else if (now >= lease.renewAt && !lease.inflight && !lease.final) {
-        due.push(lease);
+      } else {
+        if (now >= lease.renewAt && !lease.inflight && !lease.final) {
+          lease.inflight = true;
+          due.push(lease);
+        }
+        this.reschedule(lease);
       }
     }
     if (due.length > 0) void this.renew(due, now);
@@ -262,6 +301,7 @@ export class Watchdog {
       // A failed renewal is tried again at the next tick; lostAt decides when to give up.
       if (err || !reply) failure ??= err ?? new Error('no reply');
       else this.settle(lease, reply as number[], sentAt);
+      this.reschedule(lease);
     });
     if (failure) {
       // A stale slot map after a Cluster failover: learn the new one before the next tick.

@@ -76,7 +76,8 @@ it('keeps one holder at a time through a Sentinel failover, and resumes within s
       `first grant asked for after the kill came ${firstAfter - killedAt} ms after it (Sentinels agreed on the new master after ` +
       `${promotedAt - killedAt} ms); ${contention.unavailable} UNAVAILABLE answers`,
   );
-  expect(firstAfter - promotedAt).toBeLessThan(10_000);
+  // Typically 3-5 s; the bound leaves room for a busy 2-core machine (one run under a load of 20 took 14.9 s).
+  expect(firstAfter - promotedAt).toBeLessThan(20_000);
 
   // The Hold kept through the failover renewed on the new master, and was never reported lost.
   await held.next(() => held.events.filter((e) => e.renewed).length > renewedBefore);
