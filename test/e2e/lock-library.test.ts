@@ -7,6 +7,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LockLibrary, lockLibrary, luaDir } from '../../src/engine/scripts';
+import { startEmbeddedRedis } from '../../src/redis/embedded';
 import { connect, type TestClient } from '../support/client';
 import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
 import { startServerProcess, type ServerProcess } from '../support/server';
@@ -28,9 +29,9 @@ afterAll(async () => {
 });
 
 /** Flushes the library and shows that Redis no longer has it (the control: a direct call fails). */
-async function loseLibrary(): Promise<void> {
-  await redis.client.call('FUNCTION', 'FLUSH', 'SYNC');
-  await expect(redis.client.fcall(lockLibrary().functionName('inspect'), 3, 'a{x}', 'b{x}', 'c{x}')).rejects.toThrow(/Function not found/);
+async function loseLibrary(on: TestRedis = redis): Promise<void> {
+  await on.client.call('FUNCTION', 'FLUSH', 'SYNC');
+  await expect(on.client.fcall(lockLibrary().functionName('inspect'), 3, 'a{x}', 'b{x}', 'c{x}')).rejects.toThrow(/Function not found/);
 }
 
 async function libraryNames(): Promise<string[]> {
@@ -93,4 +94,30 @@ describe('the lock library', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+});
+
+describe('the lock library with replica acknowledgement', () => {
+  it('is loaded again by a grant whose WAIT shares its pipeline (--sync-replicas)', async () => {
+    const master = await startTestRedis();
+    const dataDir = mkdtempSync(join(tmpdir(), 'holdfast-replica-'));
+    const replica = await startEmbeddedRedis({ dataDir, args: ['--save', '', '--replicaof', '127.0.0.1', String(master.port)] });
+    let synced: ServerProcess | undefined;
+    let syncedClient: TestClient | undefined;
+    try {
+      await waitFor('the replica online', async () => /state=online/.test(await master.client.info('replication')), 15_000, 50);
+      synced = await startServerProcess(master.url, ['--sync-replicas', '1', '--allow-min-replicas-zero']);
+      syncedClient = connect(synced.addr);
+      expect((await syncedClient.acquire({ name: uniqueName('lib'), ttlMs: '10000' })).acquired).toBe(true);
+      await loseLibrary(master);
+      const grant = await syncedClient.acquire({ name: uniqueName('lib'), ttlMs: '10000' });
+      expect(grant.acquired).toBe(true);
+      expect(await master.client.call('FUNCTION', 'LIST', 'LIBRARYNAME', lockLibrary().name)).toHaveLength(1);
+    } finally {
+      syncedClient?.close();
+      await synced?.stop();
+      await replica.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+      await master.cleanup();
+    }
+  }, 60_000);
 });
