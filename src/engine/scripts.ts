@@ -1,6 +1,6 @@
 // The lock operations (lua/<operation>-<keys>.lua) as one Redis Function library, loaded by
 // FUNCTION LOAD and run by FCALL. As a library the shared helpers (lua/includes/state) are made
-// once per load: pasted into every EVAL script they were made again on every call, a quarter of
+// once per load: pasted into every EVAL script they were made again on every call, a fifth of
 // Redis's CPU per acquire + release (npm run bench:redis-cost). The library is named after a hash
 // of its text, so servers of different versions on one Redis each keep their own, as EVALSHA's
 // content-addressed scripts did. `--- @include "includes/x"` lines are pasted in at build time.

@@ -1,9 +1,10 @@
 // Keeps the leases of this server's Hold streams alive. One timer for all of them: at each tick
 // every lease that is due is renewed in one pipelined round trip, never a timer and a round trip
 // per lock. A tick looks only at the leases with something due (a min-heap by when), not at all
-// of them: with 10 000 Holds, walking every lease at each tick was a third of the server's CPU. It never claims a lease it cannot vouch for: each lease carries a conservative local
-// deadline (counted from when its last confirmed renewal was *sent*), and a lease whose renewal is
-// not confirmed a margin before that deadline is reported lost, whatever Redis says later.
+// of them: with 10 000 Holds, walking every lease at each tick was a third of the server's CPU.
+// It never claims a lease it cannot vouch for: each lease carries a conservative local deadline
+// (counted from when its last confirmed renewal was *sent*), and a lease whose renewal is not
+// confirmed a margin before that deadline is reported lost, whatever Redis says later.
 //
 // Only the holder's own word frees its lock at once (letGo). Every other end (the holder
 // vanished, max hold, Redis out of reach, shutdown) gives its hold back as 'vanished': its client
