@@ -6,6 +6,7 @@ import type { ServerConfig } from '../server';
 import { LockEngine } from '../engine/engine';
 import type { EngineObserver } from '../engine/observer';
 import { epochKey, namespacePrefix, shardEpochKey } from '../engine/keys';
+import { lockLibrary } from '../engine/scripts';
 import { connectRedis, redactRedisUrl, type RedisTarget } from '../redis/connect';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../redis/embedded';
 import { createWriteGuard } from '../redis/guard';
@@ -83,11 +84,19 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
   // Serving while Redis answers and new grants may be made (not while a new master is quarantined).
   let redisReady = redis.commands.status === 'ready';
   onGuardChange = onChange;
+  // The lock functions go in as soon as Redis answers, not with the first grant: under
+  // --sync-replicas that grant's WAIT would otherwise also wait for the replicas to take in the
+  // library. (A call that finds them missing loads them too.)
+  const loadLockFunctions = () =>
+    lockLibrary()
+      .load(redis.commands)
+      .catch((err: unknown) => log.debug({ err: String((err as Error)?.message ?? err) }, 'could not load the lock functions yet'));
   redis.commands.on('ready', () => {
     lastBackgroundError = '';
     redisReady = true;
     onChange();
     log.info('redis ready');
+    void loadLockFunctions();
   });
   let closingRedis = false; // closed on purpose (stop, a refused start): no news
   const closeRedis = () => {
@@ -102,6 +111,7 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
   if (!redisReady && !(await readyWithin(redis.commands, REDIS_STARTUP_WAIT_MS))) {
     log.warn({ redis: redactRedisUrl(redisUrl) }, 'Redis is not reachable yet; listening anyway and answering UNAVAILABLE until it is');
   }
+  if (redisReady) await loadLockFunctions();
 
   if (config.syncReplicas || config.failoverQuarantine) {
     const problem = await minReplicasProblem(redis.commands, { syncReplicas: !!config.syncReplicas, quarantineMarginMs });
