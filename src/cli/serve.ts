@@ -181,6 +181,13 @@ export function serveCommand(): Command {
         await runWorkers({ workers: opts.workers, optimizeForSize: opts.optimizeForSize, embeddedRedisDir: givenRedis ? undefined : opts.dataDir, logger });
         return;
       }
+      // SIGTERM/SIGINT are caught from here on: one that comes while the server starts (or right
+      // after it logs "holdfast listening", before this function has run on) waits for the start
+      // and then stops it in order, instead of killing the process with its Redis child left behind.
+      let signalledDuringStart: string | undefined;
+      let shutdown = (signal: string) => void (signalledDuringStart ??= signal);
+      process.once('SIGTERM', () => shutdown('SIGTERM'));
+      process.once('SIGINT', () => shutdown('SIGINT'));
       let server;
       try {
         server = await startServer({
@@ -233,9 +240,23 @@ export function serveCommand(): Command {
         throw err;
       }
       const running = server;
+      let stopWatching = () => {};
+      shutdown = (signal: string) => {
+        logger.info({ signal }, 'shutting down');
+        stopWatching();
+        setTimeout(() => process.exit(1), EXIT_DEADLINE_MS).unref();
+        running.stop().then(
+          () => process.exit(0),
+          (err) => {
+            logger.error({ err }, 'shutdown failed');
+            process.exit(1);
+          },
+        );
+      };
+      if (signalledDuringStart) shutdown(signalledDuringStart);
       announceListening();
       const { watchConfig } = await import('../config/reload');
-      const stopWatching = watchConfig(
+      stopWatching = watchConfig(
         command,
         opts,
         (next, trigger) => {
@@ -249,20 +270,6 @@ export function serveCommand(): Command {
         },
         logger,
       );
-      const shutdown = (signal: string) => {
-        logger.info({ signal }, 'shutting down');
-        stopWatching();
-        setTimeout(() => process.exit(1), EXIT_DEADLINE_MS).unref();
-        running.stop().then(
-          () => process.exit(0),
-          (err) => {
-            logger.error({ err }, 'shutdown failed');
-            process.exit(1);
-          },
-        );
-      };
-      process.once('SIGTERM', () => shutdown('SIGTERM'));
-      process.once('SIGINT', () => shutdown('SIGINT'));
     });
   addEnvVars(command);
   // A bad flag or env value is a bad setting too: commander's message on one line, then exit 2.
