@@ -76,11 +76,18 @@ export class LockLibrary {
   /** The text FUNCTION LOAD is given. */
   readonly code: string;
   private readonly loading = new WeakMap<Connection, Promise<void>>();
+  /** Function names worked out once, not on every call. */
+  private readonly names = {} as Record<ScriptName, string>;
+  private readonly onMasterNames = {} as Record<ScriptName, string>;
 
   constructor(dir = luaDir()) {
     const body = this.build(dir, '@');
     this.name = `holdfast_${createHash('sha1').update(body).digest('hex').slice(0, 12)}`;
     this.code = `#!lua name=${this.name}\n${this.build(dir, this.name)}`;
+    for (const script of Object.keys(FILES) as ScriptName[]) {
+      this.names[script] = functionName(this.name, script, false);
+      this.onMasterNames[script] = functionName(this.name, script, true);
+    }
   }
 
   /** includes/library, state and events, then a register_function per operation whose body is its file. */
@@ -100,7 +107,7 @@ export class LockLibrary {
 
   /** The function a script runs as; `onMaster`: the variant that first checks the master's run_id (last ARGV). */
   functionName(script: ScriptName, onMaster = false): string {
-    return functionName(this.name, script, onMaster && GRANTING.has(script));
+    return (onMaster && GRANTING.has(script) ? this.onMasterNames : this.names)[script];
   }
 
   /**

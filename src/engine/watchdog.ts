@@ -1,7 +1,6 @@
 // Keeps the leases of this server's Hold streams alive. One timer for all of them: at each tick
 // every lease that is due is renewed in one pipelined round trip, never a timer and a round trip
-// per lock. A tick looks only at the leases with something due (a min-heap by when), not at all
-// of them: with 10 000 Holds, walking every lease at each tick was a third of the server's CPU.
+// per lock, and a tick looks only at the leases with something due (due-schedule.ts).
 // It never claims a lease it cannot vouch for: each lease carries a conservative local deadline
 // (counted from when its last confirmed renewal was *sent*), and a lease whose renewal is not
 // confirmed a margin before that deadline is reported lost, whatever Redis says later.
@@ -10,10 +9,10 @@
 // vanished, max hold, Redis out of reach, shutdown) gives its hold back as 'vanished': its client
 // may still count on the lease, so the lock stays closed until that lease has run out.
 import calculateSlot from 'cluster-key-slot';
-import { Heap } from 'heap-js';
 import { Cluster, type Redis } from 'ioredis';
 import type { WriteGuard } from '../redis/guard';
 import { fromRedisError, NotRenewed, ScriptCode } from './errors';
+import { DueSchedule } from './due-schedule';
 import { lockKeys, scriptKeys } from './keys';
 import { isLibraryMissing, lockLibrary, scriptKeyCount } from './scripts';
 import { NO_OBSERVER, type EngineObserver } from './observer';
@@ -56,15 +55,6 @@ interface Lease extends KeepRequest, LeaseEvents {
   final: boolean;
   inflight: boolean;
   ended: boolean;
-  /** Bumped at each (re)scheduling: the heap entry carrying an older value is stale. */
-  scheduled: number;
-}
-
-/** When a lease next needs the watchdog, in the heap; stale once its lease is scheduled again. */
-interface DueEntry {
-  at: number;
-  lease: Lease;
-  scheduled: number;
 }
 
 export interface KeptLease {
@@ -94,7 +84,7 @@ const RENEW_FRACTION = 1 / 3;
 export class Watchdog {
   private readonly leases = new Set<Lease>();
   private readonly byHold = new Map<string, Lease>();
-  private readonly schedule = new Heap<DueEntry>((a, b) => a.at - b.at);
+  private readonly schedule = new DueSchedule<Lease>();
   private timer?: NodeJS.Timeout;
   private tickMs = 100;
 
@@ -140,7 +130,6 @@ export class Watchdog {
       final: false,
       inflight: false,
       ended: false,
-      scheduled: 0,
     };
     lease.final = runsToCap(lease, confirmedAt + request.ttlMs);
     this.leases.add(lease);
@@ -193,6 +182,7 @@ export class Watchdog {
   private forget(lease: Lease): void {
     lease.ended = true;
     this.leases.delete(lease);
+    this.schedule.delete(lease);
     if (this.byHold.get(lease.holdId) === lease) this.byHold.delete(lease.holdId);
     if (this.leases.size === 0) {
       clearTimeout(this.timer);
@@ -217,30 +207,18 @@ export class Watchdog {
     }, this.tickMs);
   }
 
-  /** Puts the lease in the heap at the next moment it needs the watchdog (its older entry goes stale). */
+  /** Sets the next moment the lease needs the watchdog. */
   private reschedule(lease: Lease): void {
     if (lease.ended) return;
     // In flight, only its end can come due; otherwise its renewal too, unless no renewal can extend it.
     const renewAt = lease.inflight || lease.final ? Infinity : lease.renewAt;
-    const at = Math.min(renewAt, lease.lostAt, lease.maxHoldAt);
-    lease.scheduled++;
-    this.schedule.push({ at, lease, scheduled: lease.scheduled });
-  }
-
-  /** The leases whose moment has come, each once (stale entries dropped). */
-  private comeDue(now: number): Lease[] {
-    const leases: Lease[] = [];
-    for (let next = this.schedule.peek(); next && next.at <= now; next = this.schedule.peek()) {
-      this.schedule.pop();
-      if (!next.lease.ended && next.scheduled === next.lease.scheduled) leases.push(next.lease);
-    }
-    return leases;
+    this.schedule.set(lease, Math.min(renewAt, lease.lostAt, lease.maxHoldAt));
   }
 
   private tick(): void {
     const now = performance.now();
     const due: Lease[] = [];
-    for (const lease of this.comeDue(now)) {
+    for (const lease of this.schedule.takeDue(now)) {
       if (now >= lease.maxHoldAt || (lease.final && now >= lease.lostAt)) {
         this.end(lease, 'max_hold', `the hold reached its max hold time of ${lease.maxHoldMs} ms`);
         this.giveBack(lease, !lease.releaseOnDisconnect, 'max_hold').catch(this.onBackgroundError);

@@ -25,6 +25,7 @@ import { randomBytes } from 'node:crypto';
 import type { LockBackend } from '../engine/backend';
 import type { EngineStats } from '../engine/engine';
 import { LockError } from '../engine/errors';
+import { DueSchedule } from '../engine/due-schedule';
 import { redlockKeys } from '../engine/keys';
 import { Mode, type AcquireParams, type FenceCheck, type Grant, type LockInfo, type ReleaseOptions, type ReleaseResult } from '../engine/types';
 import type { KeepRequest, KeptLease, LeaseEvents, LostReason } from '../engine/watchdog';
@@ -88,6 +89,8 @@ export class RedlockEngine implements LockBackend {
   private readonly listeners = new Map<string, number>();
   private readonly kept = new Map<string, Kept>();
   private renewalTimer?: NodeJS.Timeout;
+  /** When each kept lease is next due for renewal. */
+  private readonly renewals = new DueSchedule<Kept>();
   /** The engines sharing these node connections (wake-ups go to each; it ignores others' channels). */
   private readonly siblings = new Set<RedlockEngine>();
 
@@ -346,6 +349,7 @@ export class RedlockEngine implements LockBackend {
 
   private schedule(lease: Kept, inMs: number): void {
     lease.renewAt = performance.now() + inMs;
+    this.renewals.set(lease, lease.renewAt);
     this.armRenewals();
   }
 
@@ -361,11 +365,16 @@ export class RedlockEngine implements LockBackend {
 
   private renewDue(): void {
     const now = performance.now();
-    for (const lease of this.kept.values()) {
-      if (lease.inflight || lease.renewAt > now) continue;
+    for (const lease of this.renewals.takeDue(now)) {
+      if (lease.inflight) {
+        this.renewals.set(lease, now + RENEWAL_TICK_MS);
+        continue;
+      }
       lease.inflight = true;
       void this.renewKept(lease).finally(() => {
         lease.inflight = false;
+        // renewKept sets the next renewal, unless it ended the lease or failed unexpectedly: then try again soon.
+        if (!lease.ended && lease.renewAt <= now) this.schedule(lease, 100);
       });
     }
   }
@@ -395,6 +404,7 @@ export class RedlockEngine implements LockBackend {
     if (lease.ended) return false;
     lease.ended = true;
     this.kept.delete(lease.token);
+    this.renewals.delete(lease);
     return true;
   }
 
