@@ -1,7 +1,8 @@
 // An operator's word that a Redis is new to holdfast: no server has ever granted a lock on it,
 // so the first server need not wait out the quarantine that a Redis it cannot vouch for gets.
 // Refused when the Redis holds any key under the prefix: then grants were made on it.
-import { Cluster, type Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import { epochKey, shardEpochKey } from '../engine/keys';
 import { tagForSlot } from './cluster-failover-watch';
 
 /** How long the word holds: the first server should start within it (it then keeps the record). */
@@ -41,9 +42,9 @@ async function vouchNode(node: Redis, prefix: string, epochKey: string): Promise
 }
 
 /** Records every master of `redis` as new to holdfast, or throws saying why it is not. */
-export async function vouchForNewRedis(redis: Redis | Cluster, prefix: string, epochKey: string, shardEpochKey: (tag: string) => string): Promise<Vouched> {
+async function vouchForNewRedis(redis: Redis | Cluster, prefix: string): Promise<Vouched> {
   if (!(redis instanceof Cluster)) {
-    await vouchNode(redis, prefix, epochKey);
+    await vouchNode(redis, prefix, epochKey(prefix));
     return { recorded: [`${redis.options.host}:${redis.options.port}`] };
   }
   const slots = redis.slots as string[][];
@@ -52,8 +53,28 @@ export async function vouchForNewRedis(redis: Redis | Cluster, prefix: string, e
     const name = `${node.options.host}:${node.options.port}`;
     const slot = slots.findIndex((owners) => owners?.[0] === name);
     if (slot < 0) continue; // serves no slot: no lock lives there
-    await vouchNode(node, prefix, shardEpochKey(tagForSlot(slot)));
+    await vouchNode(node, prefix, shardEpochKey(prefix, tagForSlot(slot)));
     recorded.push(name);
   }
   return { recorded };
+}
+
+function hostPort(node: string): { host: string; port: number } {
+  const at = node.lastIndexOf(':');
+  return { host: node.slice(0, at), port: Number(node.slice(at + 1)) };
+}
+
+/** Connects to a Redis URL (or Cluster seeds), records it as new to holdfast, and disconnects. */
+export async function vouchFor(target: { url: string } | { clusterNodes: string[] }, prefix = 'hf'): Promise<Vouched> {
+  const redis =
+    'url' in target
+      ? new Redis(target.url, { maxRetriesPerRequest: 1, retryStrategy: () => null, lazyConnect: true })
+      : new Cluster(target.clusterNodes.map(hostPort), { clusterRetryStrategy: () => null, lazyConnect: true });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    return await vouchForNewRedis(redis, prefix);
+  } finally {
+    redis.disconnect();
+  }
 }
