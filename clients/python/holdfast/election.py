@@ -48,6 +48,14 @@ class Leadership:
         """Raises LeaseLost when leadership is lost: call it before each side effect."""
         self._lease.check()
 
+    def fence(self, headers=None):
+        """The leader's fence on HTTP headers: see Lease.fence."""
+        return self._lease.fence(headers)
+
+    def fence_metadata(self, metadata=()):
+        """The leader's fence as gRPC metadata: see Lease.fence_metadata."""
+        return self._lease.fence_metadata(metadata)
+
     def proclaim(self, value):
         """Publishes a new value to observers."""
         self._lease.set_value(value)

@@ -17,6 +17,7 @@ import time
 
 import grpc
 
+from holdfast.fencing import wire as fencing_wire
 from holdfast.v1 import lock_pb2, lock_pb2_grpc
 
 # How long Release may take on the way out before the stream is cancelled anyway.
@@ -115,6 +116,17 @@ class LeaseState:
     def _ended_reason(error):
         """Why a held lease is lost when its stream ends without a lost event."""
         return "the Hold stream ended" if error is None else f"the Hold stream ended: {error.code().name} {error.details()}"
+
+    def fence(self, headers=None):
+        """`headers` (a dict, or a new one) with this grant's Holdfast-Fence-Lock and -Token added:
+        a guarded HTTP resource refuses the request once a newer holder has written."""
+        headers = {} if headers is None else headers
+        headers.update(fencing_wire.http_headers(self.name, self.fencing_token))
+        return headers
+
+    def fence_metadata(self, metadata=()):
+        """gRPC call metadata: `metadata` plus this grant's holdfast-fence-lock and -token."""
+        return [*metadata, *fencing_wire.grpc_metadata(self.name, self.fencing_token)]
 
     def check(self):
         """Raises LeaseLost when the lease is lost (a fencing point before a side effect)."""
