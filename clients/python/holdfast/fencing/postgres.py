@@ -89,8 +89,13 @@ class PostgresStore:
             conn = self._idle.pop()
         except IndexError:
             conn = self._connect()
-        with conn, conn.cursor() as cursor:  # commits, or rolls back on an exception
-            yield cursor
+        try:
+            with conn.cursor() as cursor:
+                yield cursor
+            conn.commit()
+        except BaseException:
+            conn.close()  # ends its transaction unfinished; a broken connection is not reused
+            raise
         self._idle.append(conn)
 
     def check(self, lock, token):
