@@ -17,6 +17,7 @@ import grpc
 
 from holdfast.lease import ACQUIRE_GRACE_S, PAST_DEADLINE, RELEASE_TIMEOUT_S, LeaseLost, LeaseState, hold_request
 from holdfast.calls import acquire_request, granted
+from holdfast.errors import address_of, translated
 from holdfast.v1 import lock_pb2, lock_pb2_grpc
 
 
@@ -128,6 +129,7 @@ class alock:  # noqa: N801 - used like a function: `async with holdfast.alock(..
         request = hold_request(name, ttl_ms, wait_ms, owner, shared, limit, max_hold_ms, release_on_disconnect)
         self._wait_s = wait_ms / 1000.0 + ACQUIRE_GRACE_S
         self._lease = AsyncLease(lock_pb2_grpc.LockServiceStub(channel), name, request)
+        self._lease.addr = address_of(channel)
 
     async def __aenter__(self):
         await self._lease._open(self._wait_s)
@@ -141,18 +143,21 @@ class alock:  # noqa: N801 - used like a function: `async with holdfast.alock(..
 async def acquire(channel, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0, timeout=None):
     """holdfast.acquire on a grpc.aio channel: returns the AcquireResponse, or raises NotAcquired."""
     request = acquire_request(name, ttl_ms, wait_ms, owner, shared, limit)
-    return granted(await lock_pb2_grpc.LockServiceStub(channel).Acquire(request, timeout=timeout), name, wait_ms)
+    with translated(channel):
+        return granted(await lock_pb2_grpc.LockServiceStub(channel).Acquire(request, timeout=timeout), name, wait_ms)
 
 
 async def release(channel, name, token, hold_id="", timeout=None):
     """holdfast.release on a grpc.aio channel: True when the lock was freed."""
     request = lock_pb2.ReleaseRequest(name=name, token=token, hold_id=hold_id)
-    return (await lock_pb2_grpc.LockServiceStub(channel).Release(request, timeout=timeout)).released
+    with translated(channel):
+        return (await lock_pb2_grpc.LockServiceStub(channel).Release(request, timeout=timeout)).released
 
 
 async def inspect(channel, name, timeout=None):
     """holdfast.inspect on a grpc.aio channel: the InspectResponse for `name`."""
-    return await lock_pb2_grpc.LockServiceStub(channel).Inspect(lock_pb2.InspectRequest(name=name), timeout=timeout)
+    with translated(channel):
+        return await lock_pb2_grpc.LockServiceStub(channel).Inspect(lock_pb2.InspectRequest(name=name), timeout=timeout)
 
 
 __all__ = ["AsyncLease", "LeaseLost", "acquire", "alock", "inspect", "release"]

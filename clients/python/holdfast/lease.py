@@ -17,6 +17,7 @@ import time
 
 import grpc
 
+from holdfast.errors import address_of, translate
 from holdfast.fencing import wire as fencing_wire
 from holdfast.v1 import lock_pb2, lock_pb2_grpc
 
@@ -67,6 +68,7 @@ class LeaseState:
 
     def __init__(self, stub, name, request):
         self.name = name
+        self.addr = None  # the server's address, for errors
         self.token = ""
         self.hold_id = ""  # this stream's own hold of the grant (a reentrant grant has one per holder)
         self.fencing_token = 0
@@ -110,7 +112,7 @@ class LeaseState:
         """What a Hold that was never granted raises: NotAcquired when its wait ran out, else the refusal."""
         if error is None or (isinstance(error, grpc.RpcError) and error.code() == grpc.StatusCode.DEADLINE_EXCEEDED):
             return NotAcquired(f'lock "{self.name}" was not acquired within {self._request.wait_timeout_ms} ms')
-        return error
+        return translate(error, self.addr)
 
     @staticmethod
     def _ended_reason(error):
@@ -215,8 +217,11 @@ class Lease(LeaseState):
             self._cond.notify_all()
 
     def set_value(self, value, timeout=RELEASE_TIMEOUT_S):
-        """Replaces the value this grant publishes to watchers; raises grpc.RpcError (NOT_FOUND) once it is gone."""
-        self._stub.SetValue(lock_pb2.SetValueRequest(name=self.name, token=self.token, value=value), timeout=timeout)
+        """Replaces the value this grant publishes to watchers; raises HoldfastError (NOT_FOUND) once it is gone."""
+        try:
+            self._stub.SetValue(lock_pb2.SetValueRequest(name=self.name, token=self.token, value=value), timeout=timeout)
+        except grpc.RpcError as error:
+            raise translate(error, self.addr) from error
 
     def release(self):
         """Gives back exactly this stream's hold (Release with token and hold_id), then ends the stream.
@@ -264,6 +269,7 @@ class lock:  # noqa: N801 - used like a function: `with holdfast.lock(...) as le
         request = hold_request(name, ttl_ms, wait_ms, owner, shared, limit, max_hold_ms, release_on_disconnect, value)
         self._wait_s = wait_ms / 1000.0 + ACQUIRE_GRACE_S
         self._lease = Lease(lock_pb2_grpc.LockServiceStub(channel), name, request)
+        self._lease.addr = address_of(channel)
 
     def __enter__(self):
         self._lease._open(self._wait_s)
