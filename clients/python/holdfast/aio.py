@@ -94,17 +94,23 @@ class AsyncLease(LeaseState):
     async def release(self):
         """Gives back exactly this stream's hold (Release with token and hold_id), then ends the stream.
 
-        Safe to call twice.
+        Returns True when the server confirmed that this hold was given back now; False when there
+        was nothing to give back (released before, or the lease was already lost) or the Release
+        call failed (unreachable: ending the stream then frees the hold on a live connection, and
+        otherwise the lease runs out). Never raises. Safe to call twice (the second call returns False).
         """
         if self._closing:
-            return
+            return False
         self._closing = True
         self._moved.set()
+        given_back = False
         if self._acquired and not self.lost.is_set() and not self._ended:
             request = lock_pb2.ReleaseRequest(name=self.name, token=self.token, hold_id=self.hold_id)
             with contextlib.suppress(grpc.RpcError):  # lost meanwhile, or unreachable: the cancel frees the hold
                 await self._stub.Release(request, timeout=RELEASE_TIMEOUT_S)
+                given_back = True
         await self._close_stream()
+        return given_back
 
     async def _close_stream(self):
         self._closing = True
@@ -148,7 +154,8 @@ async def acquire(channel, name, ttl_ms=0, wait_ms=0, owner="", shared=False, li
 
 
 async def release(channel, name, token, hold_id="", timeout=None):
-    """holdfast.release on a grpc.aio channel: True when the lock was freed."""
+    """holdfast.release on a grpc.aio channel: True when the lock was freed, False when holds remain
+    (raises HoldfastError, NOT_FOUND, when the token holds nothing)."""
     request = lock_pb2.ReleaseRequest(name=name, token=token, hold_id=hold_id)
     with translated(channel):
         return (await lock_pb2_grpc.LockServiceStub(channel).Release(request, timeout=timeout)).released

@@ -32,9 +32,9 @@ def granted(grant, name, wait_ms):
 def release(channel, name, token, hold_id="", timeout=None):
     """Releases one hold of a grant (with hold_id: exactly that Hold stream's).
 
-    Returns True when this call freed the lock (no hold of the grant is left), False when it did not:
-    other holds of a reentrant or shared grant remain, or the token is not the current grant (the
-    lease already ran out, or it was released before). Raises HoldfastError when the call fails.
+    Returns True when this call freed the grant (its hold count reached zero), False when holds of
+    a reentrant grant remain. Raises HoldfastError with code NOT_FOUND when the token holds nothing
+    (wrong, expired or already released), and HoldfastError for a call that failed.
     """
     request = lock_pb2.ReleaseRequest(name=name, token=token, hold_id=hold_id)
     with translated(channel):

@@ -226,21 +226,27 @@ class Lease(LeaseState):
     def release(self):
         """Gives back exactly this stream's hold (Release with token and hold_id), then ends the stream.
 
-        Safe to call twice.
+        Returns True when the server confirmed that this hold was given back now; False when there
+        was nothing to give back (released before, or the lease was already lost) or the Release
+        call failed (unreachable: ending the stream then frees the hold on a live connection, and
+        otherwise the lease runs out). Never raises. Safe to call twice (the second call returns False).
         """
         with self._cond:
             if self._closing:
-                return
+                return False
             self._closing = True
             self._cond.notify_all()
             held = self._acquired and not self.lost.is_set() and not self._ended
+        given_back = False
         if held:
             try:
                 request = lock_pb2.ReleaseRequest(name=self.name, token=self.token, hold_id=self.hold_id)
                 self._stub.Release(request, timeout=RELEASE_TIMEOUT_S)
+                given_back = True
             except grpc.RpcError:
                 pass  # lost meanwhile, or unreachable: the cancel frees the hold on a live connection
         self._close_stream()
+        return given_back
 
     def _close_stream(self):
         with self._cond:
