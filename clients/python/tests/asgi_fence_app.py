@@ -2,9 +2,11 @@
 
 It answers 200 with the admitted fence, "lock token", as its body."""
 
-import support  # noqa: F401 - puts the client on sys.path
+import support
 
-from holdfast import fencing  # noqa: E402
+from holdfast import fencing  # noqa: E402 - support puts the client on sys.path first
+
+del support  # imported for that alone
 
 
 async def storage(scope, receive, send):
