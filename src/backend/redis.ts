@@ -87,7 +87,8 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
   const engineWithPrefix = (keyPrefix: string) => new LockEngine(redis.commands, redis.subscriber, {
     observer,
     keyPrefix,
-    guard,
+    // While Redis is away, a grant waits for it, and a client told why hears about Redis, not the master check.
+    guard: guard && { ...guard, grantsBlocked: (key) => (redis.commands.status === 'ready' ? guard.grantsBlocked(key) : trouble.describe()) },
     maxTtlMs,
     describeUnavailable: (err) => trouble.describe(err),
     maxWaitersPerLock: limits.maxWaitersPerLock,

@@ -1,7 +1,7 @@
 // An operator's word that a Redis is new to holdfast: no server has ever granted a lock on it,
 // so the first server need not wait out the quarantine that a Redis it cannot vouch for gets.
 // Refused when the Redis holds any key under the prefix: then grants were made on it.
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { epochKey, shardEpochKey } from '../engine/keys';
 import { tagForSlot } from './cluster-failover-watch';
 
@@ -65,11 +65,11 @@ function hostPort(node: string): { host: string; port: number } {
 }
 
 /** Connects to a Redis URL (or Cluster seeds), records it as new to holdfast, and disconnects. */
-export async function vouchFor(target: { url: string } | { clusterNodes: string[] }, prefix = 'hf'): Promise<Vouched> {
+export async function vouchFor(target: { url: string } | { clusterNodes: string[] }, prefix = 'hf', options: RedisOptions = {}): Promise<Vouched> {
   const redis =
     'url' in target
-      ? new Redis(target.url, { maxRetriesPerRequest: 1, retryStrategy: () => null, lazyConnect: true })
-      : new Cluster(target.clusterNodes.map(hostPort), { clusterRetryStrategy: () => null, lazyConnect: true });
+      ? new Redis(target.url, { ...options, maxRetriesPerRequest: 1, retryStrategy: () => null, lazyConnect: true })
+      : new Cluster(target.clusterNodes.map(hostPort), { clusterRetryStrategy: () => null, lazyConnect: true, redisOptions: options });
   redis.on('error', () => {});
   try {
     await redis.connect();

@@ -203,7 +203,7 @@ async function strikeFailover(group: TestSentinels, nodeArgs: string[], random: 
 }
 
 /** test/support/sentinel.ts's data node arguments, for a node brought back by hand. */
-export const SENTINEL_NODE_ARGS = ['--save', '', '--repl-diskless-sync-delay', '0', '--repl-timeout', '5'];
+export const SENTINEL_NODE_ARGS = ['--save', '', '--repl-diskless-sync-delay', '0', '--repl-timeout', '5', '--min-replicas-to-write', '1'];
 
 /** Injects one fault of `cls` and heals it; resolves with what it did and how long it counts. */
 export async function strike(cls: FaultClass, env: FaultTargets, random: Random, monoNow: () => number): Promise<Fault> {

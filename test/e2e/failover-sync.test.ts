@@ -100,7 +100,7 @@ function overlap(x: Window | undefined, y: Window): boolean {
 describe('a grant the master acknowledged and no replica has, then a failover', () => {
   it('with --sync-replicas 1: is never reported, so no two clients hold the lock, and fencing tokens keep rising', async () => {
     // min-replicas-to-write stays 0 (allowed explicitly): WAIT alone must prevent the double grant.
-    const r = await lostWriteScenario(['--sync-replicas', '1', '--sync-timeout-ms', '300', '--allow-min-replicas-zero']);
+    const r = await lostWriteScenario(['--sync-replicas', '1', '--sync-timeout-ms', '300', '--unsafe-no-failover-safety', '--allow-min-replicas-zero']);
     expect(r.first.code).toBe(status.UNAVAILABLE);
     expect(r.firstWindow).toBeUndefined();
     expect(r.second.reply.acquired).toBe(true);
@@ -126,8 +126,9 @@ describe('the start-up check of --sync-replicas', () => {
   it("refuses to start while the master's min-replicas-to-write is 0, unless told to allow it", async () => {
     const redis = await startTestRedis();
     try {
-      await expect(startServerProcess(redis.url, ['--sync-replicas', '1'])).rejects.toThrow(/min-replicas-to-write is 0.*--allow-min-replicas-zero/);
-      const allowed = await startServerProcess(redis.url, ['--sync-replicas', '1', '--allow-min-replicas-zero']);
+      await expect(startServerProcess(redis.url, ['--sync-replicas', '1'])).rejects.toThrow(/min-replicas-to-write is 0.*--unsafe-no-failover-safety --allow-min-replicas-zero/);
+      await expect(startServerProcess(redis.url, ['--sync-replicas', '1', '--allow-min-replicas-zero'])).rejects.toThrow(/allow-min-replicas-zero.*needs --unsafe-no-failover-safety/);
+      const allowed = await startServerProcess(redis.url, ['--sync-replicas', '1', '--unsafe-no-failover-safety', '--allow-min-replicas-zero']);
       expect(allowed.logs.some((line) => line.includes('min-replicas-to-write is 0'))).toBe(true);
       expect(allowed.logs.some((line) => line.includes('fewer replicas than asked'))).toBe(true);
       await allowed.stop();
@@ -147,7 +148,7 @@ describe('--sync-replicas while the only replica is unreachable', () => {
       dataDir: mkdtempSync(join(tmpdir(), 'holdfast-replica-')),
       args: ['--save', '', '--replicaof', '127.0.0.1', String(master.port)],
     });
-    const server = await startServerProcess(master.url, ['--sync-replicas', '1', '--allow-min-replicas-zero', '--sync-timeout-ms', '500']);
+    const server = await startServerProcess(master.url, ['--sync-replicas', '1', '--unsafe-no-failover-safety', '--allow-min-replicas-zero', '--sync-timeout-ms', '500']);
     const client = connect(server.addr);
     try {
       await waitFor('the replica online', async () => /state=online/.test(String(await master.client.info('replication'))), 10_000, 50);

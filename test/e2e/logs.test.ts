@@ -1,6 +1,6 @@
 // The server's logs, captured from a real server process at debug level: one line per lost lease
 // and per Hold stream that broke; no token, API key (known or refused), key hash or Redis
-// password on any line, whatever the calls; no "redis connection lost" on an orderly stop; pino-pretty lines on a terminal.
+// password on any line, whatever the calls; no "lost Redis" on an orderly stop; pino-pretty lines on a terminal.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient, secureChannel } from '../../clients/ts';
 import { hashApiKey, newApiKey } from '../../src/auth/api-keys';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
+import { vouchFor } from '../../src/redis/vouch';
 import { connect } from '../support/client';
 import { uniqueName } from '../support/redis';
 import { CLI, startServerProcess, type ServerProcess } from '../support/server';
@@ -26,6 +27,7 @@ let redis: EmbeddedRedis;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'holdfast-logs-'));
   redis = await startEmbeddedRedis({ dataDir: join(dir, 'redis'), args: ['--save', '', '--requirepass', PASSWORD] });
+  await vouchFor({ url: `redis://:${PASSWORD}@127.0.0.1:${redis.port}` });
 });
 afterAll(async () => {
   await redis?.stop();
@@ -103,21 +105,30 @@ describe('a server run from start to SIGTERM', () => {
 describe('an orderly stop with the embedded Redis', () => {
   // Stopping the redis-server child takes a while: long enough for the closed connection to be
   // reported before the process exits, as it always was before the stop said nothing of it.
-  it('does not log "redis connection lost"', async () => {
+  it('does not log "lost Redis"', async () => {
     const server = await startServerProcess(undefined, ['--data-dir', join(dir, 'embedded')]);
     expect(await server.stop('SIGTERM')).toBe(0);
     expect(server.logs.some((l) => l.includes('stopped embedded redis-server'))).toBe(true);
-    expect(server.logs.filter((l) => /redis connection lost/.test(l))).toEqual([]);
+    expect(server.logs.filter((l) => /lost Redis/.test(l))).toEqual([]);
   });
 });
 
-describe('redis connection lost', () => {
-  it('is logged when Redis goes away while the server runs (the negative control of the stop check)', async () => {
+describe('Redis lost while the server runs', () => {
+  it('is logged once with the address and the cause, then again only when it is back (the negative control of the stop check)', async () => {
     const own = await startEmbeddedRedis({ dataDir: join(dir, 'own') });
     const server = await startServerProcess(own.url);
+    const lost = () => server.logs.filter((l) => l.includes(`lost Redis at 127.0.0.1:${own.port}`));
     try {
       await own.stop();
-      await waitFor('the lost connection to be logged', () => server.logs.some((l) => l.includes('redis connection lost')));
+      await waitFor('the lost connection to be logged', () => lost().length > 0);
+      expect(JSON.parse(lost()[0]).cause).toMatch(/connection refused \(ECONNREFUSED\)|connection closed|reset/);
+      const restarted = await startEmbeddedRedis({ dataDir: join(dir, 'own'), port: own.port });
+      try {
+        await waitFor('the recovery to be logged', () => server.logs.some((l) => l.includes(`Redis at 127.0.0.1:${own.port} is reachable again after`)));
+        expect(lost()).toHaveLength(1); // once, not at every reconnect attempt
+      } finally {
+        await restarted.stop();
+      }
     } finally {
       await server.stop();
     }

@@ -9,6 +9,7 @@ import { status } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
+import { vouchFor } from '../../src/redis/vouch';
 import { makeTestCerts, type TestCerts } from '../support/certs';
 import { connect } from '../support/client';
 import { startTestCluster, type TestCluster } from '../support/cluster';
@@ -43,6 +44,8 @@ beforeAll(async () => {
     }),
     startEmbeddedRedis({ dataDir: join(dataDir, 'password'), args: ['--save', '', '--requirepass', PASSWORD] }),
   ]);
+  await vouchFor({ url: `rediss://${USER}:${PASSWORD}@127.0.0.1:${tlsPort}` }, 'hf', { tls: { ca: certs.pem('ca.crt') } });
+  await vouchFor({ url: `redis://:${PASSWORD}@127.0.0.1:${passwordRedis.port}` });
 });
 afterAll(async () => {
   await Promise.all(servers.map((s) => s.stop()));
@@ -55,6 +58,22 @@ async function serve(redisUrl: string | undefined, args: string[] = [], env: Nod
   const server = await startServerProcess(redisUrl, args, env);
   servers.push(server);
   return server;
+}
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** The details of the UNAVAILABLE an Acquire through `server` gets. */
+async function unavailableDetails(server: ServerProcess): Promise<string> {
+  const client = connect(server.addr);
+  try {
+    await client.acquire({ name: uniqueName(), ttlMs: '5000' }, 5_000);
+    return 'granted';
+  } catch (err) {
+    expect((err as { code: number }).code).toBe(status.UNAVAILABLE);
+    return (err as { details: string }).details;
+  } finally {
+    client.close();
+  }
 }
 
 /** Takes and releases a lock through `server`; resolves with the gRPC code (0: it worked). */
@@ -93,8 +112,14 @@ describe('Redis over TLS with an ACL user', () => {
     ]);
     expect(await lockRoundTrip(wrongPassword)).toBe(status.UNAVAILABLE);
     expect(await lockRoundTrip(wrongCa)).toBe(status.UNAVAILABLE);
-    const notReachable = wrongPassword.logs.find((l) => l.includes('Redis is not reachable yet'));
-    expect(JSON.parse(notReachable!).redis).toBe(`rediss://${USER}:***@127.0.0.1:${tlsRedis.port}`);
+    const where = `Redis at 127.0.0.1:${tlsRedis.port} (TLS)`;
+    // The client's status and the log name the address and the cause in words, never ioredis's text.
+    expect(await unavailableDetails(wrongPassword)).toMatch(new RegExp(`^${escape(where)} is unavailable: authentication failed`));
+    expect(await unavailableDetails(wrongCa)).toMatch(new RegExp(`^${escape(where)} is unavailable: TLS handshake failed`));
+    const notReachable = wrongPassword.logs.find((l) => l.includes(`cannot reach ${where}`));
+    expect(JSON.parse(notReachable!).cause).toMatch(/^authentication failed/);
+    expect(wrongCa.logs.some((l) => l.includes(`cannot reach ${where}: TLS handshake failed`))).toBe(true);
+    for (const line of [...wrongPassword.logs, ...wrongCa.logs]) expect(line).not.toContain(PASSWORD);
   });
 });
 

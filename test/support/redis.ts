@@ -11,8 +11,8 @@ import { vouchFor } from '../../src/redis/vouch';
 
 export interface TestRedis extends EmbeddedRedis {
   client: Redis;
-  /** Kills redis-server and starts it again on the same port and data dir. */
-  restart(): Promise<void>;
+  /** Stops redis-server (SIGTERM, or `signal`) and starts it again on the same port and data dir. */
+  restart(signal?: NodeJS.Signals): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -30,8 +30,12 @@ export async function startTestRedis(options: { vouch?: boolean } = {}): Promise
   const handle: TestRedis = {
     ...server,
     client,
-    async restart() {
-      await server.stop();
+    async restart(signal?: NodeJS.Signals) {
+      if (signal) {
+        const exited = new Promise((resolve) => server.process.once('exit', resolve));
+        server.process.kill(signal);
+        await exited;
+      } else await server.stop();
       server = await startEmbeddedRedis({ dataDir, port: server.port, args: ['--save', ''] });
       handle.pid = server.pid;
       handle.process = server.process;

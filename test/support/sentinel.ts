@@ -40,7 +40,9 @@ export interface SentinelOptions {
   sentinelPassword?: string;
 }
 
-const NODE_ARGS = ['--save', '', '--repl-diskless-sync-delay', '0', '--repl-timeout', '5'];
+// min-replicas-to-write 1: a master cut off from its replicas stops accepting writes, as holdfast
+// asks of a Sentinel deployment (it refuses to start behind one where it is 0).
+const NODE_ARGS = ['--save', '', '--repl-diskless-sync-delay', '0', '--repl-timeout', '5', '--min-replicas-to-write', '1'];
 
 export async function startTestSentinels(options: SentinelOptions = {}): Promise<TestSentinels> {
   const root = mkdtempSync(join(tmpdir(), 'holdfast-sentinel-'));

@@ -18,11 +18,17 @@ export interface ServerProcess {
 
 export const CLI = join(__dirname, '..', '..', 'dist', 'src', 'cli.js');
 
-export async function startServerProcess(redisUrl: string | undefined, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
-  const port = await freePort();
+export async function startServerProcess(
+  redisUrl: string | undefined,
+  extraArgs: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+  /** detached: a process group of its own (with its embedded Redis), to be killed as one; port: reuse one. */
+  spawnOptions: { detached?: boolean; port?: number } = {},
+): Promise<ServerProcess> {
+  const port = spawnOptions.port ?? (await freePort());
   const args = [CLI, 'serve', '--listen', `127.0.0.1:${port}`, '--log-level', 'info', ...extraArgs];
   if (redisUrl) args.push('--redis', redisUrl);
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env }, detached: spawnOptions.detached });
   const logs: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
