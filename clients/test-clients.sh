@@ -19,10 +19,10 @@ done
 "$PYTHON" -c 'import grpc, google.protobuf' 2>/dev/null || die "$PYTHON cannot import grpc: install python3-grpcio python3-protobuf"
 [ -d node_modules ] || die "node_modules is missing: run npm ci first"
 
-# Build the server when dist/ is missing or older than any source file.
-if [ ! -f dist/src/cli.js ] || [ -n "$(find src clients/ts -name '*.ts' -newer dist/src/cli.js -print -quit)" ]; then
-  say "building the server"
-  npx tsc -p .
+# Build the SDK package and the server when dist/ is missing or older than any source file.
+if [ ! -f dist/src/cli.js ] || [ -n "$(find src clients/ts -name '*.ts' -not -path '*/dist/*' -newer dist/src/cli.js -print -quit)" ]; then
+  say "building the SDK package and the server"
+  npm run --silent build
 fi
 
 free_port() {
@@ -107,7 +107,7 @@ python_package_check() {
     tee "$logs/installed.out" && grep -q "from $venv/" "$logs/installed.out"
 }
 example_name="example-$RANDOM$RANDOM"
-step "typescript example" node dist/clients/ts/examples/with-lock.js
+step "typescript example" node clients/ts/dist/examples/with-lock.js
 step "python unit tests" "$PYTHON" -m unittest discover -s clients/python/tests -v
 step "python example" "$PYTHON" clients/python/examples/example.py --addr "$addr" "py-$example_name"
 step "python asyncio example" "$PYTHON" clients/python/examples/async_example.py --addr "$addr" "pyaio-$example_name"
@@ -118,7 +118,7 @@ step "go example" clients/go/go.sh run ./examples/hold --addr "$addr" "go-$examp
 refused() { ! "$@" 2>"$logs/refused.err" && grep -q "$expected" "$logs/refused.err"; }
 step "typescript example over mutual TLS with an API key (from env)" \
   env HOLDFAST_ADDR="$tls_addr" HOLDFAST_TLS_CA="$certs/ca.crt" HOLDFAST_TLS_CERT="$certs/client.crt" \
-  HOLDFAST_TLS_KEY="$certs/client.key" HOLDFAST_API_KEY="$api_key" node dist/clients/ts/examples/with-lock.js
+  HOLDFAST_TLS_KEY="$certs/client.key" HOLDFAST_API_KEY="$api_key" node clients/ts/dist/examples/with-lock.js
 step "python example over mutual TLS with an API key" \
   "$PYTHON" clients/python/examples/example.py --addr "$tls_addr" "${tls_flags[@]}" --api-key "$api_key" "pytls-$example_name"
 step "go example over mutual TLS with an API key (from HOLDFAST_API_KEY)" \

@@ -8,5 +8,5 @@ export { type LockChange, type WatchEventName } from './watch';
 export { LeaseSet, LockSet, type SetMemberInfo } from './lock-set';
 export { Lock, type ReleaseResult } from './lock';
 export { isServiceError, type UnaryCalls } from './rpc';
-export type { AcquireOptions, HoldOptions, LockOptions } from './options';
+export { acquireRequest, holdRequest, type AcquireOptions, type HoldOptions, type LockOptions } from './options';
 export { LockMode, LostReason } from './gen/holdfast/v1/lock';

@@ -2,8 +2,7 @@
 // request flags, and error output.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { status } from '@grpc/grpc-js';
-import { HoldfastClient, LeaseLostError, NotAcquiredError, type ConnectionSecurity } from '../../clients/ts';
-import { isServiceError } from '../../clients/ts/rpc';
+import { HoldfastClient, isServiceError, LeaseLostError, NotAcquiredError, type ConnectionSecurity } from '@holdfast/client';
 import { readOptionFile } from '../tls/option-file';
 import { EXIT } from './exit-codes';
 import { millis } from './options';
