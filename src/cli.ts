@@ -10,9 +10,11 @@ import { renewCommand } from './cli/renew';
 import { serveCommand } from './cli/serve';
 import { statusCommand } from './cli/status';
 import { watchCommand } from './cli/watch';
+import { holdfastVersion } from './version';
 
 const program = new Command('holdfast')
   .description('holdfast: a distributed lock server over Redis, spoken to with gRPC')
+  .version(holdfastVersion(), '-V, --version', "print holdfast's version")
   .showHelpAfterError();
 program.addCommand(serveCommand());
 program.addCommand(execCommand());

@@ -2,6 +2,8 @@
 export { HoldfastClient, type HoldfastClientOptions, type HolderInfo, type LockInfo, type FencingTokenCheck, type Mode } from './client';
 export { secureChannel, type ClientTls, type ConnectionSecurity } from './credentials';
 export { NotAcquiredError, LeaseLostError, type LeaseLossSource } from './errors';
+export { checkAddress, InvalidAddressError } from './address';
+export { explainConnectionFailure, type ConnectionKind } from './connection-errors';
 export { Lease } from './lease';
 export { Leadership, campaign, observe, type Leader, type CampaignOptions, type ObserveOptions } from './election';
 export { type LockChange, type WatchEventName } from './watch';
