@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the Python, Go and Java clients' tests and examples against one live holdfast server.
 # Starts a private redis-server and the server on free loopback ports, kills both by PID on exit.
-# Installs nothing: it needs node_modules (npm ci), redis-server, Debian's python3-grpcio and
+# Installs nothing in the repository (clients/ts/test-install.sh installs the SDK tarball into a
+# scratch project, from the npm registry): it needs node_modules (npm ci), redis-server, Debian's python3-grpcio and
 # python3-protobuf and python3-venv (for /usr/bin/python3, or $PYTHON), golang-go, golang-google-grpc-dev,
 # golang-google-protobuf-dev and golang-github-golang-protobuf-1-5-dev, and the Java packages
 # clients/java/java.sh lists (openjdk-17-jdk-headless, libgrpc-java, junit5, ...).
