@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the Python, Go and Java clients' tests and examples against one live holdfast server.
 # Starts a private redis-server and the server on free loopback ports, kills both by PID on exit.
-# Installs nothing: it needs node_modules (npm ci), redis-server, Debian's python3-grpcio and
+# Installs nothing in the repository (clients/ts/test-install.sh installs the SDK tarball into a
+# scratch project, from the npm registry): it needs node_modules (npm ci), redis-server, Debian's python3-grpcio and
 # python3-protobuf and python3-venv (for /usr/bin/python3, or $PYTHON; the fencing kit's tests: python3-redis,
 # python3-psycopg2, python3-uvicorn, postgresql), golang-go, golang-google-grpc-dev,
 # golang-google-protobuf-dev and golang-github-golang-protobuf-1-5-dev, and the Java packages
@@ -20,10 +21,10 @@ done
 "$PYTHON" -c 'import grpc, google.protobuf' 2>/dev/null || die "$PYTHON cannot import grpc: install python3-grpcio python3-protobuf"
 [ -d node_modules ] || die "node_modules is missing: run npm ci first"
 
-# Build the server when dist/ is missing or older than any source file.
-if [ ! -f dist/src/cli.js ] || [ -n "$(find src clients/ts -name '*.ts' -newer dist/src/cli.js -print -quit)" ]; then
-  say "building the server"
-  npx tsc -p .
+# Build the SDK package and the server when dist/ is missing or older than any source file.
+if [ ! -f dist/src/cli.js ] || [ -n "$(find src clients/ts -name '*.ts' -not -path '*/dist/*' -newer dist/src/cli.js -print -quit)" ]; then
+  say "building the SDK package and the server"
+  npm run --silent build
 fi
 
 free_port() {
@@ -102,7 +103,8 @@ step() {
   fi
 }
 example_name="example-$RANDOM$RANDOM"
-step "typescript example" node dist/clients/ts/examples/with-lock.js
+step "typescript example" node clients/ts/dist/examples/with-lock.js
+step "typescript package installs into an empty project" bash clients/ts/test-install.sh
 step "python unit tests" "$PYTHON" -m unittest discover -s clients/python/tests -v
 step "python example" "$PYTHON" clients/python/examples/example.py --addr "$addr" "py-$example_name"
 step "python asyncio example" "$PYTHON" clients/python/examples/async_example.py --addr "$addr" "pyaio-$example_name"
@@ -114,7 +116,7 @@ step "go example" clients/go/go.sh run ./examples/hold --addr "$addr" "go-$examp
 refused() { ! "$@" 2>"$logs/refused.err" && grep -q "$expected" "$logs/refused.err"; }
 step "typescript example over mutual TLS with an API key (from env)" \
   env HOLDFAST_ADDR="$tls_addr" HOLDFAST_TLS_CA="$certs/ca.crt" HOLDFAST_TLS_CERT="$certs/client.crt" \
-  HOLDFAST_TLS_KEY="$certs/client.key" HOLDFAST_API_KEY="$api_key" node dist/clients/ts/examples/with-lock.js
+  HOLDFAST_TLS_KEY="$certs/client.key" HOLDFAST_API_KEY="$api_key" node clients/ts/dist/examples/with-lock.js
 step "python example over mutual TLS with an API key" \
   "$PYTHON" clients/python/examples/example.py --addr "$tls_addr" "${tls_flags[@]}" --api-key "$api_key" "pytls-$example_name"
 step "go example over mutual TLS with an API key (from HOLDFAST_API_KEY)" \

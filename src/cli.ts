@@ -11,9 +11,11 @@ import { serveCommand } from './cli/serve';
 import { skipFirstQuarantineCommand } from './cli/skip-first-quarantine';
 import { statusCommand } from './cli/status';
 import { watchCommand } from './cli/watch';
+import { holdfastVersion } from './version';
 
 const program = new Command('holdfast')
   .description('holdfast: a distributed lock server over Redis, spoken to with gRPC')
+  .version(holdfastVersion(), '-V, --version', "print holdfast's version")
   .showHelpAfterError();
 program.addCommand(serveCommand());
 program.addCommand(execCommand());

@@ -34,6 +34,7 @@ import { Metrics } from './observability/metrics';
 import { bothObservers, startTracing } from './observability/tracing';
 import type { TracerProvider } from '@opentelemetry/api';
 import { packageRoot } from './package-root';
+import { holdfastVersion } from './version';
 import { serverTls, type ServerTlsFiles } from './tls/server-credentials';
 
 export interface ServerConfig {
@@ -237,7 +238,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     log.info({ httpListen: config.httpListen, port: http.port }, 'serving the dashboard, /metrics, /healthz and /readyz');
   }
   if (tracing && !config.tracerProvider) log.info('exporting traces over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT)');
-  log.info({ listen: config.listen, port, tls: tls ? (tls.mutual ? 'mutual' : 'server') : 'off' }, 'holdfast listening');
+  log.info({ version: holdfastVersion(), listen: config.listen, port, tls: tls ? (tls.mutual ? 'mutual' : 'server') : 'off' }, 'holdfast listening');
 
   let stopping: Promise<void> | undefined;
   const stop = () =>

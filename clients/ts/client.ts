@@ -1,5 +1,7 @@
 // HoldfastClient: the TypeScript SDK's entry point.
 import { type ChannelCredentials, type ClientOptions } from '@grpc/grpc-js';
+import { checkAddress } from './address';
+import { explainConnectionErrors } from './connection-errors';
 import { secureChannel, type ConnectionSecurity } from './credentials';
 import { LockServiceClient } from './gen/holdfast/v1/lock';
 import { holderInfo, type HolderInfo } from './holders';
@@ -58,9 +60,16 @@ export class HoldfastClient {
 
   private readonly streams: StreamConnections;
 
-  /** `address` is host:port, e.g. '127.0.0.1:50051'. */
+  /**
+   * `address` is host:port, e.g. '127.0.0.1:50051' (or a gRPC target such as 'unix:/path');
+   * anything else throws InvalidAddressError at once.
+   */
   constructor(address: string, options: HoldfastClientOptions = {}) {
-    const channel = secureChannel(options, options.channelOptions);
+    checkAddress(address);
+    const kind = { tls: options.credentials?._isSecure() ?? options.tls !== undefined, clientCert: options.tls?.cert !== undefined };
+    const explain = explainConnectionErrors(address, kind);
+    const channelOptions = { ...options.channelOptions, interceptors: [explain, ...(options.channelOptions?.interceptors ?? [])] };
+    const channel = secureChannel(options, channelOptions);
     const creds = options.credentials ?? channel.creds;
     this.stub = ownConnection(address, creds, channel.options);
     this.rpc = unaryCalls(this.stub, options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS);

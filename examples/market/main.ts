@@ -5,7 +5,7 @@
 // audits the books after every run (money only moves; each bought item is in one inventory).
 // --seconds=N per run (default 10); --short: 1 s runs (CI).
 import { Redis } from 'ioredis';
-import { HoldfastClient } from '../../clients/ts';
+import { HoldfastClient } from '../../clients/ts/index';
 import { fixed, markdownTable, setting } from '../../bench/support';
 import { check, quantile, run, SHORT, startStack } from '../support';
 import { audit, cheapest, giveItem, listItem, purchaseItem, setUp, type Market, type Version } from './market';

@@ -7,7 +7,7 @@
 //           to list, the item, the buyer and the seller to buy (the book locked the item only).
 // Each returns how many times it had to try again.
 import type { Redis } from 'ioredis';
-import { NotAcquiredError, type HoldfastClient } from '../../clients/ts';
+import { NotAcquiredError, type HoldfastClient } from '../../clients/ts/index';
 
 export type Version = 'watch' | 'coarse' | 'fine';
 

@@ -6,7 +6,7 @@
 // - the writer is not starved although readers hold the lock all the time: the queue is FIFO,
 //   so readers that come after a waiting writer queue behind it.
 // --short: 2 s (CI); default 10 s.
-import { HoldfastClient } from '../../clients/ts';
+import { HoldfastClient } from '../../clients/ts/index';
 import { fixed } from '../../bench/support';
 import { check, quantile, run, SHORT, sleep, startStack } from '../support';
 

@@ -4,7 +4,7 @@
 // newest it has seen, so a deposed leader that has not noticed yet can write nothing.
 // Prints one JSON line per event. Usage: instance.js ADDR REDIS_URL JOB ID TTL_MS
 import { Redis } from 'ioredis';
-import { HoldfastClient } from '../../clients/ts';
+import { HoldfastClient } from '../../clients/ts/index';
 
 const [addr, redisUrl, job, id, ttlMs] = process.argv.slice(2);
 const print = (line: object) => process.stdout.write(JSON.stringify({ id, ...line }) + '\n');

@@ -1,5 +1,5 @@
 // Prints the singleton job's leader whenever it changes. Usage: observer.js ADDR JOB
-import { HoldfastClient } from '../../clients/ts';
+import { HoldfastClient } from '../../clients/ts/index';
 
 const [addr, job] = process.argv.slice(2);
 

@@ -1,6 +1,5 @@
 import { Command } from 'commander';
-import { NotAcquiredError } from '../../clients/ts';
-import { acquireRequest } from '../../clients/ts/options';
+import { acquireRequest, NotAcquiredError } from '@holdfast/client';
 import { exitWith, reportError, withClient, withLockFlags, type LockFlags } from './client-options';
 import { EXIT } from './exit-codes';
 import { printJson } from './print-json';

@@ -2,11 +2,10 @@
 // request flags, and error output.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { status } from '@grpc/grpc-js';
-import { HoldfastClient, LeaseLostError, NotAcquiredError, type ConnectionSecurity } from '../../clients/ts';
-import { isServiceError } from '../../clients/ts/rpc';
+import { checkAddress, HoldfastClient, InvalidAddressError, isServiceError, LeaseLostError, NotAcquiredError, type ConnectionSecurity } from '@holdfast/client';
 import { readOptionFile } from '../tls/option-file';
 import { EXIT } from './exit-codes';
-import { millis } from './options';
+import { count, millis } from './options';
 
 export interface ConnectionFlags {
   addr: string;
@@ -27,16 +26,20 @@ export interface LockFlags extends ConnectionFlags {
   value: string;
 }
 
-function count(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a whole number');
-  return n;
+/** Parses --addr: host:port, checked as the SDK does, so a bad one is refused naming the option. */
+function address(value: string): string {
+  try {
+    return checkAddress(value);
+  } catch (err) {
+    if (err instanceof InvalidAddressError) throw new InvalidArgumentError(err.reason);
+    throw err;
+  }
 }
 
 /** Adds --addr and the TLS and API key flags. */
 export function withConnectionFlags(command: Command): Command {
   return command
-    .addOption(new Option('--addr <host:port>', 'holdfast server address').env('HOLDFAST_ADDR').default('127.0.0.1:50051'))
+    .addOption(new Option('--addr <host:port>', 'holdfast server address').env('HOLDFAST_ADDR').argParser(address).default('127.0.0.1:50051'))
     .addOption(new Option('--tls', "connect with TLS, trusting the system's CAs (implied by --tls-ca, --tls-cert)").env('HOLDFAST_TLS'))
     .addOption(new Option('--tls-ca <file>', "PEM CA that signed the server's certificate").env('HOLDFAST_TLS_CA'))
     .addOption(new Option('--tls-cert <file>', 'mutual TLS: PEM client certificate').env('HOLDFAST_TLS_CERT'))

@@ -1,7 +1,7 @@
 // Runs a command for `holdfast exec` while a lease is held, and stops it when the lease is lost.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
-import type { Lease } from '../../clients/ts';
+import type { Lease } from '@holdfast/client';
 import { EXIT } from './exit-codes';
 
 export interface RunOptions {

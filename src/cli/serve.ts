@@ -1,4 +1,4 @@
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { RedisBinaryMissing } from '../redis/embedded';
 import type { SyncReplicas } from '../redis/replica-acks';
 import { startServer } from '../server';
@@ -9,7 +9,7 @@ import type { ServeConfig } from '../config/schema';
 import { Credentials } from '../auth/credentials';
 import type { RedisSecurity } from '../redis/connect';
 import { readOptionFile, TlsFilesError } from '../tls/option-file';
-import { count, millis } from './options';
+import { count, millis, wholeNumber } from './options';
 import { serverLogger } from './logger';
 import { announceListening, runsWorkers, runWorkers, workerCount } from './workers';
 import { protectedModeRefusal } from './protected-mode';
@@ -60,9 +60,7 @@ const EXIT_DEADLINE_MS = 10_000;
 
 function syncReplicas(value: string): SyncReplicas {
   if (value === 'auto') return 'auto';
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('a number of replicas (0 or more) or auto');
-  return n;
+  return wholeNumber(value, 'a number of replicas (0 or more) or auto');
 }
 
 /** The checked settings; a bad one ends the process with one line and exit 2. */

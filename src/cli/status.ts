@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import type { LockInfo } from '../../clients/ts';
+import type { LockInfo } from '@holdfast/client';
 import { exitWith, withClient, withConnectionFlags, type ConnectionFlags } from './client-options';
 import { EXIT } from './exit-codes';
 import { followOverviews } from './overview-feed';

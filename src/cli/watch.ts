@@ -2,7 +2,7 @@
 // interrupted.
 import { Command } from 'commander';
 import { lostReasonToJSON, watchEventToJSON, type WatchResponse } from '../../clients/ts/gen/holdfast/v1/lock';
-import type { HolderInfo, LockChange } from '../../clients/ts';
+import type { HolderInfo, LockChange } from '@holdfast/client';
 import { exitWith, withClient, withConnectionFlags, type ConnectionFlags } from './client-options';
 import { printJson } from './print-json';
 

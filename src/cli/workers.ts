@@ -6,9 +6,9 @@
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { InvalidArgumentError } from 'commander';
 import type { Logger } from 'pino';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../redis/embedded';
+import { wholeNumber } from './options';
 
 const OPTIMIZE_FOR_SIZE = '--optimize-for-size';
 /** The primary gives up this long after SIGTERM/SIGINT even if a worker hangs. */
@@ -27,9 +27,7 @@ export function announceListening(): void {
 /** Parses --workers: a count of 1 or more, or auto (one per core). */
 export function workerCount(value: string): Workers {
   if (value === 'auto') return 'auto';
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('a number of worker processes (1 or more) or auto');
-  return n;
+  return wholeNumber(value, 'a number of worker processes (1 or more) or auto', 1);
 }
 
 export function resolveWorkers(workers: Workers): number {

@@ -71,7 +71,7 @@ export function clockNote(result: ChaosResult): string {
 export function sourceNote(): string {
   const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
   try {
-    const changed = git('status', '--porcelain', '--', 'src', 'lua', 'clients/ts').split('\n').filter(Boolean).length;
+    const changed = git('status', '--porcelain', '--', 'src', 'lua', 'clients/ts/index').split('\n').filter(Boolean).length;
     return `built from ${git('rev-parse', '--short', 'HEAD')}${changed ? ` with ${changed} uncommitted changes in src/, lua/ or clients/ts/` : ''}`;
   } catch {
     return 'built outside a git checkout';

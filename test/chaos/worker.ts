@@ -5,7 +5,7 @@
 // holding) so it can strike while a lock is held or awaited.
 import { openSync, writeSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import type * as Sdk from '../../clients/ts';
+import type * as Sdk from '../../clients/ts/index';
 import { monoNow, perfToMono } from './clock';
 import type { FromWorker, Kind, LockSpec, StorageOp, StorageReply, StorageRequest, ToWorker, WorkerConfig, WorkerEvent } from './events';
 import { SDK } from './paths';

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HoldfastClient } from '../../clients/ts';
+import { HoldfastClient } from '../../clients/ts/index';
 import { useServers } from '../support/fixture';
 import { deleteLockState, uniqueName, type TestRedis } from '../support/redis';
 import { CLI, startServerProcess, type ServerProcess } from '../support/server';

@@ -2,7 +2,7 @@
 // Hold, SDK and CLI), and over mutual TLS the certificate whose subject the server reads.
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HoldfastClient } from '../../clients/ts';
+import { HoldfastClient } from '../../clients/ts/index';
 import { serverTls } from '../../src/tls/server-credentials';
 import { makeTestCerts, type TestCerts } from '../support/certs';
 import { startRecordingServer, type RecordingServer } from '../support/recording-server';

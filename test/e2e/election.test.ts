@@ -3,7 +3,7 @@
 // safety rules keep its lock closed that long); a leader that resigns is replaced at once; each
 // new leader's fencing token is greater than the last.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HoldfastClient, type Leader } from '../../clients/ts';
+import { HoldfastClient, type Leader } from '../../clients/ts/index';
 import { startJsonLineChild, type JsonLineChild } from '../support/child';
 import { collect } from '../support/collect';
 import { useServers } from '../support/fixture';

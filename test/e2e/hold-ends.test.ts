@@ -5,7 +5,7 @@
 // (the old rule) is the negative control: the same checks catch it granting too early.
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HoldfastClient } from '../../clients/ts';
+import { HoldfastClient } from '../../clients/ts/index';
 import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
 import { startHoldingChild, startSdkHoldingChild } from '../support/child';
 import { connect, type HoldStream, type TestClient } from '../support/client';

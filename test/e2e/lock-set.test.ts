@@ -3,7 +3,7 @@
 // token; ReleaseSet frees the set; the loss of one member ends a held set, naming it.
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HoldfastClient, LeaseLostError, NotAcquiredError } from '../../clients/ts';
+import { HoldfastClient, LeaseLostError, NotAcquiredError } from '../../clients/ts/index';
 import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
 import { useServers } from '../support/fixture';
 import { deleteLockState, uniqueName } from '../support/redis';

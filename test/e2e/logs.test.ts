@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HoldfastClient, secureChannel } from '../../clients/ts';
+import { HoldfastClient, secureChannel } from '../../clients/ts/index';
 import { hashApiKey, newApiKey } from '../../src/auth/api-keys';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
 import { vouchFor } from '../../src/redis/vouch';

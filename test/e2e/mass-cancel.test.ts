@@ -9,7 +9,7 @@ import { setMaxListeners } from 'node:events';
 import { connect as connectHttp2, constants as http2 } from 'node:http2';
 import { Metadata, status, type ClientUnaryCall, type ServiceError } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
-import { HoldfastClient } from '../../clients/ts';
+import { HoldfastClient } from '../../clients/ts/index';
 import { acquireRequest, connect, type TestClient } from '../support/client';
 import { useServers } from '../support/fixture';
 import { uniqueName } from '../support/redis';

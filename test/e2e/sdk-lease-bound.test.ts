@@ -2,7 +2,7 @@
 // cuts the network: a confirmation that arrives late is never taken as a live lease, release()
 // gives back only its own stream's hold, and releaseOnDisconnect reaches the server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HoldfastClient, LeaseLostError, NotAcquiredError, type Lease } from '../../clients/ts';
+import { HoldfastClient, LeaseLostError, NotAcquiredError, type Lease } from '../../clients/ts/index';
 import { useServers } from '../support/fixture';
 import { uniqueName } from '../support/redis';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';

@@ -1,6 +1,6 @@
 // The TypeScript SDK (clients/ts) against real holdfast server processes on a real redis-server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HoldfastClient, LeaseLostError, LostReason, NotAcquiredError, type Lease } from '../../clients/ts';
+import { HoldfastClient, LeaseLostError, LostReason, NotAcquiredError, type Lease } from '../../clients/ts/index';
 import { lockKeys } from '../../src/engine/keys';
 import { useServers } from '../support/fixture';
 import { deleteLockState, uniqueName, type TestRedis } from '../support/redis';

@@ -7,7 +7,7 @@ import { copyFileSync, renameSync } from 'node:fs';
 import { connect as tlsConnect, type PeerCertificate } from 'node:tls';
 import { credentials, status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HoldfastClient, type ConnectionSecurity } from '../../clients/ts';
+import { HoldfastClient, type ConnectionSecurity } from '../../clients/ts/index';
 import { freePort } from '../../src/redis/embedded';
 import { makeTestCerts, type TestCerts } from '../support/certs';
 import { connect } from '../support/client';

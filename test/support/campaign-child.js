@@ -1,7 +1,7 @@
 // An election candidate in its own process: campaigns for lock argv[3] on server argv[2] (ttl
 // argv[4]) with the TS SDK, publishing argv[5], and prints JSON lines: 'leader' with its fencing
 // token once elected, 'lost' if leadership is lost. SIGTERM makes it resign cleanly and exit.
-const { HoldfastClient } = require('../../dist/clients/ts/index.js');
+const { HoldfastClient } = require('@holdfast/client');
 
 const [addr, name, ttlMs, value] = process.argv.slice(2);
 const print = (line) => process.stdout.write(JSON.stringify(line) + '\n');

@@ -2,7 +2,7 @@
 // (ttl argv[4]) and prints JSON lines: the lease's expiresAt whenever it changes, and, every 5 ms,
 // what its signal says, but only for the first check after the process was frozen (a gap in
 // its own timer ticks). Tests freeze it with SIGSTOP and thaw it with SIGCONT.
-const { HoldfastClient } = require('../../dist/clients/ts/index.js');
+const { HoldfastClient } = require('@holdfast/client');
 
 const [addr, name, ttlMs] = process.argv.slice(2);
 const FROZEN_GAP_MS = 500;

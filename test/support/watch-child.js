@@ -1,6 +1,6 @@
 // A watcher in its own process: watches lock argv[3] on server argv[2] with the TS SDK and prints
 // each change as a JSON line. Tests freeze it with SIGSTOP and thaw it with SIGCONT.
-const { HoldfastClient } = require('../../dist/clients/ts/index.js');
+const { HoldfastClient } = require('@holdfast/client');
 
 const [addr, name] = process.argv.slice(2);
 const client = new HoldfastClient(addr);

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the SDK as a user would: packs @holdfast/client, installs the tarball into an empty
+# project outside the repository (its dependencies from the npm registry), type-checks
+# install-test/take-lock.ts there against the installed .d.ts files, runs it against the live
+# server at HOLDFAST_ADDR (it takes and releases a lock), and prints what the install weighs.
+#   HOLDFAST_ADDR=127.0.0.1:50051 bash clients/ts/test-install.sh
+# Needs node_modules of the repository (typescript, @types/node) and the registry.
+set -euo pipefail
+cd "$(dirname "$0")"
+sdk="$PWD"
+repo="$(cd ../.. && pwd)"
+addr="${HOLDFAST_ADDR:?set HOLDFAST_ADDR to host:port of a live holdfast server}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+say() { echo "test-install: $*"; }
+
+tarball="$work/$(npm pack --silent --pack-destination "$work" | tail -n 1)" # prepack builds dist/
+say "packed $(basename "$tarball") ($(du -k "$tarball" | cut -f1) kB)"
+
+project="$work/app"
+mkdir "$project"
+cd "$project"
+npm init -y >/dev/null
+npm install --no-audit --no-fund --loglevel=error "$tarball" >/dev/null
+# node_modules/.package-lock.json lists every package npm placed in node_modules.
+packages="$(node -p 'Object.keys(require("./node_modules/.package-lock.json").packages).length')"
+say "installed into an empty project: $packages packages, $(du -sk node_modules | cut -f1) kB in node_modules"
+
+cp "$sdk/install-test/take-lock.ts" .
+node "$repo/node_modules/typescript/bin/tsc" --strict --target ES2022 --module commonjs --moduleResolution node \
+  --types node --typeRoots "$repo/node_modules/@types" take-lock.ts
+name="install-test-$RANDOM$RANDOM"
+node take-lock.js "$addr" "$name" | tee "$work/out"
+grep -q "SDK loaded from $project/node_modules/@holdfast/client/" "$work/out" || {
+  say "the SDK was not loaded from the project's node_modules"
+  exit 1
+}
+say "ok"
