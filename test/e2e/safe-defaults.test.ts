@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HoldfastClient } from '../../clients/ts';
+import { HoldfastClient } from '../../clients/ts/index';
 import { connect } from '../support/client';
 import { healthStatus } from '../support/health';
 import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
@@ -60,7 +60,7 @@ async function restartScenario(args: string[]): Promise<{ grantedAt: number; aDe
       100,
     );
     const grantedAt = Date.now();
-    await granted.release().catch(() => {});
+    await granted!.release().catch(() => {});
     return { grantedAt, aDeadline: lock.expiresAt, restartedAt };
   } finally {
     a.close();
