@@ -30,13 +30,18 @@ func RepoRoot(t testing.TB) string {
 	return root
 }
 
-// RandomLock is a lock name no other test uses, with a slash and a space to exercise encoding.
-func RandomLock(t testing.TB) string {
+// RandomID is 16 random hex digits.
+func RandomID(t testing.TB) string {
 	b := make([]byte, 8)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
 	}
-	return "go-fence/" + hex.EncodeToString(b) + " é"
+	return hex.EncodeToString(b)
+}
+
+// RandomLock is a lock name no other test uses, with a slash and a space to exercise encoding.
+func RandomLock(t testing.TB) string {
+	return "go-fence/" + RandomID(t) + " é"
 }
 
 // Conformance is clients/conformance/fencing.json.
