@@ -117,6 +117,7 @@ step "go lint (gofmt -l, go vet)" clients/go/lint.sh
 step "go test" clients/go/go.sh test -count=1 -v ./...
 step "go example" clients/go/go.sh run ./examples/hold --addr "$addr" "go-$example_name"
 step "go client installs offline by its README" clients/go/test-install.sh
+step "go fencing example (a stale write refused)" clients/go/go.sh run ./examples/fenced --addr "$addr" "gofence-$example_name"
 refused() { ! "$@" 2>"$logs/refused.err" && grep -q "$expected" "$logs/refused.err"; }
 step "typescript example over mutual TLS with an API key (from env)" \
   env HOLDFAST_ADDR="$tls_addr" HOLDFAST_TLS_CA="$certs/ca.crt" HOLDFAST_TLS_CERT="$certs/client.crt" \

@@ -24,6 +24,9 @@ import (
 type Guard struct {
 	Store        Store
 	OnStoreError func(error)
+	// Unguarded, when set, names gRPC methods the interceptors let through without a fence
+	// (e.g. "/grpc.health.v1.Health/Check"); for HTTP, guard only the handlers that need it.
+	Unguarded func(fullMethod string) bool
 }
 
 // admit reads and checks a fence; the error is a *BadFenceError, a *StaleError or the store's.
@@ -73,7 +76,10 @@ func httpRefusal(err error) (int, map[string]string) {
 }
 
 // Unary is a grpc.UnaryServerInterceptor that guards every unary call.
-func (g Guard) Unary(ctx context.Context, req interface{}, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (interface{}, error) {
+func (g Guard) Unary(ctx context.Context, req interface{}, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (interface{}, error) {
+	if g.Unguarded != nil && g.Unguarded(info.FullMethod) {
+		return handler(ctx, req)
+	}
 	ctx, err := g.admitCall(ctx)
 	if err != nil {
 		return nil, err
@@ -82,7 +88,10 @@ func (g Guard) Unary(ctx context.Context, req interface{}, _ *grpc.UnaryServerIn
 }
 
 // Stream is a grpc.StreamServerInterceptor that guards every stream once, when it opens.
-func (g Guard) Stream(srv interface{}, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+func (g Guard) Stream(srv interface{}, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if g.Unguarded != nil && g.Unguarded(info.FullMethod) {
+		return handler(srv, ss)
+	}
 	ctx, err := g.admitCall(ss.Context())
 	if err != nil {
 		return err

@@ -132,6 +132,19 @@ func TestGRPCGuardUnary(t *testing.T) {
 	wantCode(t, "no fence", err, codes.InvalidArgument, fencing.MetadataToken)
 }
 
+func TestGRPCGuardLetsUnguardedMethodsThrough(t *testing.T) {
+	guard := fencing.Guard{Store: &fencing.MemoryStore{}, Unguarded: func(method string) bool { return method == "/grpc.health.v1.Health/Check" }}
+	client := grpcHealth(t, guard)
+	if _, err := client.Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatalf("an unguarded method without a fence: %v", err)
+	}
+	stream, err := client.Watch(context.Background(), &healthpb.HealthCheckRequest{})
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	wantCode(t, "a guarded method without a fence", err, codes.InvalidArgument, fencing.MetadataToken)
+}
+
 func TestGRPCGuardStream(t *testing.T) {
 	client, lock := grpcHealth(t, fencing.Guard{Store: &fencing.MemoryStore{}}), fencetest.RandomLock(t)
 	watch := func(token uint64) error {
