@@ -85,7 +85,7 @@ func kleppmannHolder() error {
 	if err != nil {
 		return err
 	}
-	lease, err := Hold(context.Background(), holdfastv1.NewLockServiceClient(conn), name, Options{TTL: 2 * time.Second, Wait: 5 * time.Second})
+	lease, err := Hold(context.Background(), holdfastv1.NewLockServiceClient(conn), name, Options{TTL: 3 * time.Second, Wait: 5 * time.Second})
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func kleppmannHolder() error {
 // status of the first holder's delayed write.
 func kleppmann(t *testing.T, reg *register, handler http.Handler) int {
 	// Its own server, pinging each connection every second: the paused holder's stream is then
-	// dropped within ~2 s and its lock freed when its 2 s lease has run out (defaults: 15 s more).
+	// dropped within ~2 s and its lock freed when its 3 s lease has run out (defaults: 15 s more).
 	p := startProcesses(t, "--keepalive-time-ms", "1000", "--keepalive-timeout-ms", "1000")
 	addr := p.addr
 	conn := dial(t, addr)
