@@ -5,7 +5,8 @@
 # scratch project, from the npm registry): it needs node_modules (npm ci), redis-server, Debian's python3-grpcio and
 # python3-protobuf and python3-venv (for /usr/bin/python3, or $PYTHON; the fencing kit's tests: python3-redis,
 # python3-psycopg2, python3-uvicorn, postgresql), golang-go, golang-google-grpc-dev,
-# golang-google-protobuf-dev and golang-github-golang-protobuf-1-5-dev, and the Java packages
+# golang-google-protobuf-dev, golang-github-golang-protobuf-1-5-dev, golang-github-gomodule-redigo-dev
+# and golang-github-lib-pq-dev, and the Java packages
 # clients/java/java.sh lists (openjdk-17-jdk-headless, libgrpc-java, junit5, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -110,9 +111,11 @@ step "python example" "$PYTHON" clients/python/examples/example.py --addr "$addr
 step "python asyncio example" "$PYTHON" clients/python/examples/async_example.py --addr "$addr" "pyaio-$example_name"
 step "python wheel installs offline into a fresh venv, examples run" bash clients/python/test-install.sh "$addr"
 step "python fencing example" "$PYTHON" clients/python/examples/fenced_storage.py demo --addr "$addr" "pyfence-$example_name"
-step "go vet" clients/go/go.sh vet ./...
+step "go lint (gofmt -l, go vet)" clients/go/lint.sh
 step "go test" clients/go/go.sh test -count=1 -v ./...
 step "go example" clients/go/go.sh run ./examples/hold --addr "$addr" "go-$example_name"
+step "go client installs offline by its README" clients/go/test-install.sh
+step "go fencing example (a stale write refused)" clients/go/go.sh run ./examples/fenced --addr "$addr" "gofence-$example_name"
 refused() { ! "$@" 2>"$logs/refused.err" && grep -q "$expected" "$logs/refused.err"; }
 step "typescript example over mutual TLS with an API key (from env)" \
   env HOLDFAST_ADDR="$tls_addr" HOLDFAST_TLS_CA="$certs/ca.crt" HOLDFAST_TLS_CERT="$certs/client.crt" \

@@ -45,17 +45,24 @@ func dialOptions(t *testing.T, s Security) []grpc.DialOption {
 	return opts
 }
 
-func TestMutualTLS(t *testing.T) {
-	pem := makeCerts(t)
+// startMutualTLS starts a server that wants TLS and a client certificate signed by ca.crt; good
+// reaches it.
+func startMutualTLS(t *testing.T) (p *processes, pem func(string) []byte, good Security) {
+	pem = makeCerts(t)
 	dir := t.TempDir()
 	for _, name := range []string{"server.crt", "server.key", "ca.crt"} {
 		if err := os.WriteFile(filepath.Join(dir, name), pem(name), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	good := Security{CA: pem("ca.crt"), Cert: pem("client.crt"), Key: pem("client.key")}
-	p := startProcessesDialing(t, dialOptions(t, good),
+	good = Security{CA: pem("ca.crt"), Cert: pem("client.crt"), Key: pem("client.key")}
+	p = startProcessesDialing(t, dialOptions(t, good),
 		"--tls-cert", filepath.Join(dir, "server.crt"), "--tls-key", filepath.Join(dir, "server.key"), "--tls-client-ca", filepath.Join(dir, "ca.crt"))
+	return p, pem, good
+}
+
+func TestMutualTLS(t *testing.T) {
+	p, pem, good := startMutualTLS(t)
 
 	t.Run("holds a lock with the client certificate", func(t *testing.T) {
 		conn := dial(t, p.addr, dialOptions(t, good)...)

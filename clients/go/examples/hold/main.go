@@ -14,8 +14,6 @@ import (
 	"os"
 	"time"
 
-	"google.golang.org/grpc"
-
 	holdfast "github.com/holdfast/holdfast/clients/go"
 	holdfastv1 "github.com/holdfast/holdfast/clients/go/gen/holdfast/v1"
 )
@@ -36,11 +34,7 @@ func main() {
 	log.SetFlags(0)
 
 	security := holdfast.Security{CA: readPEM(*tlsCA), Cert: readPEM(*tlsCert), Key: readPEM(*tlsKey), APIKey: *apiKey}
-	opts, err := holdfast.DialOptions(security)
-	if err != nil {
-		log.Fatal(err)
-	}
-	conn, err := grpc.Dial(*addr, opts...)
+	conn, err := holdfast.Dial(context.Background(), *addr, security) // says what is wrong when it cannot connect
 	if err != nil {
 		log.Fatal(err)
 	}
