@@ -2,7 +2,7 @@
 // shard fails over on its own: the lost-write failover of one shard (its master acknowledges a
 // grant that its replica never gets, then dies) must not let that lock be granted again while
 // the lost grant's client may still hold it, and the other shards must go on granting
-// meanwhile. A second server without --failover-quarantine on the same cluster is the negative
+// meanwhile, with default flags. A second server with --unsafe-no-failover-safety on the same cluster is the negative
 // control: it hands the lost lock out again while the lost lease still runs.
 import calculateSlot from 'cluster-key-slot';
 import { status } from '@grpc/grpc-js';
@@ -32,8 +32,8 @@ beforeAll(async () => {
   cluster = await startTestCluster(3, 1, ['--repl-diskless-sync-delay', '0', '--cluster-node-timeout', '1000']);
   const seeds = cluster.nodes.join(',');
   [guarded, plain] = await Promise.all([
-    startServerProcess(undefined, ['--redis-cluster', seeds, '--failover-quarantine', '--max-ttl-ms', String(MAX_TTL_MS), '--quarantine-margin-ms', '500', '--default-ttl-ms', '2000']),
-    startServerProcess(undefined, ['--redis-cluster', seeds]),
+    startServerProcess(undefined, ['--redis-cluster', seeds, '--max-ttl-ms', String(MAX_TTL_MS), '--quarantine-margin-ms', '500', '--default-ttl-ms', '2000']),
+    startServerProcess(undefined, ['--redis-cluster', seeds, '--unsafe-no-failover-safety']),
   ]);
   q = connect(guarded.addr);
   n = connect(plain.addr);

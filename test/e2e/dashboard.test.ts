@@ -33,7 +33,8 @@ beforeAll(async () => {
   redis = await startTestRedis();
   const httpPort = await freePort();
   base = `http://127.0.0.1:${httpPort}`;
-  server = await startServerProcess(redis.url, ['--http-listen', `127.0.0.1:${httpPort}`]);
+  // A 30 s lease cap: the quarantine after the Redis restart below lasts 31 s, not 61.
+  server = await startServerProcess(redis.url, ['--http-listen', `127.0.0.1:${httpPort}`, '--max-ttl-ms', '30000']);
   client = connect(server.addr);
   peer = connect(server.addr, { 'grpc.use_local_subchannel_pool': 1 });
   chromium = await launchChromium();
@@ -213,7 +214,7 @@ describe('dashboard with API keys', () => {
     writeConfig(Object.values(keys));
     const httpPort = await freePort();
     securedBase = `http://127.0.0.1:${httpPort}`;
-    secured = await startServerProcess(redis.url, ['--config', file, '--http-listen', `127.0.0.1:${httpPort}`]);
+    secured = await startServerProcess(redis.url, ['--config', file, '--http-listen', `127.0.0.1:${httpPort}`, '--max-ttl-ms', '30000']);
   });
   afterAll(async () => {
     await secured?.stop();
@@ -225,8 +226,9 @@ describe('dashboard with API keys', () => {
   it('asks for a key (Basic), refuses an unknown one, and shows a read key only its own namespace', async () => {
     const prefix = uniqueName('dash-auth');
     const [aClient, bClient] = [as(keys.aLock.key), as(keys.bLock.key)];
-    const a = await aClient.acquire({ name: `${prefix}/a`, owner: 'tenant-a-worker', ttlMs: '30000' });
-    const b = await bClient.acquire({ name: `${prefix}/b`, owner: 'tenant-b-worker', ttlMs: '30000' });
+    // Waiting: the quarantine after the earlier Redis restart may still run.
+    const a = await aClient.acquire({ name: `${prefix}/a`, owner: 'tenant-a-worker', ttlMs: '30000', waitTimeoutMs: '45000' }, 50_000);
+    const b = await bClient.acquire({ name: `${prefix}/b`, owner: 'tenant-b-worker', ttlMs: '30000', waitTimeoutMs: '45000' }, 50_000);
 
     const anonymous = await fetch(`${securedBase}/`);
     expect(anonymous.status).toBe(401);
@@ -255,7 +257,7 @@ describe('dashboard with API keys', () => {
     await bClient.release({ name: `${prefix}/b`, token: b.token });
     aClient.close();
     bClient.close();
-  });
+  }, 90_000);
 
   it("ends an open event stream when a reload of the credentials revokes its key", async () => {
     const res = await fetch(`${securedBase}/events`, { headers: { authorization: `Bearer ${keys.bLock.key}` } });

@@ -1,5 +1,5 @@
-// The failover quarantine on real processes (a master, two replicas, three Sentinels), with
-// --failover-quarantine and --max-ttl-ms 4000, and no replica acknowledgement: the quarantine
+// The failover quarantine on real processes (a master, two replicas, three Sentinels), on by
+// default, with --max-ttl-ms 4000 and no replica acknowledgement (--sync-replicas 0): the quarantine
 // alone must keep the lost grant of a failover from being granted again while its client may
 // still hold it. Also: a server that starts against a master it cannot vouch for quarantines,
 // one that starts after the quarantine is over does not, and health, Inspect and Hold say so.
@@ -33,7 +33,7 @@ async function startServer(): Promise<{ server: ServerProcess; client: TestClien
 
 beforeAll(async () => {
   group = await startTestSentinels();
-  args = ['--redis-sentinels', group.sentinelAddrs.join(','), '--redis-master', MASTER_NAME, '--failover-quarantine', '--max-ttl-ms', String(MAX_TTL_MS), '--quarantine-margin-ms', '500', '--default-ttl-ms', '2000'];
+  args = ['--redis-sentinels', group.sentinelAddrs.join(','), '--redis-master', MASTER_NAME, '--sync-replicas', '0', '--max-ttl-ms', String(MAX_TTL_MS), '--quarantine-margin-ms', '500', '--default-ttl-ms', '2000'];
 }, 60_000);
 afterAll(async () => {
   clients.forEach((c) => c.close());

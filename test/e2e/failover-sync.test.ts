@@ -111,7 +111,7 @@ describe('a grant the master acknowledged and no replica has, then a failover', 
   }, 90_000);
 
   it('without it (negative control): the same scenario grants the lock twice', async () => {
-    const r = await lostWriteScenario([]);
+    const r = await lostWriteScenario(['--unsafe-no-failover-safety']);
     expect(r.first.code).toBe(status.OK);
     expect(r.first.reply?.acquired).toBe(true);
     expect(r.second.reply.acquired).toBe(true);

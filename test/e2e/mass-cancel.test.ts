@@ -60,7 +60,7 @@ async function queueWaits(conn: TestClient, observer: TestClient, name: string, 
 /** A lock held by `observer` (its own connection), so that waits on it queue. */
 async function busyLock(observer: TestClient) {
   const name = uniqueName('busy');
-  const grant = await observer.acquire({ name, ttlMs: '120000' });
+  const grant = await observer.acquire({ name, ttlMs: '60000' });
   expect(grant.acquired).toBe(true);
   return { name, release: () => observer.release({ name, token: grant.token }) };
 }

@@ -20,7 +20,8 @@ beforeAll(async () => {
   redis = await startTestRedis();
   const metricsPort = await freePort();
   base = `http://127.0.0.1:${metricsPort}`;
-  server = await startServerProcess(redis.url, ['--metrics-listen', `127.0.0.1:${metricsPort}`]);
+  // A 30 s lease cap: the quarantine after the Redis restart below lasts 31 s, not 61.
+  server = await startServerProcess(redis.url, ['--metrics-listen', `127.0.0.1:${metricsPort}`, '--max-ttl-ms', '30000']);
   client = connect(server.addr);
   peer = connect(server.addr, { 'grpc.use_local_subchannel_pool': 1 });
 });
@@ -121,19 +122,22 @@ describe('metrics', () => {
     expect(after.value(aborted) - before.value(aborted)).toBe(1);
   });
 
-  it('/readyz is 503 while Redis is down and 200 again once it is back; Redis errors are counted', async () => {
-    const errors = 'holdfast_redis_errors_total{script="acquire"}';
+  it('/readyz is 503 while Redis is down and through the quarantine after its restart, 200 again after; Redis errors are counted', async () => {
+    // A release goes to Redis; a grant waits for it (its quarantine check says Redis is away).
+    const errors = 'holdfast_redis_errors_total{script="release"}';
     const before = await scrape();
     await redis.stop();
     await waitFor('readyz 503', async () => (await fetch(`${base}/readyz`)).status === 503);
     expect(await (await fetch(`${base}/readyz`)).text()).toBe('not ready: Redis is not reachable\n');
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     await expect(client.acquire({ name: uniqueName() })).rejects.toMatchObject({ code: status.UNAVAILABLE });
+    await expect(client.release({ name: uniqueName(), token: 'x'.repeat(22) })).rejects.toMatchObject({ code: status.UNAVAILABLE });
     const down = await scrape();
     expect(down.value('holdfast_redis_up')).toBe(0);
     expect(down.value(errors) - before.value(errors)).toBeGreaterThanOrEqual(1);
     await redis.restart();
-    await waitFor('readyz 200', async () => (await fetch(`${base}/readyz`)).status === 200, 20_000);
+    // Restarted empty: not ready until the quarantine (30 s cap + 1 s) is over.
+    await waitFor('readyz 200', async () => (await fetch(`${base}/readyz`)).status === 200, 45_000, 200);
     expect((await scrape()).value('holdfast_redis_up')).toBe(1);
-  });
+  }, 70_000);
 });
