@@ -91,6 +91,24 @@ final class Support {
     return channel;
   }
 
+  /** Waits until {@code addr} accepts TCP connections (a TLS server, which a plaintext channel cannot ask). */
+  static void waitForListener(String addr, Process process) throws IOException, InterruptedException {
+    int colon = addr.lastIndexOf(':');
+    InetSocketAddress where = new InetSocketAddress(addr.substring(0, colon), Integer.parseInt(addr.substring(colon + 1)));
+    long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
+    while (true) {
+      try (Socket socket = new Socket()) {
+        socket.connect(where, 1000);
+        return;
+      } catch (IOException e) {
+        if (!process.isAlive() || System.nanoTime() - deadline > 0) {
+          throw new IOException("nothing listens on " + addr + " (server alive: " + process.isAlive() + ")", e);
+        }
+      }
+      Thread.sleep(20);
+    }
+  }
+
   /** A redis-server and a holdfast server (with extra serve arguments), killed by PID on close(). */
   static final class Processes implements AutoCloseable {
     final String addr;
@@ -113,8 +131,12 @@ final class Support {
             "--redis", redisUrl, "--log-level", "warn"));
         command.addAll(List.of(serverArgs));
         started = new ProcessBuilder(command).directory(root.toFile()).inheritIO().start();
-        readyChannel(addr).shutdownNow();
-      } catch (IOException | RuntimeException e) {
+        if (command.contains("--tls-cert")) {
+          waitForListener(addr, started);
+        } else {
+          readyChannel(addr).shutdownNow();
+        }
+      } catch (IOException | InterruptedException | RuntimeException e) {
         kill(started);
         redis.close();
         throw e;
