@@ -16,10 +16,8 @@ import holdfast.fencing.FenceServerInterceptor;
 import holdfast.fencing.MemoryFenceStore;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
-import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
 import io.grpc.ClientInterceptors;
-import io.grpc.ForwardingClientCall;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Metadata;
@@ -168,19 +166,10 @@ class FenceGuardTest {
       StatusRuntimeException missing = assertThrows(StatusRuntimeException.class, () -> call(channel, null, "bare"));
       assertEquals(Status.Code.INVALID_ARGUMENT, missing.getStatus().getCode());
       assertTrue(missing.getStatus().getDescription().contains("holdfast-fence-token"), missing.getStatus().getDescription());
-      ClientInterceptor badLock = new ClientInterceptor() {
-        @Override
-        public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions callOptions, Channel next) {
-          return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(next.newCall(method, callOptions)) {
-            @Override
-            public void start(Listener<R> listener, Metadata headers) {
-              headers.put(Metadata.Key.of("holdfast-fence-lock", Metadata.ASCII_STRING_MARSHALLER), "a%zz");
-              headers.put(Metadata.Key.of("holdfast-fence-token", Metadata.ASCII_STRING_MARSHALLER), "5");
-              super.start(listener, headers);
-            }
-          };
-        }
-      };
+      Metadata badLockHeaders = new Metadata();
+      badLockHeaders.put(Metadata.Key.of("holdfast-fence-lock", Metadata.ASCII_STRING_MARSHALLER), "a%zz");
+      badLockHeaders.put(Metadata.Key.of("holdfast-fence-token", Metadata.ASCII_STRING_MARSHALLER), "5");
+      ClientInterceptor badLock = MetadataUtils.newAttachHeadersInterceptor(badLockHeaders);
       StatusRuntimeException malformed = assertThrows(StatusRuntimeException.class, () -> call(channel, badLock, "bad"));
       assertEquals(Status.Code.INVALID_ARGUMENT, malformed.getStatus().getCode());
       assertTrue(malformed.getStatus().getDescription().contains("holdfast-fence-lock"), malformed.getStatus().getDescription());

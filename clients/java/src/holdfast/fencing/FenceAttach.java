@@ -1,12 +1,8 @@
 package holdfast.fencing;
 
-import io.grpc.CallOptions;
-import io.grpc.Channel;
-import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
-import io.grpc.ForwardingClientCall;
 import io.grpc.Metadata;
-import io.grpc.MethodDescriptor;
+import io.grpc.stub.MetadataUtils;
 import java.util.Map;
 
 /** Puts a fence on outgoing requests: gRPC metadata, an interceptor, or HTTP headers. */
@@ -24,17 +20,7 @@ public final class FenceAttach {
 
   /** An interceptor that sends {@code fence} on every call: {@code stub.withInterceptors(...)}. */
   public static ClientInterceptor interceptor(Fence fence) {
-    return new ClientInterceptor() {
-      @Override
-      public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-        return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(next.newCall(method, options)) {
-          @Override
-          public void start(Listener<R> listener, Metadata headers) {
-            super.start(listener, metadata(fence, headers));
-          }
-        };
-      }
-    };
+    return MetadataUtils.newAttachHeadersInterceptor(metadata(fence, new Metadata()));
   }
 
   /** Puts the two HTTP headers into {@code headers} and returns it. */
