@@ -2,12 +2,15 @@
 # Builds and runs the Java client with javac against Debian's jars, no Maven and no network:
 #   clients/java/java.sh build                      compile gen/, src/, examples/ and test/ into build/
 #                                                   (skipped while build/ is newer than them)
-#   clients/java/java.sh test                       build, then the JUnit 5 tests (HOLDFAST_ADDR: a live server)
+#   clients/java/java.sh test [ARGS...]             build, then the JUnit 5 tests (HOLDFAST_ADDR: a live server);
+#                                                   ARGS go to JUnit's console launcher, e.g.
+#                                                   --include-classname '.*Fenc.*' for the fencing kit
 #   clients/java/java.sh example ARGS...            build, then examples/HoldExample.java
-#   clients/java/java.sh jar                        build, then print the path of build/holdfast-client.jar
-#                                                   (the client, the fencing kit and the generated stubs)
-#   clients/java/java.sh classpath                  build, then print the jar's classpath: the jar and the
-#                                                   Debian jars classpath.txt lists (their one list)
+#   clients/java/java.sh jar                        build the client (not the tests), then print the path
+#                                                   of build/holdfast-client.jar (the client, the fencing
+#                                                   kit and the generated stubs)
+#   clients/java/java.sh classpath                  build the client, then print the jar's classpath: the
+#                                                   jar and the Debian jars classpath.txt lists (their one list)
 # Jars (run time: classpath.txt): libgrpc-java, libprotobuf-java, libguava-java, libnetty-java,
 # libperfmark-java, libgoogle-gson-java, libgeronimo-annotation-1.3-spec-java (javax.annotation.Generated,
 # which the stubs name, at compile time only), junit5 (its console launcher runs the tests),
@@ -36,32 +39,43 @@ postgresql="$jars/postgresql.jar" # the fencing kit's PostgreSQL store tests (li
 tcnative="$(ls /usr/lib/*/jni/libnetty-tcnative.so 2>/dev/null | head -1)"
 java_flags=(-Djava.library.path="$build/native")
 
-# Compiles unless build/ is newer than every source file.
+# Compiles the client (gen/, src/), its jar and the examples unless build/ is newer than them.
 compile() {
-  if [ -f "$build/stamp" ] && [ -z "$(find "$here/gen" "$here/src" "$here/examples" "$here/test" "$here/classpath.txt" -newer "$build/stamp" -print -quit)" ]; then
+  if [ -f "$build/stamp" ] && [ -z "$(find "$here/gen" "$here/src" "$here/examples" "$here/classpath.txt" -newer "$build/stamp" -print -quit)" ]; then
     return
   fi
   command -v javac >/dev/null || { echo "java.sh: javac is missing: apt-get install openjdk-17-jdk-headless" >&2; exit 1; }
-  [ -f "$junit" ] || { echo "java.sh: $junit is missing: apt-get install junit5" >&2; exit 1; }
   rm -rf "$build"
-  mkdir -p "$build/main" "$build/examples" "$build/test"
+  mkdir -p "$build/main" "$build/examples"
   # -nowarn: the generated stubs use APIs protobuf 3.21 marks deprecated.
   javac -nowarn --release 11 -encoding UTF-8 -d "$build/main" -cp "$classpath$jars/geronimo-annotation-1.3-spec.jar" \
     $(find "$here/gen" "$here/src" -name '*.java')
   (cd "$here/src" && find . -type f ! -name '*.java' -exec cp --parents {} "$build/main/" \;) # fence-record-1.lua
   javac --release 11 -encoding UTF-8 -d "$build/examples" -cp "$build/main:$classpath" $(find "$here/examples" -name '*.java')
-  javac --release 11 -encoding UTF-8 -Xlint:all,-try -Werror -d "$build/test" -cp "$build/main:$classpath$junit" \
-    $(find "$here/test" -name '*.java')
   jar --create --file "$build/holdfast-client.jar" -C "$build/main" .
   mkdir -p "$build/native"
   [ -z "$tcnative" ] || cp "$tcnative" "$build/native/libnetty_tcnative.so"
   touch "$build/stamp"
 }
 
+# Compiles the tests unless build/test is newer than them and the client.
+compile_tests() {
+  compile
+  if [ -f "$build/test-stamp" ] && [ -z "$(find "$here/test" "$build/stamp" -newer "$build/test-stamp" -print -quit)" ]; then
+    return
+  fi
+  [ -f "$junit" ] || { echo "java.sh: $junit is missing: apt-get install junit5" >&2; exit 1; }
+  rm -rf "$build/test"
+  mkdir -p "$build/test"
+  javac --release 11 -encoding UTF-8 -Xlint:all,-try -Werror -d "$build/test" -cp "$build/main:$classpath$junit" \
+    $(find "$here/test" -name '*.java')
+  touch "$build/test-stamp"
+}
+
 case "${1:-}" in
-  build) compile ;;
+  build) compile_tests ;;
   test)
-    compile
+    compile_tests
     shift
     java "${java_flags[@]}" -jar "$junit" --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests \
       --class-path "$build/main:$build/test:$classpath$postgresql" --scan-class-path "$build/test" "$@"
