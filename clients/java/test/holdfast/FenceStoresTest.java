@@ -157,16 +157,21 @@ class FenceStoresTest {
   /** Negative control of the restart: without appendonly the SIGKILL loses the record (what the store refuses). */
   @Test
   void redisWithoutAppendonlyForgetsOnRestart() throws Exception {
+    Path dir = Files.createTempDirectory("holdfast-java-redis-lossy");
+    String[] args = {"--save", "", "--appendonly", "no", "--dir", dir.toString()};
     String lock = Support.randomName();
-    Support.RedisServer first = Support.RedisServer.start("--save", "", "--appendonly", "no");
+    Support.RedisServer first = Support.RedisServer.start(args);
     try (RespFenceRedis client = new RespFenceRedis(first.port)) {
       RedisFenceStore.open(client, RedisFenceStore.Options.defaults().allowLossyRedis(true)).check(lock, 7);
     } finally {
       first.close();
     }
-    try (Support.RedisServer again = Support.RedisServer.startOn(first.port, "--save", "", "--appendonly", "no");
+    try (Support.RedisServer again = Support.RedisServer.startOn(first.port, args);
         RespFenceRedis client = new RespFenceRedis(again.port)) {
       assertTrue(RedisFenceStore.open(client, RedisFenceStore.Options.defaults().allowLossyRedis(true)).check(lock, 6).accepted());
+    } finally {
+      Support.deleteTree(dir);
     }
   }
+
 }

@@ -172,23 +172,34 @@ final class Support {
     final int port;
     final String url;
     private final Process process;
+    private final Path ownDir; // the working directory made for it when the caller gave no --dir
 
-    private RedisServer(int port, Process process) {
+    private RedisServer(int port, Process process, Path ownDir) {
       this.port = port;
       this.url = "redis://127.0.0.1:" + port;
       this.process = process;
+      this.ownDir = ownDir;
     }
 
     static RedisServer start(String... args) throws IOException, InterruptedException {
       return startOn(freePort(), args);
     }
 
-    /** On {@code port} (a restart reuses its predecessor's), answering PING before it returns. */
+    /**
+     * On {@code port} (a restart reuses its predecessor's), answering PING before it returns. Without
+     * --dir in {@code args} it works in a new temporary directory (an AOF turned on by CONFIG SET lands
+     * there, not in the tree), removed on close().
+     */
     static RedisServer startOn(int port, String... args) throws IOException, InterruptedException {
       List<String> command = new ArrayList<>(List.of("redis-server", "--port", String.valueOf(port), "--bind", "127.0.0.1"));
       command.addAll(List.of(args));
+      Path ownDir = null;
+      if (!command.contains("--dir")) {
+        ownDir = Files.createTempDirectory("holdfast-java-redis");
+        command.addAll(List.of("--dir", ownDir.toString()));
+      }
       RedisServer redis = new RedisServer(port,
-          new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start());
+          new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start(), ownDir);
       try {
         redis.waitForPing();
       } catch (IOException | InterruptedException | RuntimeException e) {
@@ -221,6 +232,13 @@ final class Support {
     @Override
     public void close() {
       kill(process);
+      if (ownDir != null) {
+        try {
+          deleteTree(ownDir);
+        } catch (IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      }
     }
   }
 
