@@ -35,7 +35,7 @@ const WAITERS = setting('waiters', 'HOLDFAST_BENCH_WAITERS', 10_000);
 /**
  * One row per entry: how many of the waiters queue on each lock. Not all 10 000 on one lock by
  * default: its queue refresh is one script over every entry each second, which on the shared
- * 2-core machine ran past the server's 1 s Redis command timeout (see the README).
+ * 2-core machine ran past the server's 1 s Redis command timeout (see docs/benchmarks.md, "Resources and limits").
  */
 const WAITERS_PER_LOCK = (process.argv.find((a) => a.startsWith('--waiters-per-lock='))?.split('=')[1] ?? process.env.HOLDFAST_BENCH_WAITERS_PER_LOCK ?? '1000,10')
   .split(',')
@@ -43,7 +43,7 @@ const WAITERS_PER_LOCK = (process.argv.find((a) => a.startsWith('--waiters-per-l
   .filter((n) => n > 0);
 const HOLDS = setting('holds', 'HOLDFAST_BENCH_HOLDS', 10_000);
 const SECONDS = setting('seconds', 'HOLDFAST_BENCH_SECONDS', 30);
-/** Calls per client connection: 500, the cap per connection the README recommends (half the RST_STREAM burst). */
+/** Calls per client connection: 500, the cap per connection docs/production.md recommends (half the RST_STREAM burst). */
 const PER_CONNECTION = Math.max(1, setting('per-connection', 'HOLDFAST_BENCH_PER_CONNECTION', 500));
 const TTL_MS = setting('ttl-ms', 'HOLDFAST_BENCH_TTL_MS', 30_000);
 const PAIR_EVERY_MS = 20;

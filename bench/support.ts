@@ -9,6 +9,7 @@ import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
 import { LockServiceClient, type AcquireRequest, type AcquireResponse, type InspectResponse, type ReleaseRequest, type ReleaseResponse } from '../clients/ts/gen/holdfast/v1/lock';
 import { freePort, startEmbeddedRedis, type EmbeddedRedis } from '../src/redis/embedded';
+import { vouchFor } from '../src/redis/vouch';
 
 /** The repository root, from bench/dist/bench/ when compiled. */
 export const ROOT = join(__dirname, '..', '..', '..');
@@ -35,6 +36,7 @@ export interface BenchRedis extends EmbeddedRedis {
 export async function startBenchRedis(): Promise<BenchRedis> {
   const dataDir = mkdtempSync(join(tmpdir(), 'holdfast-bench-redis-'));
   const server = await startEmbeddedRedis({ dataDir, args: ['--save', ''] });
+  await vouchFor({ url: server.url }); // new to holdfast: no quarantine before the first grant
   const client = new Redis(server.url, { maxRetriesPerRequest: 1 });
   client.on('error', () => {});
   return {

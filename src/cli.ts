@@ -8,6 +8,7 @@ import { inspectCommand } from './cli/inspect';
 import { releaseCommand } from './cli/release';
 import { renewCommand } from './cli/renew';
 import { serveCommand } from './cli/serve';
+import { skipFirstQuarantineCommand } from './cli/skip-first-quarantine';
 import { statusCommand } from './cli/status';
 import { watchCommand } from './cli/watch';
 
@@ -23,6 +24,7 @@ program.addCommand(inspectCommand());
 program.addCommand(statusCommand());
 program.addCommand(hashKeyCommand());
 program.addCommand(watchCommand());
+program.addCommand(skipFirstQuarantineCommand());
 
 program.parseAsync(process.argv).catch((err) => {
   process.stderr.write(`holdfast: ${(err as Error).message}\n`);

@@ -52,11 +52,14 @@ export interface ServerConfig {
   /** Replicas that must acknowledge every grant and renewal (WAIT); 0 or absent: none. */
   syncReplicas?: SyncReplicas;
   syncTimeoutMs?: number;
-  /** Start with --sync-replicas even when the master's min-replicas-to-write is 0 (otherwise refused). */
+  /** Start even when the master's min-replicas-to-write is 0 (only with unsafeNoFailoverSafety). */
   allowMinReplicasZero?: boolean;
-  /** Quarantine a master this server has not seen grants made under (after a failover) for maxTtlMs + quarantineMarginMs. */
-  failoverQuarantine?: boolean;
-  /** The longest lease this server grants or renews; default: the protocol's longest. */
+  /**
+   * Give up the failover guarantee (src/config/safety.ts): no quarantine of a master this server
+   * cannot vouch for. Absent: quarantined for maxTtlMs + quarantineMarginMs.
+   */
+  unsafeNoFailoverSafety?: boolean;
+  /** The longest lease this server grants or renews; default SAFE_MAX_TTL_MS. */
   maxTtlMs?: number;
   quarantineMarginMs?: number;
   dataDir: string;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Model-checks the wait queue (lua/model/queue.pml) with spin; README, "Checked by models".
+# Model-checks the wait queue (lua/model/queue.pml) with spin; docs/waiting.md, "Checked by models".
 # The model must pass every check, and each deliberately broken variant must fail the check it
 # breaks (negative controls: proof that the checks can fail). An incomplete search (depth, memory
 # or time ran out) fails too. Runs from `npm test`; needs Debian's `spin` and a C compiler.

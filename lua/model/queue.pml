@@ -1,5 +1,5 @@
 /*
- * holdfast's wait queue, model-checked with spin (lua/model/check.sh runs it; README "Checked by models").
+ * holdfast's wait queue, model-checked with spin (lua/model/check.sh runs it; docs/waiting.md, "Checked by models").
  *
  * The steps, and where each lives:
  *   acquire()   lua/acquire-4.lua   settle; grant when nobody queues and it fits, else queue the waiter
@@ -17,7 +17,7 @@
  * What it abstracts; it proves nothing about what it leaves out:
  *   - Time. There is no clock: a lease or a queue entry ends by a nondeterministic event (Clock),
  *     allowed whenever the real one could happen. A confirmed lease only ends once its holder no
- *     longer counts on it (the SDKs' deadline ends before Redis's lease: README, "The guarantee").
+ *     longer counts on it (the SDKs' deadline ends before Redis's lease: docs/hold.md, "The guarantee").
  *     A claim lease or a queue entry ends when its server is dead, or when a live one stalls past
  *     it (at most MAX_STALLS times in a run: without a bound a stalling server could starve a
  *     waiter forever, which timing rules out in practice). Renewal is not a step: a holder that

@@ -10,21 +10,29 @@ import { lockLibrary } from '../engine/scripts';
 import { connectRedis, redactRedisUrl, type RedisTarget } from '../redis/connect';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../redis/embedded';
 import { createWriteGuard } from '../redis/guard';
-import { minReplicasProblem } from '../redis/min-replicas';
+import { replicaSettingsProblem } from '../redis/min-replicas';
+import { RedisTrouble, redisLabel } from '../redis/trouble';
+import { QUARANTINE_MARGIN_MS, SAFE_MAX_TTL_MS, UNSAFE_FLAG, quarantineMs, quarantineOn } from '../config/safety';
 import { listedReplicas } from '../redis/replica-acks';
 import type { ServerLimits } from '../transport/limits';
-import { MAX_TTL_MS } from '../transport/requests';
 import type { Backend } from './backend';
 
-/** Calls answered before Redis is connected would all be UNAVAILABLE: wait this long for it first. */
-const REDIS_STARTUP_WAIT_MS = 5000;
+/**
+ * Calls answered before Redis is connected would all be UNAVAILABLE: wait this long for it, or
+ * for the first sign that it is away (refused, unknown host, bad password), then listen anyway.
+ */
+const REDIS_STARTUP_WAIT_MS = 1500;
 
-function readyWithin(redis: { once(event: 'ready', cb: () => void): unknown }, ms: number): Promise<boolean> {
+function readyWithin(redis: { once(event: 'ready' | 'error', cb: () => void): unknown }, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve(false), ms);
     redis.once('ready', () => {
       clearTimeout(timer);
       resolve(true);
+    });
+    redis.once('error', () => {
+      clearTimeout(timer);
+      resolve(false);
     });
   });
 }
@@ -42,23 +50,33 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
   const target = redisTarget(config);
   let redisUrl = config.redisUrl ?? config.redisClusterNodes?.join(',') ?? config.redisSentinels?.join(',');
   if (!redisUrl) {
-    embedded = await startEmbeddedRedis({ dataDir: join(config.dataDir, 'redis') });
+    embedded = await startEmbeddedRedis({ dataDir: join(config.dataDir, 'redis'), durable: true });
     redisUrl = embedded.url;
-    log.info({ redisPid: embedded.pid, port: embedded.port, dataDir: embedded.dataDir }, 'started embedded redis-server (pass --redis URL to use your own)');
+    log.info(
+      { redisPid: embedded.pid, port: embedded.port, dataDir: embedded.dataDir, holdsEveryGrant: embedded.holdsEveryGrant },
+      'started embedded redis-server (pass --redis URL to use your own)',
+    );
   }
+  const trouble = new RedisTrouble(redisLabel(target ?? { url: redisUrl }), log);
   const redis = target ? connectRedis(target, config.redisSecurity) : connectRedis({ url: redisUrl });
+  trouble.watch(redis.commands);
   let lastBackgroundError = '';
-  const quarantineMarginMs = config.quarantineMarginMs ?? 1000;
+  const quarantineMarginMs = config.quarantineMarginMs ?? QUARANTINE_MARGIN_MS;
+  const maxTtlMs = config.maxTtlMs ?? SAFE_MAX_TTL_MS;
+  const quarantine = quarantineOn(config) ? quarantineMs(maxTtlMs, quarantineMarginMs) : 0;
+  logSafety(log, quarantine, maxTtlMs, quarantineMarginMs, config.syncReplicas);
   let onGuardChange = () => {};
   const guard = createWriteGuard(redis.commands, {
     syncReplicas: config.syncReplicas,
     syncTimeoutMs: config.syncTimeoutMs,
-    quarantine: config.failoverQuarantine
+    quarantine: quarantine
       ? {
-          ms: (config.maxTtlMs ?? MAX_TTL_MS) + quarantineMarginMs,
+          ms: quarantine,
           epochKey: epochKey(config.keyPrefix),
           shardEpochKey: (tag) => shardEpochKey(config.keyPrefix, tag),
-          onQuarantine: (why, ms) => log.warn({ why, ms }, 'quarantine: no new grants until every lease the old master may have granted has run out'),
+          // The embedded Redis on a new data dir, or one that fsyncs every write, lost nothing.
+          startsComplete: embedded?.holdsEveryGrant,
+          onQuarantine: (why, ms) => log.warn({ why, ms }, `quarantine: no new grants for ${Math.ceil(ms / 1000)} s, until every lease the old master may have granted has run out`),
           onError: (err) => log.debug({ err: String((err as Error)?.message ?? err) }, 'could not check which Redis master this is'),
         }
       : undefined,
@@ -70,7 +88,8 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
     observer,
     keyPrefix,
     guard,
-    maxTtlMs: config.maxTtlMs,
+    maxTtlMs,
+    describeUnavailable: (err) => trouble.describe(err),
     maxWaitersPerLock: limits.maxWaitersPerLock,
     onBackgroundError: (err) => {
       const message = String((err as Error)?.message ?? err);
@@ -95,37 +114,30 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
     lastBackgroundError = '';
     redisReady = true;
     onChange();
-    log.info('redis ready');
     void loadLockFunctions();
   });
-  let closingRedis = false; // closed on purpose (stop, a refused start): no news
   const closeRedis = () => {
-    closingRedis = true;
+    trouble.stopping(); // closed on purpose (stop, a refused start): no news
     return redis.close();
   };
   redis.commands.on('close', () => {
     redisReady = false;
     onChange();
-    if (!closingRedis) log.warn('redis connection lost; answering UNAVAILABLE until it is back');
   });
-  if (!redisReady && !(await readyWithin(redis.commands, REDIS_STARTUP_WAIT_MS))) {
-    log.warn({ redis: redactRedisUrl(redisUrl) }, 'Redis is not reachable yet; listening anyway and answering UNAVAILABLE until it is');
-  }
+  if (!redisReady) await readyWithin(redis.commands, REDIS_STARTUP_WAIT_MS);
   if (redisReady) await loadLockFunctions();
 
-  if (config.syncReplicas || config.failoverQuarantine) {
-    const problem = await minReplicasProblem(redis.commands, { syncReplicas: !!config.syncReplicas, quarantineMarginMs });
-    if (problem?.refuse && !config.allowMinReplicasZero) {
-      guard?.close();
-      await closeRedis();
-      await embedded?.stop();
-      throw new Error(`${problem.message}, or pass --allow-min-replicas-zero`);
-    }
-    if (problem) log.warn(problem.message);
-    const listed = typeof config.syncReplicas === 'number' ? await listedReplicas(redis.commands) : undefined;
-    if (listed !== undefined && listed < (config.syncReplicas as number)) {
-      log.warn({ listed, syncReplicas: config.syncReplicas }, '--sync-replicas: the master lists fewer replicas than asked for; every grant is answered UNAVAILABLE until enough are connected');
-    }
+  const problem = await replicaSettingsProblem(redis.commands, { syncReplicas: !!config.syncReplicas, quarantine: quarantine > 0, quarantineMarginMs });
+  if (problem?.refuse && !config.allowMinReplicasZero) {
+    guard?.close();
+    await closeRedis();
+    await embedded?.stop();
+    throw new Error(`${problem.message}, or pass ${UNSAFE_FLAG} --allow-min-replicas-zero to give up the failover guarantee`);
+  }
+  if (problem) log.warn(problem.message);
+  const listed = typeof config.syncReplicas === 'number' && config.syncReplicas > 0 ? await listedReplicas(redis.commands) : undefined;
+  if (listed !== undefined && listed < (config.syncReplicas as number)) {
+    log.warn({ listed, syncReplicas: config.syncReplicas }, '--sync-replicas: the master lists fewer replicas than asked for; every grant is answered UNAVAILABLE until enough are connected');
   }
 
   return {
@@ -136,6 +148,7 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
     redisUp: () => redisReady,
     grantsBlocked: () => guard?.grantsBlocked() ?? null,
     async close() {
+      trouble.stopping();
       guard?.close();
       await closeRedis();
       if (embedded) {
@@ -144,4 +157,19 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
       }
     },
   };
+}
+
+/** One line at start that says what the defaults guarantee here and what it costs. */
+function logSafety(log: ServerConfig['logger'], quarantine: number, maxTtlMs: number, marginMs: number, syncReplicas: unknown): void {
+  if (!quarantine) {
+    log.warn(
+      { failoverSafety: false },
+      `failover safety is OFF (${UNSAFE_FLAG}): after a Redis restart or failover, a lock may be granted while an earlier holder still counts its lease valid`,
+    );
+    return;
+  }
+  log.info(
+    { failoverSafety: true, quarantineMs: quarantine, maxTtlMs, syncReplicas: syncReplicas || 0 },
+    `failover safety on: leases up to ${maxTtlMs} ms; after a Redis restart or failover that may have lost grants, no new grant for ${quarantine} ms (--max-ttl-ms + --quarantine-margin-ms ${marginMs})`,
+  );
 }

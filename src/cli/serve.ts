@@ -3,7 +3,7 @@ import { RedisBinaryMissing } from '../redis/embedded';
 import type { SyncReplicas } from '../redis/replica-acks';
 import { startServer } from '../server';
 import { DEFAULT_LIMITS } from '../transport/limits';
-import { MAX_TTL_MS } from '../transport/requests';
+import { QUARANTINE_MARGIN_MS, SAFE_MAX_TTL_MS, UNSAFE_FLAG } from '../config/safety';
 import { addEnvVars, ConfigError, EXIT_BAD_CONFIG } from '../config/env';
 import type { ServeConfig } from '../config/schema';
 import { Credentials } from '../auth/credentials';
@@ -122,20 +122,28 @@ export function serveCommand(): Command {
     .addOption(new Option('--redis-sentinel-password <password>', "the Sentinels' own password (prefer the env variable)").env('HOLDFAST_REDIS_SENTINEL_PASSWORD'))
     .addOption(new Option('--redis-master <name>', 'the master name the Sentinels monitor').env('HOLDFAST_REDIS_MASTER').default('mymaster'))
     .addOption(
-      new Option('--sync-replicas <n|auto>', 'replicas that must acknowledge every grant and renewal (WAIT) before it is reported; auto: every replica the master lists')
+      new Option('--sync-replicas <n|auto>', 'replicas that must acknowledge every grant and renewal (WAIT) before it is reported; auto: every replica the master lists (the default behind Sentinel; 0 elsewhere)')
         .env('HOLDFAST_SYNC_REPLICAS')
         .argParser(syncReplicas)
         .default(0),
     )
     .addOption(new Option('--sync-timeout-ms <ms>', 'how long a grant or renewal waits for those acknowledgements (at most 900)').argParser(millis).default(500))
-    .addOption(new Option('--allow-min-replicas-zero', "start with --sync-replicas even when the master's min-replicas-to-write is 0 (warns)").default(false))
+    .addOption(new Option('--allow-min-replicas-zero', `with ${UNSAFE_FLAG}: start even when the master's min-replicas-to-write is 0 (warns)`).default(false))
     .addOption(
-      new Option('--failover-quarantine', 'after Redis fails over (or restarts), make no new grant until every lease the old master may have granted has run out (--max-ttl-ms + --quarantine-margin-ms)')
+      new Option('--failover-quarantine', 'on by default (kept for old configs): after Redis fails over or restarts and may have lost grants, make no new grant until every lease the old master may have granted has run out (--max-ttl-ms + --quarantine-margin-ms)')
         .env('HOLDFAST_FAILOVER_QUARANTINE')
         .default(false),
     )
-    .addOption(new Option('--max-ttl-ms <ms>', 'the longest lease this server grants or renews (all servers on one Redis should agree)').argParser(millis).default(MAX_TTL_MS))
-    .addOption(new Option('--quarantine-margin-ms <ms>', 'added to --max-ttl-ms for the quarantine').argParser(millis).default(1000))
+    .addOption(
+      new Option(
+        UNSAFE_FLAG,
+        'give up the failover guarantee for availability: no quarantine after a Redis restart or failover, no replica acknowledgement behind Sentinel, min-replicas-to-write 0 allowed; a lock may then be granted while an earlier holder still counts its lease valid (docs/failover.md)',
+      )
+        .env('HOLDFAST_UNSAFE_NO_FAILOVER_SAFETY')
+        .default(false),
+    )
+    .addOption(new Option('--max-ttl-ms <ms>', 'the longest lease this server grants or renews; it sizes the quarantine after a Redis restart that may have lost grants (all servers on one Redis should agree)').argParser(millis).default(SAFE_MAX_TTL_MS))
+    .addOption(new Option('--quarantine-margin-ms <ms>', 'added to --max-ttl-ms for the quarantine').argParser(millis).default(QUARANTINE_MARGIN_MS))
     .addOption(new Option('--data-dir <dir>', 'where the embedded redis-server keeps its data').env('HOLDFAST_DATA_DIR').default('.holdfast'))
     .addOption(new Option('--default-ttl-ms <ms>', 'lease when a request gives ttl_ms 0').argParser(millis).default(30_000))
     .addOption(new Option('--max-hold-ms <ms>', 'longest any Hold stream keeps its lock (0: no cap)').argParser(millis).default(0))
@@ -204,7 +212,7 @@ export function serveCommand(): Command {
           syncReplicas: opts.syncReplicas,
           syncTimeoutMs: opts.syncTimeoutMs,
           allowMinReplicasZero: opts.allowMinReplicasZero,
-          failoverQuarantine: opts.failoverQuarantine,
+          unsafeNoFailoverSafety: opts.unsafeNoFailoverSafety,
           maxTtlMs: opts.maxTtlMs,
           quarantineMarginMs: opts.quarantineMarginMs,
           dataDir: opts.dataDir,

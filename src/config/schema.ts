@@ -4,6 +4,7 @@
 // A new serve option adds its entry here; test/unit/config.test.ts fails until it does.
 import { z } from 'zod';
 import { MAX_TTL_MS, MIN_TTL_MS } from '../transport/requests';
+import { UNSAFE_FLAG, defaultSyncReplicas } from './safety';
 
 /** How print-config shows a setting that may hold a secret. */
 export type Mask = 'secret' | 'url-password';
@@ -22,6 +23,21 @@ export function urlWithPassword<T extends z.ZodType>(schema: T): T {
 }
 
 const ms = z.number().int().min(0);
+
+/** A Redis URL (redis:// or rediss://); the value is echoed only when it holds no credentials. */
+const redisUrl = z.string().min(1).superRefine((value, ctx) => {
+  let ok = false;
+  try {
+    const url = new URL(value);
+    ok = (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
+  } catch {
+    ok = false;
+  }
+  if (!ok) {
+    const shown = value.includes('@') ? '' : ` (got "${value}")`;
+    ctx.addIssue({ code: 'custom', message: `must be a Redis URL such as redis://127.0.0.1:6379 or rediss://host:6380${shown}` });
+  }
+});
 const count = z.number().int().min(0);
 const hostPorts = z.array(z.string().min(1)).min(1);
 
@@ -76,10 +92,10 @@ export const serveSettings = {
   tlsClientCa: z.string().min(1).optional(),
   tlsReloadCheckMs: ms.min(1),
   insecure: z.boolean(),
-  redis: urlWithPassword(z.string().min(1).optional()),
+  redis: urlWithPassword(redisUrl.optional()),
   redisCluster: hostPorts.optional(),
   redisSentinels: hostPorts.optional(),
-  redlock: z.array(urlWithPassword(z.string().min(1))).min(3, 'Redlock needs at least 3 Redis masters (a majority of 1 or 2 survives no failure)').optional(),
+  redlock: z.array(urlWithPassword(redisUrl)).min(3, 'Redlock needs at least 3 Redis masters (a majority of 1 or 2 survives no failure)').optional(),
   redlockNodeTimeoutMs: ms.min(1),
   redlockTrustRestarts: z.boolean(),
   redisTls: z.boolean(),
@@ -93,6 +109,7 @@ export const serveSettings = {
   syncTimeoutMs: ms.min(1).max(900, 'at most 900 (under the 1 s command timeout)'),
   allowMinReplicasZero: z.boolean(),
   failoverQuarantine: z.boolean(),
+  unsafeNoFailoverSafety: z.boolean(),
   maxTtlMs: ms.max(MAX_TTL_MS),
   quarantineMarginMs: ms,
   dataDir: z.string().min(1),
@@ -120,17 +137,19 @@ export const serveSettings = {
   optimizeForSize: z.boolean(),
 };
 
-/** --max-ttl-ms unless given, with --redlock: how long a restarted master sits out. */
-export const REDLOCK_MAX_TTL_MS = 60_000;
-
 /** Defaults that depend on other settings, applied before the checks to a setting still at its default. */
 export function derivedDefaults(s: Record<string, unknown>, isDefault: (name: string) => boolean): void {
-  // A restarted Redlock master sits out the longest lease: keep it short unless asked otherwise.
-  if (s.redlock && isDefault('maxTtlMs')) s.maxTtlMs = REDLOCK_MAX_TTL_MS;
+  if (isDefault('syncReplicas')) s.syncReplicas = defaultSyncReplicas(s);
 }
 
 /** Rules between settings; `path` names the setting at fault. */
 function crossChecks(s: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  if (s.allowMinReplicasZero && !s.unsafeNoFailoverSafety) {
+    ctx.addIssue({ code: 'custom', path: ['allowMinReplicasZero'], message: `lets a master cut off from its replicas go on granting: it needs ${UNSAFE_FLAG}, which says so` });
+  }
+  if (s.failoverQuarantine && s.unsafeNoFailoverSafety) {
+    ctx.addIssue({ code: 'custom', path: ['failoverQuarantine'], message: `is the default; it cannot go with ${UNSAFE_FLAG}, which turns it off` });
+  }
   if (s.redlock && s.syncReplicas) ctx.addIssue({ code: 'custom', path: ['syncReplicas'], message: 'does not apply to --redlock (its masters have no replicas)' });
   const { defaultTtlMs, maxTtlMs } = s as { defaultTtlMs: number; maxTtlMs: number };
   if (maxTtlMs < defaultTtlMs) ctx.addIssue({ code: 'custom', path: ['maxTtlMs'], message: `must be at least default-ttl-ms (${defaultTtlMs})` });

@@ -3,7 +3,7 @@
 import { Cluster, type Redis } from 'ioredis';
 import type { WriteGuard } from '../redis/guard';
 import { scanStep } from '../redis/scan';
-import { LockError, ScriptCode, fromRedisError } from './errors';
+import { LockError, ScriptCode, fromRedisError, type DescribeUnavailable } from './errors';
 import { lockKeys, lockNameOfKey, lockScanPattern, requestIdKey, scriptKeys } from './keys';
 import { NO_OBSERVER, type EngineObserver } from './observer';
 import { isGranting, isLibraryMissing, lockLibrary, scriptKeyCount, type LockLibrary, type ScriptName } from './scripts';
@@ -31,6 +31,8 @@ export interface EngineOptions {
   maxWaitersPerLock?: number;
   /** Told of lock events and timings (metrics, traces); none by default. */
   observer?: EngineObserver;
+  /** Words for a client's UNAVAILABLE: where Redis is and what is wrong (default: the error's own message). */
+  describeUnavailable?: DescribeUnavailable;
 }
 
 type Reply = (string | number | Reply)[];
@@ -64,6 +66,7 @@ export class LockEngine {
   private readonly maxWaitersPerLock: number;
   readonly observer: EngineObserver;
   private readonly library: LockLibrary = lockLibrary();
+  private readonly describeUnavailable?: DescribeUnavailable;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -76,6 +79,7 @@ export class LockEngine {
     this.maxTtlMs = options.maxTtlMs ?? Infinity;
     this.maxWaitersPerLock = options.maxWaitersPerLock ?? 0;
     this.observer = options.observer ?? NO_OBSERVER;
+    this.describeUnavailable = options.describeUnavailable;
     const onBackgroundError = options.onBackgroundError ?? (() => {});
     const channels = new LockChannels(subscriber);
     this.room = new WaitRoom(this, channels, { refreshMs: options.entryRefreshMs ?? 1000, onBackgroundError });
@@ -118,7 +122,7 @@ export class LockEngine {
   /** As fromRedisError; a grant refused on an unchecked master means the slot map is stale. */
   private fromRedisError(err: unknown): unknown {
     if (/^MASTERCHANGED\b/.test((err as Error)?.message ?? '') && this.redis instanceof Cluster) this.redis.refreshSlotsCache();
-    return fromRedisError(err);
+    return fromRedisError(err, this.describeUnavailable);
   }
 
   /**
@@ -150,7 +154,7 @@ export class LockEngine {
         return this.runConfirmed(script, name, args, true);
       }
       if (/^(MOVED|ASK|MASTERCHANGED) /.test(err.message) && connection instanceof Cluster) connection.refreshSlotsCache();
-      throw fromRedisError(err);
+      throw fromRedisError(err, this.describeUnavailable);
     }
     const [waitErr, acks] = results[1] ?? [new Error('no reply'), null];
     return { reply: reply as Reply, confirmed: !waitErr && check(acks) };

@@ -49,10 +49,13 @@ const REDIS_BUSY = /^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|NORE
  * Turns anything a Redis call threw into a LockError: connection trouble and transient server
  * states become 'unavailable'; a script or protocol error is a bug and is passed on unchanged.
  */
-export function fromRedisError(err: unknown): unknown {
+export function fromRedisError(err: unknown, describe?: DescribeUnavailable): unknown {
   if (err instanceof LockError) return err;
   const e = err as { name?: string; message?: string };
   const message = e?.message ?? String(err);
   if (e?.name === 'ReplyError' && !REDIS_BUSY.test(message)) return err;
-  return new LockError('unavailable', `Redis is unavailable: ${message}`);
+  return new LockError('unavailable', describe ? describe(err) : `Redis is unavailable: ${message}`);
 }
+
+/** Says where Redis is and what is wrong with it, in words, for a client's UNAVAILABLE. */
+export type DescribeUnavailable = (err: unknown) => string;

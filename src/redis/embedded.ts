@@ -1,7 +1,7 @@
 // A private redis-server child on a free loopback port: the server's embedded default and the
 // test suite's Redis. Started with its own data dir, stopped by PID.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 
@@ -11,6 +11,11 @@ export interface EmbeddedRedis {
   pid: number;
   dataDir: string;
   process: ChildProcess;
+  /**
+   * With `durable`: this Redis holds every write it ever acknowledged (its data dir was new, or
+   * every write is fsynced before its reply), so no grant made on it can have been lost.
+   */
+  holdsEveryGrant: boolean;
   stop(): Promise<void>;
 }
 
@@ -25,7 +30,26 @@ export interface EmbeddedRedisOptions {
   env?: NodeJS.ProcessEnv;
   /** Run as a Sentinel with this config file (it must be writable: Sentinel rewrites it). */
   sentinelConfig?: string;
+  /**
+   * Keep every acknowledged write across a crash: an append-only file fsynced before each reply
+   * (appendfsync always), so a restart on the same data dir has lost no grant (holdfast's default).
+   */
+  durable?: boolean;
 }
+
+/**
+ * The embedded default's persistence: fsync before every reply. Measured against everysec in
+ * docs/failover.md: it costs a little throughput and spares every restart the quarantine.
+ */
+const DURABLE_ARGS = ['--appendonly', 'yes', '--appendfsync', 'always', '--save', ''];
+
+/** Whether a data dir holds anything a Redis would load (a new one provably holds no grant). */
+function holdsData(dataDir: string): boolean {
+  return ['appendonlydir', 'appendonly.aof', 'dump.rdb'].some((f) => existsSync(join(dataDir, f)));
+}
+
+/** Whether the Redis that wrote `dataDir` fsynced every write (it says so in a file of ours beside its data). */
+const DURABLE_MARK = 'holdfast-durable';
 
 export class RedisBinaryMissing extends Error {}
 
@@ -82,6 +106,10 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise
   const binary = findRedisBinary(options.binary);
   mkdirSync(options.dataDir, { recursive: true });
   await stopLeftover(options.dataDir);
+  // A data dir some older holdfast wrote (RDB snapshots every 60 s) may have lost grants; one
+  // that only ever held fsynced appends, or none at all, has not.
+  const holdsEveryGrant = !!options.durable && (!holdsData(options.dataDir) || existsSync(join(options.dataDir, DURABLE_MARK)));
+  if (options.durable) writeFileSync(join(options.dataDir, DURABLE_MARK), 'appendfsync always\n');
   for (let attempt = 0; ; attempt++) {
     const port = options.port ?? (await freePort());
     const child = spawn(
@@ -96,6 +124,7 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise
         '--daemonize', 'no',
         '--pidfile', join(options.dataDir, PIDFILE),
         '--loglevel', 'notice',
+        ...(options.durable ? DURABLE_ARGS : []),
         ...(options.args ?? []),
       ],
       { stdio: ['ignore', 'pipe', 'ignore'], env: options.env ? { ...process.env, ...options.env } : undefined },
@@ -128,6 +157,7 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise
         pid: child.pid!,
         dataDir: options.dataDir,
         process: child,
+        holdsEveryGrant,
         async stop() {
           if (exited) return;
           child.kill('SIGTERM');

@@ -35,6 +35,12 @@ export interface FailoverWatchOptions {
    * shard's promoted replica, met as a new node): it then counts as a failover (lastFailoverAt).
    */
   tookOver?: boolean;
+  /**
+   * The first master met is known to hold every grant ever made on it (a new embedded data dir,
+   * or an embedded Redis that fsyncs every write): only a quarantine its record says is still
+   * running is waited out.
+   */
+  startsComplete?: boolean;
 }
 
 export class FailoverWatch {
@@ -111,7 +117,8 @@ export class FailoverWatch {
     const redisNow = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
     const wasBlocked = this.blocked() !== null;
     if (this.runId === undefined) {
-      if (record.master === runId) this.quarantineUntil(Number(record.until ?? 0), redisNow, 'the quarantine after the last Redis failover is not over');
+      if (this.options.startsComplete) this.quarantineUntil(Number(record.until ?? 0), redisNow, 'the quarantine after the last Redis failover is not over');
+      else if (record.master === runId) this.quarantineUntil(Number(record.until ?? 0), redisNow, 'the quarantine after the last Redis failover is not over');
       else if (this.options.tookOver) {
         this.lastFailoverAt = performance.now();
         this.quarantineUntil(redisNow + quarantineMs, redisNow, 'a replica was promoted to master of this shard');

@@ -52,6 +52,11 @@ export interface GuardOptions {
     ms: number;
     /** Where the epoch record lives. */
     epochKey: string;
+    /**
+     * The first master this server meets holds every grant ever made on it (the embedded Redis
+     * on a new data dir, or one that fsyncs every write): no quarantine for it.
+     */
+    startsComplete?: boolean;
     /** Where a Cluster shard's record lives, given a hash tag in one of its slots. */
     shardEpochKey: (tag: string) => string;
     onQuarantine?: (why: string, ms: number) => void;
@@ -100,6 +105,7 @@ export function createWriteGuard(redis: Redis | Cluster, options: GuardOptions):
         watched: connection ? [connection, redis] : [redis],
         epochKey: quarantine.epochKey,
         quarantineMs: quarantine.ms,
+        startsComplete: quarantine.startsComplete,
         onChange: options.onChange,
         onError: quarantine.onError,
         onQuarantine: quarantine.onQuarantine,

@@ -4,6 +4,7 @@
 // without WAIT it would go on granting too. min-replicas-to-write makes such a master refuse
 // writes (NOREPLICAS) once no replica has acknowledged for min-replicas-max-lag seconds.
 import { Cluster, type Redis } from 'ioredis';
+import { listedReplicas } from './replica-acks';
 
 export interface MinReplicas {
   /** The lowest min-replicas-to-write among the masters. */
@@ -30,32 +31,40 @@ export async function minReplicas(redis: Redis | Cluster): Promise<MinReplicas |
   }
 }
 
+/** Whether any master has a replica: only then can a partition promote one behind its back. */
+async function hasReplicas(redis: Redis | Cluster): Promise<boolean> {
+  if (redis instanceof Cluster) return redis.nodes('slave').length > 0;
+  return ((await listedReplicas(redis)) ?? 0) > 0; // unknown (Redis away): nothing to warn of yet
+}
+
 /**
- * What is wrong with the masters' settings for the protection asked for, if anything: with
- * replica acknowledgement, min-replicas-to-write 0 (refused unless allowed); with the quarantine
- * alone, min-replicas-to-write 0 or a max lag longer than the margin (a cut-off master would
- * grant past the quarantine).
+ * What is wrong with the masters' settings for the protection in force, if anything: with
+ * replica acknowledgement (the default behind Sentinel), min-replicas-to-write 0 is refused: a
+ * master cut off from its replicas would go on accepting writes that are thrown away when a
+ * replica is promoted. With the quarantine alone, on masters that have replicas, min-replicas-to-write
+ * 0 or a max lag longer than the margin is warned of (a cut-off master would grant past the quarantine).
  */
-export async function minReplicasProblem(
+export async function replicaSettingsProblem(
   redis: Redis | Cluster,
-  asked: { syncReplicas: boolean; quarantineMarginMs: number },
+  asked: { syncReplicas: boolean; quarantine: boolean; quarantineMarginMs: number },
 ): Promise<{ message: string; refuse?: boolean } | undefined> {
+  if (!asked.syncReplicas && !(asked.quarantine && (await hasReplicas(redis)))) return undefined;
   const settings = await minReplicas(redis);
   if (!settings) return { message: "could not read the master's min-replicas-to-write (CONFIG GET); make sure it is at least 1" };
   if (asked.syncReplicas && settings.toWrite === 0) {
     return {
       refuse: true,
       message:
-        "--sync-replicas: the master's min-replicas-to-write is 0, so a master cut off from its replicas goes on accepting writes that are thrown away when a replica is promoted; set it to at least 1 on every node",
+        "the master's min-replicas-to-write is 0, so a master cut off from its replicas goes on accepting writes that are thrown away when a replica is promoted (a lock granted twice): set min-replicas-to-write 1 (or more) on every Redis node",
     };
   }
-  if (asked.syncReplicas) return undefined;
+  if (asked.syncReplicas || !asked.quarantine) return undefined;
   if (settings.toWrite === 0) {
-    return { message: "--failover-quarantine: the master's min-replicas-to-write is 0, so a master cut off by a partition may go on granting after another is promoted; set it to at least 1 on every node" };
+    return { message: "the master's min-replicas-to-write is 0, so a master cut off by a partition may go on granting after a replica is promoted; set it to at least 1 on every node" };
   }
   if (settings.maxLagMs > asked.quarantineMarginMs) {
     return {
-      message: `--failover-quarantine: --quarantine-margin-ms (${asked.quarantineMarginMs}) is shorter than min-replicas-max-lag (${settings.maxLagMs} ms), how long a master cut off by a partition still grants`,
+      message: `--quarantine-margin-ms (${asked.quarantineMarginMs}) is shorter than min-replicas-max-lag (${settings.maxLagMs} ms), how long a master cut off by a partition still grants; raise the margin or lower the lag`,
     };
   }
   return undefined;

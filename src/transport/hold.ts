@@ -1,6 +1,7 @@
 // Hold: the open stream is the lease. Acquire (waiting like Acquire), send `acquired`, let the
-// engine's watchdog renew and report. A cancel by the client gives the hold back at once; any
-// other end leaves the lease to run out, since the client may not know its stream is over.
+// engine's watchdog renew and report. A cancel by the client gives the hold back at once, and so
+// does the call's deadline (the client's own word, on its own clock); any other end leaves the
+// lease to run out, since the client may not know its stream is over.
 import { status, type ServerWritableStream } from '@grpc/grpc-js';
 import { LostReason, type HoldRequest, type HoldResponse } from '../../clients/ts/gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
@@ -10,6 +11,7 @@ import type { LostReason as EngineLostReason } from '../engine/watchdog';
 import { boundedWait, callScope } from './call-context';
 import { MAX_TTL_MS, checkMillis, toAcquireParams } from './requests';
 import { grantFields } from './responses';
+import { driftMarginMs } from '../../clients/ts/deadline';
 import { serviceError, toServiceError } from './status';
 
 export interface HoldOptions {
@@ -120,8 +122,26 @@ async function hold(engine: LockBackend, options: HoldOptions, call: HoldCall): 
   // lease runs out first.
   signal.addEventListener('abort', () => {
     if (cancelledByClient()) return void lease.letGo();
-    const message = 'the stream ended without a cancel (the connection was lost or the call timed out)';
+    const givenBack = deadlineEndWait(call, receivedAt);
+    if (givenBack !== undefined) return void setTimeout(() => void lease.letGo(), givenBack);
+    const message = 'the stream ended without a cancel (the connection was lost)';
     options.onAbnormalEnd?.({ name: params.name, holdId: params.holdId, reason: 'stream_lost', message });
     void lease.abandon();
   });
+}
+
+/**
+ * When the call ended at its deadline: how long to wait before giving the hold back, else
+ * undefined. The client set the deadline and ends the call on its own clock, counted from when it
+ * sent the request, which is before the server received it: so the server's deadline passes after
+ * the client's, but for the two clocks' rates. The wait covers that drift, both ways, by the SDKs'
+ * own allowance (clients/ts/deadline.ts), so the hold goes only once the client has stopped
+ * counting on it.
+ */
+function deadlineEndWait(call: HoldCall, receivedAt: number): number | undefined {
+  const deadline = call.getDeadline();
+  const at = deadline instanceof Date ? deadline.getTime() : Number(deadline);
+  if (!Number.isFinite(at) || Date.now() < at) return undefined;
+  const callMs = at - (Date.now() - (performance.now() - receivedAt));
+  return 2 * driftMarginMs(Math.max(0, callMs));
 }

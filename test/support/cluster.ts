@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
+import { vouchFor } from '../../src/redis/vouch';
 import { waitFor } from './wait';
 
 export interface TestCluster {
@@ -38,6 +39,8 @@ export async function startTestCluster(size = 3, replicasPerMaster = 0, nodeArgs
     }
     client.disconnect();
   }
+  // New to holdfast: servers grant at once (a shard that fails over later is quarantined).
+  await vouchFor({ clusterNodes: nodes });
   return {
     nodes,
     servers,

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
+import { vouchFor } from '../../src/redis/vouch';
 import { waitFor } from './wait';
 
 export const MASTER_NAME = 'holdfast-test';
@@ -99,6 +100,8 @@ export async function startTestSentinels(options: SentinelOptions = {}): Promise
     await Promise.all([...nodes, ...sentinels].map((n) => n.stop()));
     throw err;
   }
+  // New to holdfast: servers grant at once (the record replicates; a promoted replica is quarantined).
+  await vouchFor({ url: options.password ? `redis://:${options.password}@127.0.0.1:${master.port}` : master.url });
   const sentinelClients = sentinels.map(client);
   const masterPort = async (c: Redis) => Number(((await c.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)) as string[])[1]);
   const byPort = (port: number) => nodes.find((n) => n.port === port)!;

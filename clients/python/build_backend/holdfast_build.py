@@ -1,6 +1,6 @@
 """A PEP 517 build backend for this one pure-Python package, so that `pip install ./clients/python`
 works offline: setuptools or flit would have to be downloaded into pip's isolated build
-environment. It packs holdfast/ (with the generated stubs) into a py3-none-any wheel whose
+environment. It packs holdfast/ (with the generated stubs and the .lua script) into a py3-none-any wheel whose
 metadata comes from pyproject.toml's [project] table; nothing else is supported.
 """
 
@@ -31,7 +31,9 @@ def _metadata(project):
 
 
 def _sources():
-    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+    # The Python modules and the fencing store's Lua script (read with importlib.resources).
+    paths = [*(ROOT / PACKAGE).rglob("*.py"), *(ROOT / PACKAGE).rglob("*.lua")]
+    for path in sorted(paths):
         yield path.relative_to(ROOT).as_posix(), path.read_bytes()
 
 

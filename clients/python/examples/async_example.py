@@ -30,7 +30,7 @@ async def main():
             async with holdfast.alock(channel, args.name, ttl_ms=args.ttl_ms, wait_ms=args.wait_ms) as lease:
                 print(f"holding {args.name} with fencing token {lease.fencing_token} ({holdfast.__name__} from {pathlib.Path(holdfast.__file__).parent})")
                 lease.check()  # before any side effect: raises LeaseLost if the lease is gone
-        except holdfast.NotAcquired as err:
+        except (holdfast.NotAcquired, holdfast.HoldfastError) as err:
             sys.exit(f"example: {err}")
     print(f"released {args.name}")
 

@@ -28,14 +28,14 @@ def main():
     args = parser.parse_args()
     read = lambda path: path.read_bytes() if path else None  # noqa: E731
 
-    with holdfast.channel(args.addr, ca=read(args.tls_ca), cert=read(args.tls_cert), key=read(args.tls_key),
-                          api_key=args.api_key) as channel:
-        try:
+    try:
+        with holdfast.channel(args.addr, ca=read(args.tls_ca), cert=read(args.tls_cert), key=read(args.tls_key),
+                              api_key=args.api_key) as channel:
             with holdfast.lock(channel, args.name, ttl_ms=args.ttl_ms, wait_ms=args.wait_ms) as lease:
                 print(f"holding {args.name} with fencing token {lease.fencing_token}")
                 lease.check()  # before any side effect: raises LeaseLost if the lease is gone
-        except holdfast.NotAcquired as err:
-            sys.exit(f"example: {err}")
+    except (holdfast.NotAcquired, holdfast.HoldfastError) as err:  # one line: what is wrong, and where
+        sys.exit(f"example: {err}")
     print(f"released {args.name}")
 
 

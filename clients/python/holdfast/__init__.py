@@ -16,8 +16,9 @@ from holdfast.aio import AsyncLease, alock
 from holdfast.calls import acquire, inspect, release
 from holdfast.connect import aio_channel, channel
 from holdfast.election import Leader, Leadership, campaign, observe, watch
+from holdfast.errors import HoldfastError
 from holdfast.lease import CLOCK_DRIFT, Lease, LeaseLost, NotAcquired, drift_margin_ms, lease_deadline, lock
 
-__all__ = ["CLOCK_DRIFT", "AsyncLease", "Leader", "Leadership", "Lease", "LeaseLost", "NotAcquired", "acquire", "aio_channel",
+__all__ = ["CLOCK_DRIFT", "AsyncLease", "HoldfastError", "Leader", "Leadership", "Lease", "LeaseLost", "NotAcquired", "acquire", "aio_channel",
            "alock", "campaign", "channel", "drift_margin_ms", "inspect", "lease_deadline", "lock", "observe", "release",
            "watch"]

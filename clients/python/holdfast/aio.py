@@ -17,6 +17,7 @@ import grpc
 
 from holdfast.lease import ACQUIRE_GRACE_S, PAST_DEADLINE, RELEASE_TIMEOUT_S, LeaseLost, LeaseState, hold_request
 from holdfast.calls import acquire_request, granted
+from holdfast.errors import address_of, translated
 from holdfast.v1 import lock_pb2, lock_pb2_grpc
 
 
@@ -93,17 +94,23 @@ class AsyncLease(LeaseState):
     async def release(self):
         """Gives back exactly this stream's hold (Release with token and hold_id), then ends the stream.
 
-        Safe to call twice.
+        Returns True when the server confirmed that this hold was given back now; False when there
+        was nothing to give back (released before, or the lease was already lost) or the Release
+        call failed (unreachable: ending the stream then frees the hold on a live connection, and
+        otherwise the lease runs out). Never raises. Safe to call twice (the second call returns False).
         """
         if self._closing:
-            return
+            return False
         self._closing = True
         self._moved.set()
+        given_back = False
         if self._acquired and not self.lost.is_set() and not self._ended:
             request = lock_pb2.ReleaseRequest(name=self.name, token=self.token, hold_id=self.hold_id)
             with contextlib.suppress(grpc.RpcError):  # lost meanwhile, or unreachable: the cancel frees the hold
                 await self._stub.Release(request, timeout=RELEASE_TIMEOUT_S)
+                given_back = True
         await self._close_stream()
+        return given_back
 
     async def _close_stream(self):
         self._closing = True
@@ -128,6 +135,7 @@ class alock:  # noqa: N801 - used like a function: `async with holdfast.alock(..
         request = hold_request(name, ttl_ms, wait_ms, owner, shared, limit, max_hold_ms, release_on_disconnect)
         self._wait_s = wait_ms / 1000.0 + ACQUIRE_GRACE_S
         self._lease = AsyncLease(lock_pb2_grpc.LockServiceStub(channel), name, request)
+        self._lease.addr = address_of(channel)
 
     async def __aenter__(self):
         await self._lease._open(self._wait_s)
@@ -141,18 +149,22 @@ class alock:  # noqa: N801 - used like a function: `async with holdfast.alock(..
 async def acquire(channel, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0, timeout=None):
     """holdfast.acquire on a grpc.aio channel: returns the AcquireResponse, or raises NotAcquired."""
     request = acquire_request(name, ttl_ms, wait_ms, owner, shared, limit)
-    return granted(await lock_pb2_grpc.LockServiceStub(channel).Acquire(request, timeout=timeout), name, wait_ms)
+    with translated(channel):
+        return granted(await lock_pb2_grpc.LockServiceStub(channel).Acquire(request, timeout=timeout), name, wait_ms)
 
 
 async def release(channel, name, token, hold_id="", timeout=None):
-    """holdfast.release on a grpc.aio channel: True when the lock was freed."""
+    """holdfast.release on a grpc.aio channel: True when the lock was freed, False when holds remain
+    (raises HoldfastError, NOT_FOUND, when the token holds nothing)."""
     request = lock_pb2.ReleaseRequest(name=name, token=token, hold_id=hold_id)
-    return (await lock_pb2_grpc.LockServiceStub(channel).Release(request, timeout=timeout)).released
+    with translated(channel):
+        return (await lock_pb2_grpc.LockServiceStub(channel).Release(request, timeout=timeout)).released
 
 
 async def inspect(channel, name, timeout=None):
     """holdfast.inspect on a grpc.aio channel: the InspectResponse for `name`."""
-    return await lock_pb2_grpc.LockServiceStub(channel).Inspect(lock_pb2.InspectRequest(name=name), timeout=timeout)
+    with translated(channel):
+        return await lock_pb2_grpc.LockServiceStub(channel).Inspect(lock_pb2.InspectRequest(name=name), timeout=timeout)
 
 
 __all__ = ["AsyncLease", "LeaseLost", "acquire", "alock", "inspect", "release"]

@@ -1,5 +1,6 @@
 """One-shot calls for scripts that manage a lease themselves (no renewals: mind the ttl)."""
 
+from holdfast.errors import translated
 from holdfast.lease import NotAcquired
 from holdfast.v1 import lock_pb2, lock_pb2_grpc
 
@@ -11,7 +12,8 @@ def acquire(channel, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0,
     before the call, not after it returns: lease_deadline(sent_at, grant.lease_started_after_ms, grant.ttl_ms).
     """
     request = acquire_request(name, ttl_ms, wait_ms, owner, shared, limit, value)
-    return granted(lock_pb2_grpc.LockServiceStub(channel).Acquire(request, timeout=timeout), name, wait_ms)
+    with translated(channel):
+        return granted(lock_pb2_grpc.LockServiceStub(channel).Acquire(request, timeout=timeout), name, wait_ms)
 
 
 def acquire_request(name, ttl_ms, wait_ms, owner, shared, limit, value=""):
@@ -28,11 +30,18 @@ def granted(grant, name, wait_ms):
 
 
 def release(channel, name, token, hold_id="", timeout=None):
-    """Releases one hold of a grant (with hold_id: exactly that Hold stream's); returns True when the lock was freed."""
+    """Releases one hold of a grant (with hold_id: exactly that Hold stream's).
+
+    Returns True when this call freed the grant (its hold count reached zero), False when holds of
+    a reentrant grant remain. Raises HoldfastError with code NOT_FOUND when the token holds nothing
+    (wrong, expired or already released), and HoldfastError for a call that failed.
+    """
     request = lock_pb2.ReleaseRequest(name=name, token=token, hold_id=hold_id)
-    return lock_pb2_grpc.LockServiceStub(channel).Release(request, timeout=timeout).released
+    with translated(channel):
+        return lock_pb2_grpc.LockServiceStub(channel).Release(request, timeout=timeout).released
 
 
 def inspect(channel, name, timeout=None):
     """Returns the InspectResponse for `name`: holders, waiters, last fencing token."""
-    return lock_pb2_grpc.LockServiceStub(channel).Inspect(lock_pb2.InspectRequest(name=name), timeout=timeout)
+    with translated(channel):
+        return lock_pb2_grpc.LockServiceStub(channel).Inspect(lock_pb2.InspectRequest(name=name), timeout=timeout)

@@ -15,6 +15,8 @@ import collections
 import grpc
 import grpc.aio
 
+from holdfast.errors import check_address, remember_address
+
 
 class _CallDetails(collections.namedtuple("_CallDetails", ("method", "timeout", "metadata", "credentials",
                                                            "wait_for_ready", "compression")),
@@ -73,16 +75,18 @@ def channel(addr, *, ca=None, cert=None, key=None, server_name=None, tls=False, 
     cert, key: this client's PEM certificate and private key, for mutual TLS; server_name: the name
     the server's certificate must carry when it is not the host in `addr`; api_key: sent on every call.
     """
+    check_address(addr)
     credentials, options = _tls(ca, cert, key, server_name, tls, options)
     ch = grpc.secure_channel(addr, credentials, options) if credentials else grpc.insecure_channel(addr, options)
-    return grpc.intercept_channel(ch, _ApiKey(api_key)) if api_key else ch
+    return remember_address(grpc.intercept_channel(ch, _ApiKey(api_key)) if api_key else ch, addr)
 
 
 def aio_channel(addr, *, ca=None, cert=None, key=None, server_name=None, tls=False, api_key=None, options=()):
     """The grpc.aio channel `channel` would make, for holdfast.alock and holdfast.aio."""
+    check_address(addr)
     credentials, options = _tls(ca, cert, key, server_name, tls, options)
     header = ("authorization", f"Bearer {api_key}")
     interceptors = [_AsyncUnaryKey(header), _AsyncStreamKey(header)] if api_key else None
     if credentials:
-        return grpc.aio.secure_channel(addr, credentials, options, interceptors=interceptors)
-    return grpc.aio.insecure_channel(addr, options, interceptors=interceptors)
+        return remember_address(grpc.aio.secure_channel(addr, credentials, options, interceptors=interceptors), addr)
+    return remember_address(grpc.aio.insecure_channel(addr, options, interceptors=interceptors), addr)

@@ -16,6 +16,7 @@ import time
 
 import grpc
 
+from holdfast.errors import address_of, translate
 from holdfast.lease import NotAcquired, lock
 from holdfast.v1 import lock_pb2, lock_pb2_grpc
 
@@ -47,6 +48,14 @@ class Leadership:
     def check(self):
         """Raises LeaseLost when leadership is lost: call it before each side effect."""
         self._lease.check()
+
+    def fence(self, headers=None):
+        """The leader's fence on HTTP headers: see Lease.fence."""
+        return self._lease.fence(headers)
+
+    def fence_metadata(self, metadata=()):
+        """The leader's fence as gRPC metadata: see Lease.fence_metadata."""
+        return self._lease.fence_metadata(metadata)
 
     def proclaim(self, value):
         """Publishes a new value to observers."""
@@ -81,6 +90,7 @@ class watch:  # noqa: N801 - used like a function
 
     def __init__(self, channel, name, timeout=None):
         self._call = lock_pb2_grpc.LockServiceStub(channel).Watch(lock_pb2.WatchRequest(name=name), timeout=timeout)
+        self._addr = address_of(channel)
         self.cancelled = False
 
     def __iter__(self):
@@ -88,7 +98,7 @@ class watch:  # noqa: N801 - used like a function
             yield from self._call
         except grpc.RpcError as err:
             if not (self.cancelled and err.code() == grpc.StatusCode.CANCELLED):
-                raise
+                raise translate(err, self._addr) from err
         finally:
             self._call.cancel()
 

@@ -17,6 +17,8 @@ import time
 
 import grpc
 
+from holdfast.errors import address_of, translate
+from holdfast.fencing import wire as fencing_wire
 from holdfast.v1 import lock_pb2, lock_pb2_grpc
 
 # How long Release may take on the way out before the stream is cancelled anyway.
@@ -66,6 +68,7 @@ class LeaseState:
 
     def __init__(self, stub, name, request):
         self.name = name
+        self.addr = None  # the server's address, for errors
         self.token = ""
         self.hold_id = ""  # this stream's own hold of the grant (a reentrant grant has one per holder)
         self.fencing_token = 0
@@ -109,12 +112,23 @@ class LeaseState:
         """What a Hold that was never granted raises: NotAcquired when its wait ran out, else the refusal."""
         if error is None or (isinstance(error, grpc.RpcError) and error.code() == grpc.StatusCode.DEADLINE_EXCEEDED):
             return NotAcquired(f'lock "{self.name}" was not acquired within {self._request.wait_timeout_ms} ms')
-        return error
+        return translate(error, self.addr)
 
     @staticmethod
     def _ended_reason(error):
         """Why a held lease is lost when its stream ends without a lost event."""
         return "the Hold stream ended" if error is None else f"the Hold stream ended: {error.code().name} {error.details()}"
+
+    def fence(self, headers=None):
+        """`headers` (a dict, or a new one) with this grant's Holdfast-Fence-Lock and -Token added:
+        a guarded HTTP resource refuses the request once a newer holder has written."""
+        headers = {} if headers is None else headers
+        headers.update(fencing_wire.http_headers(self.name, self.fencing_token))
+        return headers
+
+    def fence_metadata(self, metadata=()):
+        """gRPC call metadata: `metadata` plus this grant's holdfast-fence-lock and -token."""
+        return [*metadata, *fencing_wire.grpc_metadata(self.name, self.fencing_token)]
 
     def check(self):
         """Raises LeaseLost when the lease is lost (a fencing point before a side effect)."""
@@ -203,27 +217,36 @@ class Lease(LeaseState):
             self._cond.notify_all()
 
     def set_value(self, value, timeout=RELEASE_TIMEOUT_S):
-        """Replaces the value this grant publishes to watchers; raises grpc.RpcError (NOT_FOUND) once it is gone."""
-        self._stub.SetValue(lock_pb2.SetValueRequest(name=self.name, token=self.token, value=value), timeout=timeout)
+        """Replaces the value this grant publishes to watchers; raises HoldfastError (NOT_FOUND) once it is gone."""
+        try:
+            self._stub.SetValue(lock_pb2.SetValueRequest(name=self.name, token=self.token, value=value), timeout=timeout)
+        except grpc.RpcError as error:
+            raise translate(error, self.addr) from error
 
     def release(self):
         """Gives back exactly this stream's hold (Release with token and hold_id), then ends the stream.
 
-        Safe to call twice.
+        Returns True when the server confirmed that this hold was given back now; False when there
+        was nothing to give back (released before, or the lease was already lost) or the Release
+        call failed (unreachable: ending the stream then frees the hold on a live connection, and
+        otherwise the lease runs out). Never raises. Safe to call twice (the second call returns False).
         """
         with self._cond:
             if self._closing:
-                return
+                return False
             self._closing = True
             self._cond.notify_all()
             held = self._acquired and not self.lost.is_set() and not self._ended
+        given_back = False
         if held:
             try:
                 request = lock_pb2.ReleaseRequest(name=self.name, token=self.token, hold_id=self.hold_id)
                 self._stub.Release(request, timeout=RELEASE_TIMEOUT_S)
+                given_back = True
             except grpc.RpcError:
                 pass  # lost meanwhile, or unreachable: the cancel frees the hold on a live connection
         self._close_stream()
+        return given_back
 
     def _close_stream(self):
         with self._cond:
@@ -252,6 +275,7 @@ class lock:  # noqa: N801 - used like a function: `with holdfast.lock(...) as le
         request = hold_request(name, ttl_ms, wait_ms, owner, shared, limit, max_hold_ms, release_on_disconnect, value)
         self._wait_s = wait_ms / 1000.0 + ACQUIRE_GRACE_S
         self._lease = Lease(lock_pb2_grpc.LockServiceStub(channel), name, request)
+        self._lease.addr = address_of(channel)
 
     def __enter__(self):
         self._lease._open(self._wait_s)

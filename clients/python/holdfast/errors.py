@@ -1,0 +1,119 @@
+"""The SDK's one error type for a call that failed, in words that say what is wrong and where.
+
+gRPC reports a wrong address, a port that is not holdfast's gRPC listener or a TLS mismatch as
+UNAVAILABLE with a detail string meant for gRPC's developers; these functions name the address and
+the likely cause instead. HoldfastError is a grpc.RpcError (code() and details() as gRPC gave
+them), so code written against grpc.RpcError keeps working.
+"""
+
+import contextlib
+import re
+
+import grpc
+
+# (a pattern in gRPC's detail string, what it means): the first that matches is the cause.
+_CAUSES = (
+    (r"Connection refused", "connection refused: nothing listens there (is the holdfast server running, and is this "
+                            "its --listen port?)"),
+    (r"http1\.x server|Failed parsing HTTP/2", "it answers HTTP/1, not gRPC: this is likely the holdfast server's "
+                                               "--http-listen port (dashboard, /metrics); give its --listen port"),
+    (r"wrong version number", "TLS mismatch: this channel uses TLS and the server there answers in plaintext (drop "
+                              "ca=/tls=, or start the server with --tls-cert and --tls-key)"),
+    (r"Socket closed", "the server closed the connection at once: likely a TLS mismatch (the server expects TLS and "
+                       "this channel is plaintext: pass ca=..., or tls=True for the system's CAs)"),
+    (r"certificate required|Endpoint read failed", "the server ended the TLS handshake: it likely requires a client "
+                                                   "certificate (pass cert= and key=) that this channel did not give"),
+    (r"certificate verify failed", "TLS: the server's certificate is not signed by the CA given (ca=), or does not "
+                                   "name this host (see server_name=)"),
+    (r"DNS resolution failed", "the host name does not resolve"),
+)
+_SCHEME = re.compile(r"^(https?|grpcs?|tcp)://", re.IGNORECASE)
+_PORT = re.compile(r"(^\[[^\]]*\]|^[^:\[\]]*):(\d{1,5})$")
+
+
+class HoldfastError(grpc.RpcError):
+    """A holdfast call failed: `addr` is the server address, `cause` what went wrong, in words."""
+
+    def __init__(self, addr, cause, code=None, details=None):
+        self.addr, self.cause = addr, cause
+        self._code, self._details = code, details
+        where = f"holdfast at {addr}" if addr else "holdfast server"
+        status = f"{code.name}: " if code is not None else ""
+        super().__init__(f"{where}: {status}{cause}")
+
+    def code(self):
+        """The grpc.StatusCode (None for an address refused before any call)."""
+        return self._code
+
+    def details(self):
+        """gRPC's own detail string."""
+        return self._details
+
+
+def address_problem(addr):
+    """What is wrong with a host:port address, in words, or None."""
+    if _SCHEME.match(addr):
+        return ("the address has a URL scheme: give host:port (gRPC is not an http:// URL), e.g. "
+                f"{_SCHEME.sub('', addr).rstrip('/')}")
+    if addr.startswith(("unix:", "dns:", "ipv4:", "ipv6:")):
+        return None  # gRPC's own target schemes
+    if not _PORT.match(addr):
+        return "the address has no port: give host:port, with the server's --listen port"
+    return None
+
+
+def check_address(addr):
+    """Raises HoldfastError when `addr` cannot be a holdfast server's gRPC address."""
+    problem = address_problem(addr)
+    if problem:
+        raise HoldfastError(addr, problem)
+
+
+def remember_address(channel, addr):
+    """Marks a channel made by holdfast.channel with its address, for the errors of calls on it."""
+    channel._holdfast_addr = addr
+    return channel
+
+
+def address_of(channel):
+    """The address a channel was made for, when it can be told (a grpc.aio channel built by hand cannot)."""
+    seen = 0
+    while channel is not None and seen < 4:
+        addr = getattr(channel, "_holdfast_addr", None)
+        if addr:
+            return addr
+        target = getattr(channel, "target", None)
+        if callable(target):
+            try:
+                value = target()
+                return value.decode() if isinstance(value, bytes) else str(value)
+            except Exception:  # noqa: BLE001 - only a nicer message depends on it
+                return None
+        channel, seen = getattr(channel, "_channel", None), seen + 1
+    return None
+
+
+def translate(error, addr):
+    """The HoldfastError for a grpc.RpcError from a call to `addr` (a HoldfastError is returned as it is)."""
+    if isinstance(error, HoldfastError) or not hasattr(error, "code"):
+        return error
+    code, details = error.code(), error.details() or ""
+    problem = address_problem(addr) if addr else None
+    if problem is None:
+        problem = next((cause for pattern, cause in _CAUSES if re.search(pattern, details)), None)
+    if problem is None and code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        problem = "no answer before the call's deadline"
+    translated = HoldfastError(addr, problem or details or "the call failed", code, details)
+    translated.__cause__ = error
+    return translated
+
+
+@contextlib.contextmanager
+def translated(channel):
+    """Raises the HoldfastError for any grpc.RpcError raised inside."""
+    try:
+        yield
+    except HoldfastError:
+        raise
+    except grpc.RpcError as error:
+        raise translate(error, address_of(channel)) from error

@@ -1,0 +1,34 @@
+"""What a store answers, and how a refusal reads (the words of fencing.json's `refusal`)."""
+
+import collections
+
+# accepted: the token was not older than the newest recorded, and is now recorded;
+# newest: the newest token for the lock after this check (an int).
+Decision = collections.namedtuple("Decision", ["accepted", "newest"])
+
+
+def decide(newest, token):
+    """The rule every store applies atomically: a token equal to or newer than the newest is accepted."""
+    if newest is not None and token < newest:
+        return Decision(False, newest)
+    return Decision(True, token)
+
+
+class StaleToken(Exception):
+    """A request's fencing token is older than the newest one seen for its lock: its holder's lease
+    ended and someone else has held the lock since."""
+
+    def __init__(self, lock, token, newest):
+        self.lock, self.token, self.newest = lock, token, newest
+        super().__init__(f'stale fencing token for lock "{lock}": {token} is older than {newest}, the newest seen')
+
+    def http_body(self):
+        return {"error": "stale_fencing_token", "lock": self.lock, "token": str(self.token), "newest": str(self.newest)}
+
+
+def enforce(store, lock, token):
+    """Checks (and records) the token in the store; raises StaleToken when it is refused."""
+    decision = store.check(lock, token)
+    if not decision.accepted:
+        raise StaleToken(lock, token, decision.newest)
+    return decision
