@@ -77,8 +77,11 @@ case "${1:-}" in
   test)
     compile_tests
     shift
-    java "${java_flags[@]}" -jar "$junit" --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests \
-      --class-path "$build/main:$build/test:$classpath$postgresql" --scan-class-path "$build/test" "$@"
+    test_classpath="$build/main:$build/test:$classpath$postgresql"
+    # holdfast.test.classpath: for the tests that start a Java process of their own (KleppmannTest).
+    java "${java_flags[@]}" -Dholdfast.test.classpath="$test_classpath" -jar "$junit" --disable-banner \
+      --disable-ansi-colors --details=tree --fail-if-no-tests --class-path "$test_classpath" \
+      --scan-class-path "$build/test" "$@"
     ;;
   example)
     compile
