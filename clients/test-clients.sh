@@ -133,6 +133,7 @@ expected=Unauthenticated step "go example without a key is refused" \
   refused clients/go/go.sh run ./examples/hold --addr "$tls_addr" "${tls_flags[@]}" "gono-$example_name"
 step "java tests" clients/java/java.sh test
 step "java example" clients/java/java.sh example --addr "$addr" "java-$example_name"
+step "java jar installs and runs from outside the tree" clients/java/test-install.sh "$addr"
 step "java example over mutual TLS with an API key" \
   clients/java/java.sh example --addr "$tls_addr" "${tls_flags[@]}" --api-key "$api_key" "javatls-$example_name"
 expected=UNAUTHENTICATED step "java example with an unknown key is refused" \

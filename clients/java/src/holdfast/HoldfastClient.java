@@ -77,9 +77,14 @@ public final class HoldfastClient implements AutoCloseable {
    * A client with its own channel to {@code target} (host:port), with TLS, a client certificate
    * and an API key as {@code options} say; shut down by {@link #close()}.
    *
+   * <p>The channel connects on the first call; a call that cannot reach the server fails with a
+   * {@link io.grpc.StatusRuntimeException} whose message names {@code target} and the cause in words.
+   *
+   * @throws IllegalArgumentException when {@code target} is not host:port (no port, or a scheme such as http://)
    * @throws UncheckedIOException when a certificate or key file cannot be read
    */
   public static HoldfastClient connect(String target, ConnectOptions options) {
+    ConnectErrors.checkTarget(target);
     NettyChannelBuilder builder = NettyChannelBuilder.forTarget(target);
     if (options.tls()) {
       try {
@@ -101,12 +106,13 @@ public final class HoldfastClient implements AutoCloseable {
       builder.usePlaintext();
     }
     ManagedChannel channel = builder.build();
-    Channel calls = channel;
+    // Failed calls name the address and say why (refused, HTTP/1 listener, TLS on one side only).
+    Channel calls = ClientInterceptors.intercept(channel, ConnectErrors.interceptor(target, options.tls()));
     if (options.apiKey() != null) {
       // An interceptor, not call credentials: these also go over plaintext to a server on loopback.
       Metadata headers = new Metadata();
       headers.put(Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER), "Bearer " + options.apiKey());
-      calls = ClientInterceptors.intercept(channel, MetadataUtils.newAttachHeadersInterceptor(headers));
+      calls = ClientInterceptors.intercept(calls, MetadataUtils.newAttachHeadersInterceptor(headers));
     }
     return new HoldfastClient(calls, channel);
   }

@@ -8,6 +8,10 @@ import holdfast.v1.Lock.LostReason;
 import holdfast.v1.Lock.SetValueRequest;
 import holdfast.v1.Lock.ReleaseRequest;
 import holdfast.v1.LockServiceGrpc;
+import holdfast.fencing.Fence;
+import holdfast.fencing.FenceAttach;
+import io.grpc.ClientInterceptor;
+import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ClientCallStreamObserver;
@@ -15,6 +19,7 @@ import io.grpc.stub.ClientResponseObserver;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -93,6 +98,26 @@ public final class Lease implements AutoCloseable {
     synchronized (mu) {
       return fencingToken;
     }
+  }
+
+  /** This lease's fence (lock name and fencing token) for a resource guarded by holdfast.fencing. */
+  public Fence fence() {
+    return new Fence(name, fencingToken());
+  }
+
+  /** Puts this lease's fence on gRPC {@code metadata} ({@code holdfast-fence-lock}, {@code holdfast-fence-token}); returns it. */
+  public Metadata fence(Metadata metadata) {
+    return FenceAttach.metadata(fence(), metadata);
+  }
+
+  /** An interceptor that sends this lease's fence on every call: {@code stub.withInterceptors(lease.fenceInterceptor())}. */
+  public ClientInterceptor fenceInterceptor() {
+    return FenceAttach.interceptor(fence());
+  }
+
+  /** Puts this lease's fence into HTTP {@code headers} ({@code Holdfast-Fence-Lock}, {@code Holdfast-Fence-Token}); returns them. */
+  public <M extends Map<String, String>> M fenceHeaders(M headers) {
+    return FenceAttach.headers(fence(), headers);
   }
 
   /** How many holds the grant had when it was made (reentrant holders share one grant). */

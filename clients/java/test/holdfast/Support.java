@@ -91,58 +91,64 @@ final class Support {
     return channel;
   }
 
+  /** Waits until {@code addr} accepts TCP connections (a TLS server, which a plaintext channel cannot ask). */
+  static void waitForListener(String addr, Process process) throws IOException, InterruptedException {
+    int colon = addr.lastIndexOf(':');
+    InetSocketAddress where = new InetSocketAddress(addr.substring(0, colon), Integer.parseInt(addr.substring(colon + 1)));
+    long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
+    while (true) {
+      try (Socket socket = new Socket()) {
+        socket.connect(where, 1000);
+        return;
+      } catch (IOException e) {
+        if (!process.isAlive() || System.nanoTime() - deadline > 0) {
+          throw new IOException("nothing listens on " + addr + " (server alive: " + process.isAlive() + ")", e);
+        }
+      }
+      Thread.sleep(20);
+    }
+  }
+
   /** A redis-server and a holdfast server (with extra serve arguments), killed by PID on close(). */
   static final class Processes implements AutoCloseable {
     final String addr;
     final String redisUrl;
-    private final Process redis;
+    private final RedisServer redis;
     private final Process server;
 
     Processes(String... serverArgs) throws IOException, InterruptedException {
-      int redisPort = freePort();
-      redisUrl = "redis://127.0.0.1:" + redisPort;
-      redis = new ProcessBuilder("redis-server", "--port", String.valueOf(redisPort), "--bind", "127.0.0.1",
-          "--save", "", "--appendonly", "no").redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD)
-          .start();
+      redis = RedisServer.start("--save", "", "--appendonly", "no");
+      redisUrl = redis.url;
       Process started = null;
       try {
-        waitForRedis();
         Path root = repoRoot();
         Path cli = root.resolve("dist/src/cli.js");
         if (!Files.exists(cli)) {
           throw new IllegalStateException(cli + " is missing: build the server first (npx tsc -p .)");
+        }
+        // A Redis new to holdfast: its servers grant at once instead of waiting out the quarantine.
+        int recorded = new ProcessBuilder("node", cli.toString(), "skip-first-quarantine", "--redis", redisUrl)
+            .directory(root.toFile()).redirectOutput(ProcessBuilder.Redirect.DISCARD)
+            .redirectError(ProcessBuilder.Redirect.INHERIT).start().waitFor();
+        if (recorded != 0) {
+          throw new IllegalStateException("holdfast skip-first-quarantine exited with " + recorded);
         }
         addr = "127.0.0.1:" + freePort();
         List<String> command = new ArrayList<>(List.of("node", cli.toString(), "serve", "--listen", addr,
             "--redis", redisUrl, "--log-level", "warn"));
         command.addAll(List.of(serverArgs));
         started = new ProcessBuilder(command).directory(root.toFile()).inheritIO().start();
-        readyChannel(addr).shutdownNow();
+        if (command.contains("--tls-cert")) {
+          waitForListener(addr, started);
+        } else {
+          readyChannel(addr).shutdownNow();
+        }
       } catch (IOException | InterruptedException | RuntimeException e) {
         kill(started);
-        kill(redis);
+        redis.close();
         throw e;
       }
       server = started;
-    }
-
-    private void waitForRedis() throws IOException, InterruptedException {
-      long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
-      while (true) { // redis-server announces nothing to wait on: ask until it answers
-        if (!redis.isAlive()) {
-          throw new IllegalStateException("redis-server exited with " + redis.exitValue());
-        }
-        try {
-          if ("+PONG".equals(redisCommand(redisUrl, "PING"))) {
-            return;
-          }
-        } catch (IOException e) {
-          if (System.nanoTime() - deadline > 0) {
-            throw e;
-          }
-        }
-        Thread.sleep(20);
-      }
     }
 
     /** Freezes the holdfast server (SIGSTOP): the network goes silent, nothing is released. */
@@ -164,18 +170,103 @@ final class Support {
     @Override
     public void close() {
       kill(server); // SIGKILL ends a stopped process too
-      kill(redis);
+      redis.close();
+    }
+  }
+
+  /** A redis-server on a free loopback port with extra arguments, SIGKILLed by PID on close(). */
+  static final class RedisServer implements AutoCloseable {
+    final int port;
+    final String url;
+    private final Process process;
+    private final Path ownDir; // the working directory made for it when the caller gave no --dir
+
+    private RedisServer(int port, Process process, Path ownDir) {
+      this.port = port;
+      this.url = "redis://127.0.0.1:" + port;
+      this.process = process;
+      this.ownDir = ownDir;
     }
 
-    private static void kill(Process process) {
-      if (process == null) {
-        return;
+    static RedisServer start(String... args) throws IOException, InterruptedException {
+      return startOn(freePort(), args);
+    }
+
+    /**
+     * On {@code port} (a restart reuses its predecessor's), answering PING before it returns. Without
+     * --dir in {@code args} it works in a new temporary directory (an AOF turned on by CONFIG SET lands
+     * there, not in the tree), removed on close().
+     */
+    static RedisServer startOn(int port, String... args) throws IOException, InterruptedException {
+      List<String> command = new ArrayList<>(List.of("redis-server", "--port", String.valueOf(port), "--bind", "127.0.0.1"));
+      command.addAll(List.of(args));
+      Path ownDir = null;
+      if (!command.contains("--dir")) {
+        ownDir = Files.createTempDirectory("holdfast-java-redis");
+        command.addAll(List.of("--dir", ownDir.toString()));
       }
-      process.destroyForcibly();
+      RedisServer redis = new RedisServer(port,
+          new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start(), ownDir);
       try {
-        process.waitFor(10, TimeUnit.SECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
+        redis.waitForPing();
+      } catch (IOException | InterruptedException | RuntimeException e) {
+        redis.close();
+        throw e;
+      }
+      return redis;
+    }
+
+    private void waitForPing() throws IOException, InterruptedException {
+      long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
+      while (true) { // redis-server announces nothing to wait on: ask until it answers
+        if (!process.isAlive()) {
+          throw new IllegalStateException("redis-server exited with " + process.exitValue());
+        }
+        try {
+          if ("+PONG".equals(redisCommand(url, "PING"))) {
+            return;
+          }
+        } catch (IOException e) {
+          if (System.nanoTime() - deadline > 0) {
+            throw e;
+          }
+        }
+        Thread.sleep(20);
+      }
+    }
+
+    /** SIGKILL: nothing is flushed beyond what Redis already wrote. */
+    @Override
+    public void close() {
+      kill(process);
+      if (ownDir != null) {
+        try {
+          deleteTree(ownDir);
+        } catch (IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      }
+    }
+  }
+
+  /** SIGKILL by PID, then waits for the process to go. */
+  static void kill(Process process) {
+    if (process == null) {
+      return;
+    }
+    process.destroyForcibly();
+    try {
+      process.waitFor(10, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /** Removes a temporary directory and what it holds. */
+  static void deleteTree(Path dir) throws IOException {
+    try (java.util.stream.Stream<Path> paths = Files.walk(dir)) {
+      for (Path path : (Iterable<Path>) paths.sorted(java.util.Comparator.reverseOrder())::iterator) {
+        Files.delete(path);
       }
     }
   }
