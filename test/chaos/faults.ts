@@ -45,9 +45,9 @@ export const FAULT_CLASSES: Record<FaultClass, FaultInfo> = {
   'server-redis-cut': { claimedSafe: true, what: "a replica's connections to Redis cut, twice one lease apart" },
   'redis-stop': { claimedSafe: true, what: 'redis-server SIGSTOPped for 2-3 leases, then SIGCONT' },
   'redis-restart-aof': { claimedSafe: true, what: 'redis-server SIGKILLed and restarted from its appendonly file (appendfsync always)' },
-  'redis-restart-empty': { claimedSafe: false, what: 'redis-server SIGKILLed and restarted empty, as one without persistence would (issue 9)' },
+  'redis-restart-empty': { claimedSafe: true, what: 'redis-server SIGKILLed and restarted empty, as one without persistence would (safe by default: the quarantine)' },
   'redis-failover': {
-    claimedSafe: false,
+    claimedSafe: true,
     what: "the master's replicas paused and cut off, 0.3-0.8 s of writes on the master alone, the master SIGKILLed: Sentinel promotes a replica without them (issue 9); the old master comes back as a replica",
     sentinel: true,
   },

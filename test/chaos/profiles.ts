@@ -36,17 +36,16 @@ export function negativeControl(durationS: number, seed: number, overrides: Part
 }
 
 /** The short run's fault classes: one of each kind of process holdfast claims safety for, restarts included. */
-export const SHORT_FAULTS: FaultClass[] = ['client-stop-cut', 'client-kill', 'server-kill', 'server-stop', 'redis-stop', 'redis-restart-aof'];
+export const SHORT_FAULTS: FaultClass[] = ['client-stop-cut', 'client-kill', 'server-kill', 'server-stop', 'redis-stop', 'redis-restart-aof', 'redis-restart-empty'];
 
 /**
- * One Redis with --failover-quarantine (README "Failover and guarantees"): a restart, even an empty
- * one, is treated as a failover, and no grant is made until every lease the old Redis may have
- * granted has run out. Its claim: a restart without persistence is safe too.
+ * One Redis restarted with and without its data, under the default safety (docs/failover.md,
+ * "Safe by default"): a restart is treated as a failover, and no grant is made until every lease
+ * the old Redis may have granted has run out. Its claim: a restart without persistence is safe too.
  */
 export function quarantineRun(durationS: number, seed: number, overrides: Partial<ChaosOptions> = {}): ChaosOptions {
-  const options = defaultRun(durationS, seed, { label: 'one Redis with --failover-quarantine', faults: ['redis-restart-empty', 'redis-restart-aof'], ...overrides });
-  const ttl = String(options.ttlMs);
-  return { ...options, serverArgs: ['--failover-quarantine', '--default-ttl-ms', ttl, '--max-ttl-ms', ttl], safe: options.faults };
+  const options = defaultRun(durationS, seed, { label: 'one Redis restarted, default safety', faults: ['redis-restart-empty', 'redis-restart-aof'], ...overrides });
+  return { ...options, safe: options.faults };
 }
 
 /**
@@ -58,7 +57,7 @@ export function quarantineRun(durationS: number, seed: number, overrides: Partia
  */
 export function sentinelRun(durationS: number, seed: number, syncReplicas: boolean, overrides: Partial<ChaosOptions> = {}): ChaosOptions {
   const options = defaultRun(durationS, seed, {
-    label: `Sentinel failover${syncReplicas ? ' with --sync-replicas auto' : ', no replica acknowledgement'}`,
+    label: `Sentinel failover${syncReplicas ? ', default safety' : ' with --unsafe-no-failover-safety'}`,
     faults: ['redis-failover'],
     ttlMs: 8000,
     // A third of the holds long enough to outlast a failover, and more locks, some of them free
@@ -69,8 +68,9 @@ export function sentinelRun(durationS: number, seed: number, syncReplicas: boole
     exclusiveLocks: 12,
     topology: 'sentinel',
     // --sync-replicas wants the master to refuse writes no replica can see (README); the default is 0.
-    nodeArgs: syncReplicas ? ['--min-replicas-to-write', '1'] : [],
+    nodeArgs: ['--min-replicas-to-write', syncReplicas ? '1' : '0'],
     ...overrides,
   });
-  return { ...options, serverArgs: syncReplicas ? ['--sync-replicas', 'auto'] : [], safe: syncReplicas ? ['redis-failover'] : [] };
+  // Default safety (the quarantine and --sync-replicas auto behind Sentinel) against the opt-out.
+  return { ...options, serverArgs: syncReplicas ? [] : ['--unsafe-no-failover-safety'], safe: syncReplicas ? ['redis-failover'] : [] };
 }

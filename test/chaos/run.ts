@@ -15,6 +15,7 @@ import { faultOrder, strike, type Fault, type FaultClass, type FaultTargets } fr
 import { readHistory, type Op } from './history';
 import { MASTER_NAME, startTestSentinels, type TestSentinels } from '../support/sentinel';
 import { Random } from './random';
+import { vouchFor } from '../../src/redis/vouch';
 
 export interface ChaosOptions {
   label: string;
@@ -122,6 +123,14 @@ interface Processes {
   slots: WorkerSlot[];
 }
 
+/**
+ * The servers' lease cap for a run: the default safety with a cap sized to the run's leases, so a
+ * quarantine after a Redis restart lasts seconds, not the default 61 s (a cap is no safety flag).
+ */
+export function leaseCapArgs(ttlMs: number): string[] {
+  return ['--default-ttl-ms', String(ttlMs), '--max-ttl-ms', String(Math.max(2 * ttlMs, 2000))];
+}
+
 async function stopAll(p: Processes): Promise<void> {
   await Promise.all(p.slots.map((s) => s.close()));
   await Promise.all(p.replicas.map((r) => r.close()));
@@ -141,11 +150,12 @@ async function startAll(options: ChaosOptions, runDir: string): Promise<Processe
     } else {
       p.redis = new RedisNode(join(runDir, 'redis'));
       await p.redis.start();
+      await vouchFor({ url: p.redis.url }); // new to holdfast: the run starts granting at once
       redis = p.redis.url;
     }
     const serverArgs = ['--keepalive-time-ms', String(options.keepaliveMs), '--keepalive-timeout-ms', String(options.keepaliveMs)];
     if (options.releaseOnDisconnect) serverArgs.push('--release-on-disconnect');
-    serverArgs.push(...(options.serverArgs ?? []));
+    serverArgs.push(...leaseCapArgs(options.ttlMs), ...(options.serverArgs ?? []));
     for (let i = 0; i < options.replicas; i++) p.replicas.push(await Replica.create(i, redis, serverArgs));
     p.storage = await startStorage();
     for (let i = 0; i < options.workers; i++) p.slots.push(await WorkerSlot.create(i, p.replicas));

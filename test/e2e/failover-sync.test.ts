@@ -54,7 +54,8 @@ async function acquireAfterFailover(client: TestClient, name: string): Promise<{
 }
 
 async function lostWriteScenario(syncArgs: string[]) {
-  const group = await startTestSentinels();
+  // min-replicas-to-write 0, the misconfiguration that lets a master cut off from its replicas grant.
+  const group = await startTestSentinels({ nodeArgs: ['--min-replicas-to-write', '0'] });
   const args = ['--redis-sentinels', group.sentinelAddrs.join(','), '--redis-master', MASTER_NAME, ...syncArgs];
   const servers = await Promise.all([startServerProcess(undefined, args), startServerProcess(undefined, args)]);
   const [a, b] = servers.map((s) => connect(s.addr));

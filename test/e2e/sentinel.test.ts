@@ -13,7 +13,9 @@ let client: TestClient;
 
 beforeAll(async () => {
   group = await startTestSentinels();
-  server = await startServerProcess(undefined, ['--redis-sentinels', group.sentinelAddrs.join(','), '--redis-master', MASTER_NAME]);
+  // Default safety with a 15 s lease cap: each failover's quarantine lasts 16 s, not 61; a held lock
+  // outlives it because its Hold renews it (renewals go on through a quarantine; new grants wait).
+  server = await startServerProcess(undefined, ['--redis-sentinels', group.sentinelAddrs.join(','), '--redis-master', MASTER_NAME, '--max-ttl-ms', '15000', '--default-ttl-ms', '5000']);
   client = connect(server.addr);
 }, 60_000);
 afterAll(async () => {
@@ -27,7 +29,7 @@ async function grantedAgain(name: string, since: number): Promise<number> {
   await waitFor(
     `a grant of ${name} after the failover`,
     async () => (await client.acquire({ name, ttlMs: '5000' }).catch(() => ({ acquired: false }))).acquired,
-    30_000,
+    45_000,
     50,
   );
   return Date.now() - since;
@@ -36,8 +38,8 @@ async function grantedAgain(name: string, since: number): Promise<number> {
 describe('behind Redis Sentinel', () => {
   it('follows the master that the Sentinels promote after the master is killed, wake-ups included', async () => {
     const held = uniqueName('sen');
-    const grant = await client.acquire({ name: held, ttlMs: '60000' });
-    expect(grant.acquired).toBe(true);
+    const holding = client.hold({ name: held, ttlMs: '15000' });
+    await holding.next((e) => !!e.acquired);
     const old = await group.master();
     const killedAt = Date.now();
     process.kill(old.pid, 'SIGKILL');
@@ -50,14 +52,15 @@ describe('behind Redis Sentinel', () => {
     expect((await client.acquire({ name: held })).acquired).toBe(false);
     const waiting = client.acquire({ name: held, waitTimeoutMs: '10000' });
     await waitFor('the waiter to queue', async () => (await client.inspect({ name: held })).waiters === 1);
-    await client.release({ name: held, token: grant.token });
+    holding.call.cancel();
     expect((await waiting).acquired).toBe(true);
-  });
+    expect(holding.events.some((e) => e.lost)).toBe(false);
+  }, 90_000);
 
   it('follows the promoted master when the old one hangs (SIGSTOP) instead of dying', async () => {
     const held = uniqueName('sen');
-    const grant = await client.acquire({ name: held, ttlMs: '60000' });
-    expect(grant.acquired).toBe(true);
+    const holding = client.hold({ name: held, ttlMs: '15000' });
+    await holding.next((e) => !!e.acquired);
     const old = await group.master();
     // Replication is ordered: once a later write of ours is on a replica, the grant is too.
     const direct = group.client(old);
@@ -75,8 +78,10 @@ describe('behind Redis Sentinel', () => {
     }
     // The old master comes back as a replica; the server stays with the new one.
     await waitFor('the old master to rejoin as a replica', async () => /role:slave/.test(String(await direct.info('replication').catch(() => ''))), 30_000, 200);
-    expect((await client.release({ name: held, token: grant.token })).released).toBe(true);
-  });
+    expect(holding.events.some((e) => e.lost)).toBe(false);
+    holding.call.cancel();
+    await waitFor('the hold given back', async () => (await client.acquire({ name: held, ttlMs: '1000' })).acquired, 10_000, 100);
+  }, 120_000);
 
   it('follows a SENTINEL FAILOVER, where the old master lives on as a replica', async () => {
     const old = await group.master();
@@ -90,5 +95,5 @@ describe('behind Redis Sentinel', () => {
     const grant = await client.acquire({ name, ttlMs: '5000' });
     expect(grant.acquired).toBe(true);
     expect((await client.release({ name, token: grant.token })).released).toBe(true);
-  });
+  }, 90_000);
 });

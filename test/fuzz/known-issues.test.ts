@@ -29,7 +29,7 @@ it('a vanished Hold keeps its lock for its own lease, not for a reentrant Acquir
   try {
     const hold = viaProxy.hold({ name, owner: 'o', ttlMs: '1000' });
     const { token } = (await hold.next((e) => !!e.acquired)).acquired!;
-    expect(await peer.acquire({ name, owner: 'o', ttlMs: '600000' })).toMatchObject({ acquired: true, holdCount: 2 });
+    expect(await peer.acquire({ name, owner: 'o', ttlMs: '50000' })).toMatchObject({ acquired: true, holdCount: 2 });
     proxy.cut();
     await waitFor('the vanished stream’s hold given back', async () => (await peer.inspect({ name })).holders[0]?.holdCount === 1);
     expect(await peer.release({ name, token })).toMatchObject({ released: true, holdCount: 0 });

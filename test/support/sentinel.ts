@@ -38,6 +38,8 @@ export interface SentinelOptions {
   password?: string;
   /** The Sentinels' own password (requirepass, and sentinel-pass between them). */
   sentinelPassword?: string;
+  /** Record the master as new to holdfast (skip-first-quarantine); default true. */
+  vouch?: boolean;
 }
 
 // min-replicas-to-write 1: a master cut off from its replicas stops accepting writes, as holdfast
@@ -103,7 +105,7 @@ export async function startTestSentinels(options: SentinelOptions = {}): Promise
     throw err;
   }
   // New to holdfast: servers grant at once (the record replicates; a promoted replica is quarantined).
-  await vouchFor({ url: options.password ? `redis://:${options.password}@127.0.0.1:${master.port}` : master.url });
+  if (options.vouch !== false) await vouchFor({ url: options.password ? `redis://:${options.password}@127.0.0.1:${master.port}` : master.url });
   const sentinelClients = sentinels.map(client);
   const masterPort = async (c: Redis) => Number(((await c.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)) as string[])[1]);
   const byPort = (port: number) => nodes.find((n) => n.port === port)!;
