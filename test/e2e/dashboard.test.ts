@@ -167,7 +167,8 @@ describe('dashboard', () => {
     const prefix = uniqueName('dash-first');
     const call = rawCalls(client.client);
     const taken = async (request: Parameters<typeof call.acquire>[0]) => (await call.acquire({ ttlMs: '60000', ...request }).ended).response!;
-    const orders = await taken({ name: `${prefix}/orders`, owner: 'billing-worker-1', value: 'batch 2026-11-26' });
+    // A value is anyone's text: one that tries to close the page's data block stays text.
+    const orders = await taken({ name: `${prefix}/orders`, owner: 'billing-worker-1', value: 'batch </script><b>26</b>' });
     const readers = [await taken({ name: `${prefix}/reports`, owner: 'report-reader-a', mode: 2 }), await taken({ name: `${prefix}/reports`, owner: 'report-reader-b', mode: 2 })];
     const slots = [await taken({ name: `${prefix}/db-slots`, owner: 'etl-1', limit: 3 }), await taken({ name: `${prefix}/db-slots`, owner: 'etl-2', limit: 3 })];
     const leader = call.hold({ name: `${prefix}/leader`, owner: 'scheduler-7', ttlMs: '20000' });
@@ -180,7 +181,8 @@ describe('dashboard', () => {
     const rows = rowsOfDump(dom);
     expect([...rows.keys()]).toEqual(['db-slots', 'leader', 'orders', 'reports'].map((n) => `${prefix}/${n}`));
     const rowOf = (n: string) => rows.get(`${prefix}/${n}`)!;
-    expect(rowOf('orders')).toMatch(/billing-worker-1 exclusive \d+ batch 2026-11-26/);
+    expect(rowOf('orders')).toMatch(/billing-worker-1 exclusive \d+ batch &lt;\/script&gt;&lt;b&gt;26&lt;\/b&gt;/);
+    expect(dom).not.toContain('<b>26');
     expect(rowOf('leader')).toMatch(/scheduler-7 exclusive \d+ 10\.0\.0\.7:8080/);
     expect(rowOf('reports')).toMatch(/report-reader-a shared \(read\) \d+ .*report-reader-b shared \(read\)/);
     expect(rowOf('db-slots')).toMatch(/etl-1 semaphore, 2 of 3 \d+ .*etl-2 semaphore, 2 of 3/);
