@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HoldfastClient } from '../../clients/ts';
 import { LockServiceClient, type AcquireResponse } from '../../clients/ts/gen/holdfast/v1/lock';
 import { credentials } from '@grpc/grpc-js';
 import { freePort } from '../../src/redis/embedded';
@@ -251,6 +252,23 @@ describe('metrics through the normal life of every RPC', () => {
     });
     // Nothing late: a call that moves only its own counter, after everything above has settled.
     await step('Inspect after all', { [rpc('Inspect', 'OK')]: 1 }, async () => void (await call.inspect({ name: names[1] }).ended));
+  });
+
+  it("the TypeScript SDK's release of a Hold and of a HoldSet is a normal end too", async () => {
+    const sdk = new HoldfastClient(server.addr);
+    try {
+      last = await readCounters(base);
+      const name = uniqueName('life-sdk');
+      const lease = await sdk.hold(name, { ttlMs: 30_000 });
+      await step('SDK hold released', { ...ACQUIRED, [rpc('Release', 'OK')]: 1, [rpc('Hold', 'OK')]: 1, [releasedBy('holder')]: 1 }, () => lease.release());
+      const set = await sdk.holdSet([`${name}/a`, `${name}/b`], { ttlMs: 30_000 });
+      await step('SDK holdSet released', { [GRANTS]: 2, [acquired('granted')]: 2, [rpc('ReleaseSet', 'OK')]: 1, [rpc('HoldSet', 'OK')]: 1, [releasedBy('holder')]: 2 }, () =>
+        set.release(),
+      );
+      expect(set.signal.aborted).toBe(false); // released, not lost
+    } finally {
+      sdk.close();
+    }
   });
 
   it('the step check fails when a counter moves that the step does not name (the control)', async () => {
