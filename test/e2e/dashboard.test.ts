@@ -166,7 +166,11 @@ describe('dashboard', () => {
   it("a one-shot headless screenshot shows the locks at first paint, each lock's kind as it was taken and its published value", async () => {
     const prefix = uniqueName('dash-first');
     const call = rawCalls(client.client);
-    const taken = async (request: Parameters<typeof call.acquire>[0]) => (await call.acquire({ ttlMs: '60000', ...request }).ended).response!;
+    const taken = async (request: Parameters<typeof call.acquire>[0]) => {
+      const { code, details, response } = await call.acquire({ ttlMs: '30000', ...request }).ended;
+      expect([code, details, response?.acquired]).toEqual([0, '', true]);
+      return response!;
+    };
     // A value is anyone's text: one that tries to close the page's data block stays text.
     const orders = await taken({ name: `${prefix}/orders`, owner: 'billing-worker-1', value: 'batch </script><b>26</b>' });
     const readers = [await taken({ name: `${prefix}/reports`, owner: 'report-reader-a', mode: 2 }), await taken({ name: `${prefix}/reports`, owner: 'report-reader-b', mode: 2 })];

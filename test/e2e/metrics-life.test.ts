@@ -94,7 +94,7 @@ async function queued(count: number): Promise<void> {
 
 /** A try-once Acquire by someone else, held until the test releases it. */
 async function blocker(name: string) {
-  const grant = (await call.acquire({ name, owner: 'other', ttlMs: '60000' }).ended).response!;
+  const grant = (await call.acquire({ name, owner: 'other', ttlMs: '30000' }).ended).response!;
   expect(grant.acquired).toBe(true);
   return grant;
 }
@@ -140,7 +140,7 @@ describe('metrics through the normal life of every RPC', () => {
     const name = uniqueName('life-acquire');
     let first!: { token: string; fencingToken: string };
     await step('Acquire granted at once', { [rpc('Acquire', 'OK')]: 1, ...ACQUIRED }, async () => {
-      first = (await call.acquire({ name, owner: 'a', ttlMs: '60000' }).ended).response!;
+      first = (await call.acquire({ name, owner: 'a', ttlMs: '30000' }).ended).response!;
     });
     await step('Renew', { [rpc('Renew', 'OK')]: 1 }, async () => {
       expect((await call.renew({ name, token: first.token, ttlMs: '0' }).ended).code).toBe(0);
@@ -220,7 +220,7 @@ describe('metrics through the normal life of every RPC', () => {
     const members = (list: { name: string; token: string; holdId: string }[]) => list.map(({ name, token, holdId }) => ({ name, token, holdId }));
     let set!: { name: string; token: string; holdId: string }[];
     await step('AcquireSet granted at once', { [rpc('AcquireSet', 'OK')]: 1, [GRANTS]: 2, [acquired('granted')]: 2 }, async () => {
-      set = (await call.acquireSet({ names, owner: 'a', ttlMs: '60000' }).ended).response!.members;
+      set = (await call.acquireSet({ names, owner: 'a', ttlMs: '30000' }).ended).response!.members;
     });
     await step('ReleaseSet', { [rpc('ReleaseSet', 'OK')]: 1, [releasedBy('holder')]: 2 }, async () => {
       expect((await call.releaseSet({ members: members(set) }).ended).response!.notHeld).toEqual([]);
