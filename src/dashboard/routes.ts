@@ -1,27 +1,28 @@
 // The live dashboard: one page (plain HTML, CSS and a small script from web/dashboard, no build
-// step) and its server-sent event stream of overviews. Read-only: GET only, and the overview
-// carries what Inspect shows, never a token. Mounted on the server's HTTP listener; with API keys
-// configured it needs one that may read (access.ts), and shows that key's namespace.
+// step), sent with the overview of the moment inside it (first-paint.ts), and its server-sent
+// event stream of overviews. Read-only: GET only, and the overview carries what Inspect shows,
+// never a token. Mounted on the server's HTTP listener; with API keys configured it needs one
+// that may read (access.ts), and shows that key's namespace.
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { HttpHandler } from '../http/listener';
 import { packageRoot } from '../package-root';
 import { RATE_WINDOW_S } from '../overview/grant-rate';
-import { MAX_PAGE_SIZE } from '../overview/lock-page';
+import type { PageRequest } from '../overview/lock-page';
 import { readOverview, type OverviewSource } from '../overview/overview';
 import type { Principal } from '../auth/credentials';
 import { accessOf } from './access';
+import { firstPaintTemplate, overviewMessage, pageRequestOf } from './first-paint';
 
 /** How often a connected page gets a new overview: a change shows within a second. */
 export const DEFAULT_INTERVAL_MS = 500;
-const DEFAULT_PAGE_SIZE = 100;
 
 const FILES: Record<string, { file: string; type: string }> = {
-  '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/dashboard.css': { file: 'dashboard.css', type: 'text/css; charset=utf-8' },
   '/dashboard.js': { file: 'dashboard.js', type: 'text/javascript; charset=utf-8' },
 };
+const PAGE_TYPE = 'text/html; charset=utf-8';
 
 const HEADERS = {
   'cache-control': 'no-store',
@@ -41,10 +42,11 @@ export interface DashboardOptions {
 export function dashboardHandler(options: DashboardOptions): HttpHandler {
   const dir = join(packageRoot(), 'web', 'dashboard');
   const files = new Map(Object.entries(FILES).map(([path, { file, type }]) => [path, { body: readFileSync(join(dir, file)), type }]));
+  const page = firstPaintTemplate(readFileSync(join(dir, 'index.html'), 'utf8'));
   const intervalMs = options.intervalMs ?? DEFAULT_INTERVAL_MS;
   return (req, res, path) => {
     const file = files.get(path);
-    if (!file && path !== '/events') return false;
+    if (!file && path !== '/events' && path !== '/') return false;
     const access = accessOf(req, options.principalOfKey);
     if ('status' in access) {
       const body = `${access.message}\n`;
@@ -58,8 +60,13 @@ export function dashboardHandler(options: DashboardOptions): HttpHandler {
       return true;
     }
     if (file) {
-      res.writeHead(200, { ...HEADERS, 'content-type': file.type, 'content-length': file.body.length });
-      res.end(req.method === 'HEAD' ? undefined : file.body);
+      send(req, res, file.type, file.body);
+      return true;
+    }
+    const source = options.sourceFor(access.namespace);
+    const request = pageRequestOf(req);
+    if (path === '/') {
+      void readOverview(source, request, RATE_WINDOW_S).then((overview) => send(req, res, PAGE_TYPE, page(overviewMessage(overview, request))));
       return true;
     }
     // A reload of the credentials that takes the key's right (or moves it to another namespace) ends the stream.
@@ -67,16 +74,18 @@ export function dashboardHandler(options: DashboardOptions): HttpHandler {
       const now = accessOf(req, options.principalOfKey);
       return !('status' in now) && now.namespace === access.namespace;
     };
-    streamOverviews(req, res, options.sourceFor(access.namespace), intervalMs, stillAllowed);
+    streamOverviews(req, res, source, request, intervalMs, stillAllowed);
     return true;
   };
 }
 
+function send(req: IncomingMessage, res: ServerResponse, type: string, body: Buffer): void {
+  res.writeHead(200, { ...HEADERS, 'content-type': type, 'content-length': body.length });
+  res.end(req.method === 'HEAD' ? undefined : body);
+}
+
 /** Sends an overview now and every intervalMs after the last one went out, until the page goes away or loses the right. */
-function streamOverviews(req: IncomingMessage, res: ServerResponse, source: OverviewSource, intervalMs: number, stillAllowed: () => boolean): void {
-  const query = new URL(req.url ?? '/', 'http://dashboard').searchParams;
-  const size = Math.min(MAX_PAGE_SIZE, Math.max(1, Number(query.get('size')) || DEFAULT_PAGE_SIZE));
-  const request = { cursor: /^[0-9-]+$/.test(query.get('cursor') ?? '') ? query.get('cursor')! : '0', namePrefix: query.get('prefix') ?? '', size };
+function streamOverviews(req: IncomingMessage, res: ServerResponse, source: OverviewSource, request: PageRequest, intervalMs: number, stillAllowed: () => boolean): void {
   res.writeHead(200, { ...HEADERS, 'content-type': 'text/event-stream; charset=utf-8', connection: 'keep-alive' });
   let open = true;
   let timer: NodeJS.Timeout | undefined;
@@ -94,7 +103,7 @@ function streamOverviews(req: IncomingMessage, res: ServerResponse, source: Over
     }
     const overview = await readOverview(source, request, RATE_WINDOW_S);
     if (!open) return;
-    res.write(`data: ${JSON.stringify({ ...overview, at: Date.now(), cursor: request.cursor, prefix: request.namePrefix })}\n\n`);
+    res.write(`data: ${overviewMessage(overview, request)}\n\n`);
     timer = setTimeout(() => void tick(), intervalMs);
   };
   void tick();

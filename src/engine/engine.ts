@@ -84,7 +84,9 @@ export class LockEngine {
     const channels = new LockChannels(subscriber);
     this.room = new WaitRoom(this, channels, { refreshMs: options.entryRefreshMs ?? 1000, onBackgroundError });
     this.watchers = new WatchRoom(this, channels, onBackgroundError);
-    this.watchdog = new Watchdog(redis, this.prefix, (name, token, how) => this.release(name, token, how), onBackgroundError, options.guard, this.observer);
+    // The watchdog's give-back of a hold it kept: finding it gone already (its set was released
+    // with ReleaseSet, its loss was counted by the renewal) is no lease expiry seen by a Release.
+    this.watchdog = new Watchdog(redis, this.prefix, (name, token, how) => this.release(name, token, how, false), onBackgroundError, options.guard, this.observer);
   }
 
   /** Runs one lock script; Redis trouble becomes LockError('unavailable'). */
@@ -279,9 +281,10 @@ export class LockEngine {
 
   /**
    * Gives back one hold: the Hold stream's named hold, or one of the grant's. A Hold stream
-   * served by this server whose hold it was ends as 'released'.
+   * served by this server whose hold it was ends as 'released'. `countGone`: a token that holds
+   * nothing is counted as a lease expiry (a caller's Release).
    */
-  async release(name: string, token: string, options: ReleaseOptions = {}): Promise<ReleaseResult> {
+  async release(name: string, token: string, options: ReleaseOptions = {}, countGone = true): Promise<ReleaseResult> {
     const { holdId = '', vanished = false, lockDelayMs = 0, vanishedLeaseMs, why = '' } = options;
     const handOffTo = this.handOffTarget(name);
     const args = [token, holdId, vanished ? 1 : 0, lockDelayMs, vanishedLeaseMs ?? '', handOffTo, why];
@@ -290,7 +293,7 @@ export class LockEngine {
     const sent = handOffTo && this.guard?.confirmAfter ? this.runConfirmed('release', name, args) : this.run('release', name, args).then((r) => ({ reply: r, confirmed: true }));
     const { reply } = await this.room.releasing(name, sent, leaseStart);
     if (reply[0] === ScriptCode.NOT_FOUND) {
-      this.observer.tokenGone('release');
+      if (countGone) this.observer.tokenGone('release');
       throw notHeld(name);
     }
     this.observer.released(vanished);

@@ -68,7 +68,7 @@ export class Metrics implements EngineObserver {
   });
   private readonly expiries = new Counter({
     name: 'holdfast_lease_expiries_total',
-    help: 'Leases found to have run out: a Release or Renew whose grant was gone, or a Hold whose renewal found it gone',
+    help: 'Leases found to have run out: a Release or Renew whose grant was gone, or a Hold whose renewal found it gone (a normal release, of a HoldSet too, counts none)',
     labelNames: ['seen_by'] as const,
     registers: [this.registry],
   });

@@ -1,7 +1,8 @@
 // AcquireSet, ReleaseSet and HoldSet: several locks all or nothing (src/engine/lock-set.ts takes
 // them in canonical order). A HoldSet keeps each member like a Hold; the first member lost ends
 // the set, and the others are given back as a Hold's would be (at once on the holder's word,
-// otherwise after the lease its client was told of).
+// otherwise after the lease its client was told of). A release by the holder (ReleaseSet, or a
+// Release of any member) ends the stream with OK, as it ends a Hold's.
 import { status, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream } from '@grpc/grpc-js';
 import type {
   AcquireSetRequest,
@@ -141,8 +142,10 @@ async function holdSet(backend: LockBackend, options: HoldOptions, call: HoldSet
           if (over) return;
           over = true;
           finish();
-          // A member released with its token is the holder's own word: the rest go at once too.
+          // A member released with its token is the holder's own word: the rest go at once too,
+          // and the stream ends normally (OK), as a released Hold's does: nothing was lost.
           endOthers(member.name, reason === 'released' || options.releaseOnDisconnect);
+          if (reason === 'released') return void call.end();
           call.write({ lost: { reason: `lock "${member.name}": ${message}`, code: LOST_CODE[reason], name: member.name } });
           const code = reason === 'server_shutdown' ? status.UNAVAILABLE : status.ABORTED;
           call.emit('error', serviceError(code, `the set lost lock "${member.name}": ${message}`));

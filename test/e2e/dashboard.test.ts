@@ -11,8 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { secureChannel } from '../../clients/ts/credentials';
 import { hashApiKey, newApiKey } from '../../src/auth/api-keys';
 import { freePort } from '../../src/redis/embedded';
-import { launchChromium, type TestBrowser } from '../support/browser';
+import { countBars, launchChromium, oneShot, type TestBrowser } from '../support/browser';
 import { connect, type TestClient } from '../support/client';
+import { rawCalls } from '../support/raw-calls';
 import { grantMany } from '../support/many-locks';
 import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
 import { startServerProcess, type ServerProcess } from '../support/server';
@@ -73,6 +74,38 @@ function row(page: Page, name: string) {
   }, name);
 }
 
+/**
+ * Pairs of things shown in one holder line whose boxes overlap (text over a bar, text over text),
+ * on the rows of `names`; with `probe`, the bar's track too, which its bar lies on (the control).
+ */
+function overlapping(page: Page, names: string[], probe = false) {
+  return page.evaluate(
+    (locks, control) => {
+      const found: string[] = [];
+      const meet = (a: DOMRect, b: DOMRect) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+      for (const tr of document.querySelectorAll<HTMLElement>('#locks tr')) {
+        if (!locks.includes(tr.dataset.lock!)) continue;
+        for (const holder of tr.querySelectorAll('.holder')) {
+          const shown = [...holder.querySelectorAll('.owner, .kind, .mode, .fencing, .value, .lease-bar, .lease-left'), ...(control ? [holder.querySelector('.lease')!] : [])];
+          const parts = shown.map((e) => ({ what: e.className, box: e.getBoundingClientRect() })).filter((p) => p.box.width > 0);
+          parts.forEach((a, i) => parts.slice(i + 1).forEach((b) => meet(a.box, b.box) && found.push(`${tr.dataset.lock}: ${a.what} over ${b.what}`)));
+        }
+      }
+      return found;
+    },
+    names,
+    probe,
+  );
+}
+
+/** The lock rows of a dumped DOM (`chromium --dump-dom`): lock name to the row's text. */
+function rowsOfDump(dom: string): Map<string, string> {
+  const body = /<tbody id="locks">([\s\S]*?)<\/tbody>/.exec(dom)?.[1] ?? '';
+  const rows = new Map<string, string>();
+  for (const [, name, cells] of body.matchAll(/<tr data-lock="([^"]*)">([\s\S]*?)<\/tr>/g)) rows.set(name, cells.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim());
+  return rows;
+}
+
 /** Reads server-sent events from /events until `count` have come; returns them as sent. */
 async function readEvents(query: string, count: number, headers: Record<string, string> = {}, from = base): Promise<string> {
   const res = await fetch(`${from}/events?${query}`, { headers });
@@ -111,8 +144,12 @@ describe('dashboard', () => {
     await waitFor('two readers of the shared lock', async () => (await row(page, reports))?.holders === 2, WAIT_MS);
     expect((await row(page, reports))!.text).toContain('shared');
     await page.waitForFunction(() => Number(document.getElementById('rate-peak')?.textContent) >= 1, { timeout: WAIT_MS });
+    // No label sits on a bar or on another label, whatever the lease left (a nearly full bar too).
+    const shownNames = [name, reports, `${prefix}/leader`];
+    expect(await overlapping(page, shownNames)).toEqual([]);
+    expect(await overlapping(page, shownNames, true)).not.toEqual([]); // the check sees an overlap when there is one
     mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png') });
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-live.png') });
 
     await client.release({ name, token: first.token });
     const second = await waiting;
@@ -125,6 +162,56 @@ describe('dashboard', () => {
     leader.call.cancel();
     await Promise.all(readers.map((reader) => client.release({ name: reports, token: reader.token })));
     await page.close();
+  });
+
+  it("a one-shot headless screenshot shows the locks at first paint, each lock's kind as it was taken and its published value", async () => {
+    const prefix = uniqueName('dash-first');
+    const call = rawCalls(client.client);
+    const taken = async (request: Parameters<typeof call.acquire>[0]) => {
+      const { code, details, response } = await call.acquire({ ttlMs: '30000', ...request }).ended;
+      expect([code, details, response?.acquired]).toEqual([0, '', true]);
+      return response!;
+    };
+    // A value is anyone's text: one that tries to close the page's data block stays text.
+    const orders = await taken({ name: `${prefix}/orders`, owner: 'billing-worker-1', value: 'batch </script><b>26</b>' });
+    const readers = [await taken({ name: `${prefix}/reports`, owner: 'report-reader-a', mode: 2 }), await taken({ name: `${prefix}/reports`, owner: 'report-reader-b', mode: 2 })];
+    const slots = [await taken({ name: `${prefix}/db-slots`, owner: 'etl-1', limit: 3 }), await taken({ name: `${prefix}/db-slots`, owner: 'etl-2', limit: 3 })];
+    const leader = call.hold({ name: `${prefix}/leader`, owner: 'scheduler-7', ttlMs: '20000' });
+    const { token } = (await leader.next((e) => !!e.acquired)).acquired!;
+    expect((await call.setValue({ name: `${prefix}/leader`, token, value: '10.0.0.7:8080' }).ended).code).toBe(0);
+
+    const url = `${base}/?${new URLSearchParams({ prefix })}`;
+    const dom = await oneShot(url, 'dump-dom');
+    expect(dom).toMatch(/id="backend"[^>]*>Redis reachable</);
+    const rows = rowsOfDump(dom);
+    expect([...rows.keys()]).toEqual(['db-slots', 'leader', 'orders', 'reports'].map((n) => `${prefix}/${n}`));
+    const rowOf = (n: string) => rows.get(`${prefix}/${n}`)!;
+    expect(rowOf('orders')).toMatch(/billing-worker-1 exclusive \d+ batch &lt;\/script&gt;&lt;b&gt;26&lt;\/b&gt;/);
+    expect(dom).not.toContain('<b>26');
+    expect(rowOf('leader')).toMatch(/scheduler-7 exclusive \d+ 10\.0\.0\.7:8080/);
+    expect(rowOf('reports')).toMatch(/report-reader-a shared \(read\) \d+ .*report-reader-b shared \(read\)/);
+    expect(rowOf('db-slots')).toMatch(/etl-1 semaphore, 2 of 3 \d+ .*etl-2 semaphore, 2 of 3/);
+    expect(rowOf('db-slots')).not.toContain('exclusive');
+    for (const grant of [orders, ...readers, ...slots]) expect(dom).not.toContain(grant.token);
+
+    // The control: a page whose filter matches none of them shows none, and says so.
+    const none = await oneShot(`${base}/?${new URLSearchParams({ prefix: `${prefix}-none` })}`, 'dump-dom');
+    expect(rowsOfDump(none).size).toBe(0);
+    expect(none).toMatch(/<p id="empty" class="hint">No lock/);
+
+    // The picture itself: one lease bar per holder (six), counted in its pixels; none on the empty page.
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const [shot, emptyShot] = [join(ARTIFACTS, 'dashboard.png'), join(ARTIFACTS, 'dashboard-empty.png')];
+    await oneShot(url, { screenshot: shot });
+    await oneShot(`${base}/?${new URLSearchParams({ prefix: `${prefix}-none` })}`, { screenshot: emptyShot });
+    const LEASE_BLUE: [number, number, number] = [0x2f, 0x81, 0xf7];
+    const BELOW_HEADER = 60;
+    expect(await countBars(chromium.browser, shot, LEASE_BLUE, BELOW_HEADER)).toBe(6);
+    expect(await countBars(chromium.browser, emptyShot, LEASE_BLUE, BELOW_HEADER)).toBe(0);
+
+    leader.cancel();
+    const release = (n: string, grant: { token: string }) => call.release({ name: `${prefix}/${n}`, token: grant.token }).ended;
+    await Promise.all([release('orders', orders), ...readers.map((g) => release('reports', g)), ...slots.map((g) => release('db-slots', g))]);
   });
 
   it('never shows a token: not in the page, not in its event stream', async () => {

@@ -1,9 +1,12 @@
-// The holdfast dashboard: renders the server's overviews (server-sent events from /events) and
-// shrinks each lease bar between them. Everything shown is set as text, never as HTML.
+// The holdfast dashboard: renders the overview the page was sent with (its first paint), then the
+// server's overviews (server-sent events from /events), and shrinks each lease bar between them.
+// Everything shown is set as text, never as HTML.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
-const state = { cursor: '0', prefix: '', next: '0', source: null };
+// The page's URL says what it shows (?prefix=, ?cursor=): a link or a bookmark shows the same.
+const query = new URLSearchParams(location.search);
+const state = { cursor: /^[0-9-]+$/.test(query.get('cursor') ?? '') ? query.get('cursor') : '0', prefix: query.get('prefix') ?? '', next: '0', source: null };
 // Longest lease left seen per holder: the bar's full length (Inspect says what is left, not the lease).
 const leaseFull = new Map();
 const bars = [];
@@ -11,6 +14,7 @@ const bars = [];
 function connect() {
   if (state.source) state.source.close();
   const query = new URLSearchParams({ cursor: state.cursor, prefix: state.prefix });
+  history.replaceState(null, '', `?${query}`);
   const source = new EventSource(`events?${query}`);
   state.source = source;
   setPill($('stream'), 'connecting', 'connecting');
@@ -55,7 +59,7 @@ function renderLocks(locks) {
   bars.length = 0;
   for (const lock of locks) {
     const row = element('tr', { 'data-lock': lock.name });
-    row.append(element('td', { class: 'name' }, lock.name));
+    row.append(element('td', { class: 'name' }, ...breakableName(lock.name)));
     const holders = element('td', { class: 'holders' });
     for (const holder of lock.holders) {
       const key = `${lock.name}\u0000${holder.fencingToken}`;
@@ -63,16 +67,17 @@ function renderLocks(locks) {
       const full = Math.max(leaseFull.get(key) ?? 0, holder.ttlMs);
       leaseFull.set(key, full);
       const bar = element('div', { class: 'lease-bar' });
+      // The seconds left sit beside the bar, never on it: a full bar would cover them.
       const left = element('span', { class: 'lease-left' });
-      const lease = element('div', { class: 'lease', title: 'lease left' }, bar, left);
+      const lease = element('div', { class: 'lease', title: 'lease left' }, bar);
       bars.push({ bar, left, expiresAt: receivedAt + holder.ttlMs, full });
-      const mode = holder.mode === 2 ? 'shared' : 'exclusive';
-      const holds = holder.holdCount > 1 ? ` ×${holder.holdCount}` : '';
       holders.append(element('div', { class: 'holder' },
-        element('span', { class: 'owner' }, (holder.owner || '(no owner)') + holds),
-        element('span', { class: 'mode' }, lock.limit > 1 ? `${mode}, limit ${lock.limit}` : mode),
+        element('span', { class: 'owner' }, ownerText(holder)),
+        element('span', { class: 'kind' }, kindOf(lock, holder)),
         element('span', { class: 'fencing' }, holder.fencingToken),
-        lease));
+        element('span', { class: 'value', title: 'published value' }, holder.value),
+        lease,
+        left));
     }
     if (lock.holders.length === 0) holders.append(element('span', { class: 'hint' }, 'free (waiters are being served)'));
     row.append(holders, element('td', { class: 'waiters' }, String(lock.waiters)));
@@ -82,6 +87,23 @@ function renderLocks(locks) {
   $('locks').replaceChildren(body);
   $('empty').hidden = locks.length > 0;
   drawBars();
+}
+
+/** The kind of lock as its holders took it: a semaphore (a limit above one), shared (read) or exclusive. */
+function kindOf(lock, holder) {
+  if (lock.limit > 1) return `semaphore, ${lock.holders.length} of ${lock.limit}`;
+  return holder.mode === 2 ? 'shared (read)' : 'exclusive';
+}
+
+/** A name that may wrap after each "/" (its path-like parts stay whole where they fit). */
+function breakableName(name) {
+  return name.split(/(?<=\/)/).flatMap((part, i) => (i === 0 ? [part] : [document.createElement('wbr'), part]));
+}
+
+function ownerText(holder) {
+  const owner = holder.owner || '(no owner)';
+  if (holder.holdCount === 0) return `${owner} (gone; lease running out)`;
+  return holder.holdCount > 1 ? `${owner} ×${holder.holdCount}` : owner;
 }
 
 function element(tag, attributes, ...children) {
@@ -119,5 +141,10 @@ $('next-page').addEventListener('click', () => {
   state.cursor = state.next;
   connect();
 });
+$('prefix').value = state.prefix;
+// The first paint: the overview the page came with, before the event stream has said anything.
+const first = $('first-overview');
+if (first.textContent) render(JSON.parse(first.textContent));
+first.remove(); // read once: the page shows what it rendered, not a copy of the data
 connect();
 requestAnimationFrame(animate);
