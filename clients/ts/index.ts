@@ -10,3 +10,4 @@ export { Lock, type ReleaseResult } from './lock';
 export { isServiceError, type UnaryCalls } from './rpc';
 export type { AcquireOptions, HoldOptions, LockOptions } from './options';
 export { LockMode, LostReason } from './gen/holdfast/v1/lock';
+export * from './fencing';
