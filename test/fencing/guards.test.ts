@@ -1,0 +1,131 @@
+// The guards through real calls: fences attached by real grants of a real holdfast server
+// (Lock.fence / fenceMetadata), sent through a real grpc-js channel and real HTTP requests.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Metadata, status } from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HoldfastClient, type Lock } from '../../clients/ts';
+import { fenceOf, grpcFenceGuard, httpFenceGuard, MemoryFenceStore, staleMessage, type Refusal } from '../../clients/ts/fencing';
+import { uniqueName } from '../support/redis';
+import { startFenceHoldfast } from './backends';
+import { startRawGrpc, type RawGrpc } from './raw-grpc';
+
+let holdfast: Awaited<ReturnType<typeof startFenceHoldfast>>;
+let client: HoldfastClient;
+
+/** Two grants of one lock, one after the other: the older's token is stale once the newer wrote. */
+async function twoGrants(): Promise<[Lock, Lock]> {
+  const name = uniqueName('guarded');
+  const older = await client.acquire(name, { ttlMs: 10_000 });
+  await older.release();
+  const newer = await client.acquire(name, { ttlMs: 10_000 });
+  expect(newer.fencingToken).toBeGreaterThan(older.fencingToken);
+  return [older, newer];
+}
+
+beforeAll(async () => {
+  holdfast = await startFenceHoldfast();
+  client = new HoldfastClient(holdfast.server.addr);
+});
+afterAll(async () => {
+  client?.close();
+  await holdfast?.stop();
+});
+
+describe('gRPC server interceptor', () => {
+  let grpc: RawGrpc;
+  const refused: Refusal[] = [];
+  beforeAll(async () => {
+    grpc = await startRawGrpc([grpcFenceGuard(new MemoryFenceStore(), { onRefused: (r) => refused.push(r) })]);
+  });
+  afterAll(() => grpc?.stop());
+
+  it('lets the newest grant through, again and again, and refuses the older one FAILED_PRECONDITION', async () => {
+    const [older, newer] = await twoGrants();
+    expect(await grpc.put('new-1', newer.fenceMetadata())).toEqual({ ok: true });
+    expect(await grpc.put('new-2', newer.fenceMetadata())).toEqual({ ok: true });
+    const stale = await grpc.put('old', older.fenceMetadata());
+    expect(stale).toEqual({ ok: false, code: status.FAILED_PRECONDITION, details: staleMessage(older.name, older.fencingToken, newer.fencingToken) });
+    expect(grpc.stored).toEqual(expect.arrayContaining(['new-1', 'new-2']));
+    expect(grpc.stored).not.toContain('old');
+    expect(refused).toContainEqual({ lock: older.name, token: older.fencingToken, newest: newer.fencingToken });
+  });
+
+  it('refuses a call without a fence or with a malformed one INVALID_ARGUMENT, naming the key', async () => {
+    const before = grpc.stored.length;
+    const none = await grpc.put('none', new Metadata());
+    expect(none).toMatchObject({ ok: false, code: status.INVALID_ARGUMENT });
+    expect((none as { details: string }).details).toContain('holdfast-fence-token');
+    const md = new Metadata();
+    md.set('holdfast-fence-lock', 'a');
+    md.set('holdfast-fence-token', '01');
+    const bad = await grpc.put('bad', md);
+    expect(bad).toMatchObject({ ok: false, code: status.INVALID_ARGUMENT });
+    expect((bad as { details: string }).details).toContain('malformed fence: holdfast-fence-token');
+    expect(grpc.stored.length).toBe(before);
+  });
+
+  it('negative control: without the interceptor the stale call is stored', async () => {
+    const open = await startRawGrpc([]);
+    try {
+      const [older] = await twoGrants();
+      expect(await open.put('old', older.fenceMetadata())).toEqual({ ok: true });
+      expect(open.stored).toEqual(['old']);
+    } finally {
+      await open.stop();
+    }
+  });
+});
+
+describe('HTTP guard', () => {
+  let server: Server;
+  let url: string;
+  const stored: string[] = [];
+  const handler = async (req: IncomingMessage, res: ServerResponse) => {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    stored.push(body);
+    res.end(JSON.stringify({ stored: body, token: fenceOf(req)?.token.toString() }));
+  };
+  const put = (path: string, body: string, headers: Record<string, string> | Headers) => fetch(`${url}${path}`, { method: 'PUT', body, headers });
+
+  beforeAll(async () => {
+    // One guard, used both ways: wrapping a handler (/wrapped) and as (req, res, next) middleware.
+    const guard = httpFenceGuard(new MemoryFenceStore());
+    const wrapped = guard.wrap(handler);
+    server = createServer((req, res) => {
+      if (req.url === '/wrapped') return wrapped(req, res);
+      guard(req, res, () => void handler(req, res));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server?.close(() => resolve())));
+
+  it.each(['/wrapped', '/middleware'])('%s: the newest grant passes (twice), the older gets 409 with the body fencing.json sets', async (path) => {
+    const [older, newer] = await twoGrants();
+    const first = await put(path, 'new-1', newer.fence(new Headers()));
+    expect(first.status).toBe(200);
+    expect(await first.json()).toEqual({ stored: 'new-1', token: newer.fencingToken.toString() });
+    expect((await put(path, 'new-2', newer.fence({}))).status).toBe(200);
+    const stale = await put(path, 'old', older.fence({}));
+    expect(stale.status).toBe(409);
+    expect(await stale.json()).toEqual({
+      error: 'stale_fencing_token',
+      lock: older.name,
+      token: older.fencingToken.toString(),
+      newest: newer.fencingToken.toString(),
+      message: staleMessage(older.name, older.fencingToken, newer.fencingToken),
+    });
+    expect(stored).not.toContain('old');
+  });
+
+  it('answers 400 naming the header for a missing or malformed fence', async () => {
+    const missing = await put('/wrapped', 'x', {});
+    expect(missing.status).toBe(400);
+    expect(await missing.json()).toMatchObject({ error: 'missing_fence', field: 'token', header: 'Holdfast-Fence-Token' });
+    const malformed = await put('/wrapped', 'x', { 'Holdfast-Fence-Lock': '%zz', 'Holdfast-Fence-Token': '3' });
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ error: 'malformed_fence', field: 'lock', header: 'Holdfast-Fence-Lock' });
+    expect(stored).not.toContain('x');
+  });
+});

@@ -1,0 +1,26 @@
+// Each fence store on its real backend, for tests that run the same cases against all three.
+import { MemoryFenceStore, PostgresFenceStore, RedisFenceStore, type FenceStore } from '../../clients/ts/fencing';
+import { startFencePostgres, startFenceRedis } from './backends';
+
+export const STORE_KINDS = ['memory', 'redis', 'postgres'] as const;
+export type StoreKind = (typeof STORE_KINDS)[number];
+
+export interface OpenStore {
+  store: FenceStore;
+  /** Another store on the same backend (another guard process would have its own). */
+  another(): Promise<FenceStore>;
+  stop(): Promise<void>;
+}
+
+export async function openStore(kind: StoreKind): Promise<OpenStore> {
+  if (kind === 'memory') {
+    const store = new MemoryFenceStore();
+    return { store, another: async () => store, stop: async () => {} };
+  }
+  if (kind === 'redis') {
+    const redis = await startFenceRedis();
+    return { store: await RedisFenceStore.open(redis.client), another: () => RedisFenceStore.open(redis.client.duplicate()), stop: () => redis.stop() };
+  }
+  const pg = await startFencePostgres();
+  return { store: await PostgresFenceStore.open(pg.pool), another: () => PostgresFenceStore.open(pg.pool), stop: () => pg.stop() };
+}
