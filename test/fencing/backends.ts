@@ -46,8 +46,9 @@ const POSTGRES_SH = join(__dirname, '..', 'support', 'postgres.sh');
 
 export interface FencePostgres {
   url: string;
+  /** Replaced by a new pool after crashAndRestart. */
   pool: Pool;
-  /** `pg_ctl restart -m immediate`: the postmaster quits without a checkpoint (as in a crash) and starts again on the same data dir, recovering from its WAL. */
+  /** `pg_ctl restart -m immediate`: the postmaster quits without a checkpoint (as in a crash) and starts again on the same data dir, recovering from its WAL. Then a new `pool`. */
   crashAndRestart(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -57,23 +58,25 @@ export async function startFencePostgres(): Promise<FencePostgres> {
   const dir = join(parent, 'pg');
   const out = execFileSync('bash', [POSTGRES_SH, 'start', dir], { encoding: 'utf8' });
   const url = /PGURL=(\S+)/.exec(out)![1];
-  const pool = new Pool({ connectionString: url, max: 8 });
-  pool.on('error', () => {}); // idle clients cut by the restart
-  return {
+  const newPool = () => new Pool({ connectionString: url, max: 8 }).on('error', () => {}); // idle clients cut by a restart
+  const handle: FencePostgres = {
     url,
-    pool,
+    pool: newPool(),
     async crashAndRestart() {
       const bin = execFileSync('bash', ['-c', 'ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1'], { encoding: 'utf8' }).trim();
       const asOwner = process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--'] : [];
       const [cmd, ...args] = [...asOwner, join(bin, 'pg_ctl'), '-D', join(dir, 'data'), '-l', join(dir, 'server.log'), '-m', 'immediate', '-w', '-t', '60', 'restart'];
       execFileSync(cmd, args, { stdio: 'ignore' });
+      await handle.pool.end().catch(() => {});
+      handle.pool = newPool(); // as a resource's process reconnects
     },
     async stop() {
-      await pool.end().catch(() => {});
+      await handle.pool.end().catch(() => {});
       execFileSync('bash', [POSTGRES_SH, 'stop', dir], { stdio: 'ignore' });
       rmSync(parent, { recursive: true, force: true });
     },
   };
+  return handle;
 }
 
 /**

@@ -1,4 +1,5 @@
 // Each fence store on its real backend, for tests that run the same cases against all three.
+import type { Redis } from 'ioredis';
 import { MemoryFenceStore, PostgresFenceStore, RedisFenceStore, type FenceStore } from '../../clients/ts/fencing';
 import { startFencePostgres, startFenceRedis } from './backends';
 
@@ -19,7 +20,17 @@ export async function openStore(kind: StoreKind): Promise<OpenStore> {
   }
   if (kind === 'redis') {
     const redis = await startFenceRedis();
-    return { store: await RedisFenceStore.open(redis.client), another: () => RedisFenceStore.open(redis.client.duplicate()), stop: () => redis.stop() };
+    const others: Redis[] = [];
+    const another = () => {
+      const client = redis.client.duplicate().on('error', () => {});
+      others.push(client);
+      return RedisFenceStore.open(client);
+    };
+    const stop = async () => {
+      others.forEach((c) => c.disconnect());
+      await redis.stop();
+    };
+    return { store: await RedisFenceStore.open(redis.client), another, stop };
   }
   const pg = await startFencePostgres();
   return { store: await PostgresFenceStore.open(pg.pool), another: () => PostgresFenceStore.open(pg.pool), stop: () => pg.stop() };
