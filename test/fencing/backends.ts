@@ -81,11 +81,12 @@ export async function startFencePostgres(): Promise<FencePostgres> {
 
 /**
  * A holdfast server on its own embedded Redis in a fresh data dir (it provably holds no lease, so
- * it serves at once). The one place these tests start holdfast.
+ * it serves at once). The one place these tests start holdfast. Keepalive 1000/1000 ms: a frozen
+ * holder's stream is found dead in about two seconds (default: 15), then its lease runs out.
  */
 export async function startFenceHoldfast(): Promise<{ server: ServerProcess; stop(): Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'holdfast-fence-server-'));
-  const server = await startServerProcess(undefined, ['--data-dir', dataDir]);
+  const server = await startServerProcess(undefined, ['--data-dir', dataDir, '--keepalive-time-ms', '1000', '--keepalive-timeout-ms', '1000']);
   return {
     server,
     async stop() {
