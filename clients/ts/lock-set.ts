@@ -89,11 +89,11 @@ export class LeaseSet extends Lease {
   }
 
   /** A set holds several locks, each with its own token: fence with one member's (fenceMember). */
-  override fence(): never {
+  override fence(_headers?: HeaderTarget): never {
     throw new RangeError('a LeaseSet holds several locks: use fenceMember(headers, name) or fenceMemberMetadata(name)');
   }
 
-  override fenceMetadata(): never {
+  override fenceMetadata(_metadata?: Metadata): never {
     return this.fence();
   }
 

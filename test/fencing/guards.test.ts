@@ -129,3 +129,23 @@ describe('HTTP guard', () => {
     expect(stored).not.toContain('x');
   });
 });
+
+describe('attach on a lease (Hold) and on a set of locks (HoldSet)', () => {
+  it('a Lease attaches its own fence; a LeaseSet refuses to guess and fences per member', async () => {
+    const [one, two] = [uniqueName('set'), uniqueName('set')];
+    const lease = await client.hold(one, { ttlMs: 10_000 });
+    expect(lease.fence({})).toEqual({ 'Holdfast-Fence-Lock': one, 'Holdfast-Fence-Token': lease.fencingToken.toString() });
+    expect(lease.fenceMetadata().get('holdfast-fence-token')).toEqual([lease.fencingToken.toString()]);
+    await lease.release();
+    const set = await client.holdSet([one, two], { ttlMs: 10_000 });
+    try {
+      expect(() => set.fence({})).toThrow('fenceMember');
+      expect(() => set.fenceMetadata()).toThrow('fenceMember');
+      expect(set.fenceMember({}, two)).toEqual({ 'Holdfast-Fence-Lock': two, 'Holdfast-Fence-Token': set.memberFencingToken(two).toString() });
+      expect(set.fenceMemberMetadata(one).get('holdfast-fence-lock')).toEqual([one]);
+      expect(set.memberFencingToken(one)).toBeGreaterThan(lease.fencingToken);
+    } finally {
+      await set.release();
+    }
+  });
+});
