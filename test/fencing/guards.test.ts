@@ -4,9 +4,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { Metadata, status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient, type Lock } from '../../clients/ts';
-import { fenceOf, grpcFenceGuard, httpFenceGuard, MemoryFenceStore, staleMessage, type Refusal } from '../../clients/ts/fencing';
+import { Redis } from 'ioredis';
+import { fenceOf, grpcFenceGuard, httpFenceGuard, MemoryFenceStore, RedisFenceStore, staleMessage, type Refusal } from '../../clients/ts/fencing';
 import { uniqueName } from '../support/redis';
-import { startFenceHoldfast } from './backends';
+import { startFenceHoldfast, startFenceRedis } from './backends';
 import { startRawGrpc, type RawGrpc } from './raw-grpc';
 
 let holdfast: Awaited<ReturnType<typeof startFenceHoldfast>>;
@@ -146,6 +147,33 @@ describe('attach on a lease (Hold) and on a set of locks (HoldSet)', () => {
       expect(set.memberFencingToken(one)).toBeGreaterThan(lease.fencingToken);
     } finally {
       await set.release();
+    }
+  });
+});
+
+describe('a store that cannot answer (its Redis stopped)', () => {
+  it('fails closed: HTTP 503 and gRPC UNAVAILABLE, and the handler never runs', async () => {
+    const redis = await startFenceRedis();
+    const client = new Redis(redis.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false, lazyConnect: true }).on('error', () => {});
+    await client.connect();
+    const store = await RedisFenceStore.open(client);
+    const grpc = await startRawGrpc([grpcFenceGuard(store)]);
+    let handled = 0;
+    const server = createServer(httpFenceGuard(store).wrap((_req, res) => void (handled++, res.end('ok'))));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const [, newer] = await twoGrants();
+      await redis.stop();
+      const res = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/`, { method: 'PUT', body: 'x', headers: newer.fence({}) });
+      expect(res.status).toBe(503);
+      expect(await res.json()).toMatchObject({ error: 'fence_store_unavailable' });
+      expect(await grpc.put('x', newer.fenceMetadata())).toMatchObject({ ok: false, code: status.UNAVAILABLE });
+      expect(handled).toBe(0);
+      expect(grpc.stored).toEqual([]);
+    } finally {
+      client.disconnect();
+      await grpc.stop();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 });

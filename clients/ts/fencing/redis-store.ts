@@ -66,10 +66,14 @@ async function configGet(redis: RedisCommander, name: string): Promise<string> {
   try {
     reply = await redis.call('CONFIG', 'GET', name);
   } catch (err) {
-    throw new Error(
-      `the fence store cannot check the Redis's persistence (CONFIG GET ${name} failed: ${(err as Error).message}); ` +
-        'CONFIG may be disabled or renamed on this Redis. Enable it, or set allowLossyRedis if this Redis is known to keep every acknowledged write',
-    );
+    const why = (err as Error).message;
+    if (/unknown command/i.test(why)) {
+      throw new Error(
+        `the fence store cannot check the Redis's persistence: CONFIG is disabled or renamed on this Redis (CONFIG GET ${name}: ${why}). ` +
+          'Enable it, or set allowLossyRedis if this Redis is known to keep every acknowledged write',
+      );
+    }
+    throw new Error(`the fence store could not read the Redis's ${name} setting (CONFIG GET ${name}: ${why})`);
   }
   const pairs = (Array.isArray(reply) ? reply : []).map(String);
   return pairs[pairs.indexOf(name) + 1] ?? '';
