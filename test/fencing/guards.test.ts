@@ -1,6 +1,6 @@
 // The guards through real calls: fences attached by real grants of a real holdfast server
 // (Lock.fence / fenceMetadata), sent through a real grpc-js channel and real HTTP requests.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Metadata, status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient, type Lock } from '../../clients/ts';
@@ -127,6 +127,17 @@ describe('HTTP guard', () => {
     const malformed = await put('/wrapped', 'x', { 'Holdfast-Fence-Lock': '%zz', 'Holdfast-Fence-Token': '3' });
     expect(malformed.status).toBe(400);
     expect(await malformed.json()).toMatchObject({ error: 'malformed_fence', field: 'lock', header: 'Holdfast-Fence-Lock' });
+    // Two header lines (fetch would join them into one): Node's http client sends an array as such.
+    const sentTwice = await new Promise<{ status?: number; body: string }>((resolve, reject) => {
+      const req = request(`${url}/wrapped`, { method: 'PUT', headers: { 'Holdfast-Fence-Lock': ['a', 'b'], 'Holdfast-Fence-Token': '3' } }, (res) => {
+        let body = '';
+        res.on('data', (chunk) => (body += chunk)).on('end', () => resolve({ status: res.statusCode, body }));
+      });
+      req.on('error', reject);
+      req.end('x');
+    });
+    expect(sentTwice.status).toBe(400);
+    expect(JSON.parse(sentTwice.body)).toMatchObject({ error: 'malformed_fence', field: 'lock', header: 'Holdfast-Fence-Lock' });
     expect(stored).not.toContain('x');
   });
 });

@@ -26,11 +26,16 @@ export function fenceOf(req: IncomingMessage): Fence | undefined {
   return admitted.get(req);
 }
 
-/** Reads the fence from Node's request headers; throws FenceError naming the header at fault. */
-export function fenceFromHeaders(headers: IncomingMessage['headers']): Fence {
+/**
+ * Reads the fence from Node's request headers (lower-case names; `req.headersDistinct` keeps a
+ * header sent twice as two values, which is malformed); throws FenceError naming the header at fault.
+ */
+export function fenceFromHeaders(headers: Record<string, string | string[] | undefined>): Fence {
   const one = (name: string): string | undefined => {
     const value = headers[name.toLowerCase()];
-    return Array.isArray(value) ? value.join(', ') : value; // sent twice: joined, so malformed
+    if (!Array.isArray(value)) return value;
+    if (value.length > 1) throw new FenceError('malformed', name === FENCE_HEADERS.lock ? 'lock' : 'token', name, 'must be sent once');
+    return value[0];
   };
   return decodeFence({ lock: one(FENCE_HEADERS.lock), token: one(FENCE_HEADERS.token) }, FENCE_HEADERS);
 }
@@ -50,7 +55,7 @@ export function httpFenceGuard(store: FenceStore, options: HttpFenceGuardOptions
     if (options.guards && !options.guards(req)) return next();
     let fence: Fence;
     try {
-      fence = fenceFromHeaders(req.headers);
+      fence = fenceFromHeaders(req.headersDistinct);
     } catch (err) {
       if (!(err instanceof FenceError)) throw err;
       return reply(res, 400, badFenceBody(err));
