@@ -6,6 +6,7 @@ import { Metadata } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachFenceHeaders, attachFenceMetadata, fenceFromHeaders, fenceFromMetadata, FenceError, FENCE_HEADERS, FENCE_METADATA, staleMessage } from '../../clients/ts/fencing';
 import { FENCE_RECORD_SCRIPT } from '../../clients/ts/fencing/fence-record-1';
+import { staleBody } from '../../clients/ts/fencing/refusal';
 import { uniqueName } from '../support/redis';
 import { openStore, STORE_KINDS, type OpenStore } from './stores';
 
@@ -104,5 +105,10 @@ describe('the refusal message', () => {
   it('is the one fencing.json sets, naming the lock and both tokens', () => {
     const want = cases.refusal.message.replace('{lock}', 'orders').replace('{token}', '5').replace('{newest}', '6');
     expect(staleMessage('orders', 5n, 6n)).toBe(want);
+  });
+  it('has the HTTP 409 body fencing.json sets, field for field', () => {
+    const fill = (v: string) => v.replace('{lock}', 'orders').replace('{token}', '5').replace('{newest}', '6');
+    const want = Object.fromEntries(Object.entries(cases.refusal.httpBody as Record<string, string>).map(([k, v]) => [k, fill(v)]));
+    expect(staleBody('orders', 5n, 6n)).toEqual(want);
   });
 });
