@@ -1,6 +1,6 @@
 // A grant from the unary Acquire: nothing renews it; it lasts ttlMs unless renewed or released.
 import type { AcquireResponse } from './gen/holdfast/v1/lock';
-import { leaseDeadline, toEpochMs } from './deadline';
+import { laterDeadline, leaseDeadline, toEpochMs } from './deadline';
 import { int64Field } from './options';
 import type { UnaryCalls } from './rpc';
 
@@ -65,7 +65,7 @@ export class Lock {
     const sentAt = performance.now();
     const res = await this.rpc.renew({ name: this.name, token: this.token, ttlMs: int64Field('ttlMs', ttlMs) });
     const leftMs = Number(res.ttlMs);
-    this.deadline = Math.max(this.deadline, leaseDeadline(sentAt, 0, leftMs));
+    this.deadline = laterDeadline(this.deadline, leaseDeadline(sentAt, 0, leftMs));
     return leftMs;
   }
 }
