@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
  */
 class LeaseConformanceTest {
   /**
-   * The table's ms 0 as a {@link System#nanoTime()} value near overflow: the 6 700 x ttl case's
+   * The table's ms 0 as a {@link System#nanoTime()} value near overflow: the 55.5 h case's
    * deadline wraps past Long.MAX_VALUE while its arrival does not, as nanoTime values may.
    */
   static final long ORIGIN = Long.MAX_VALUE - 199_995_000_000_000L;
