@@ -5,10 +5,11 @@
 // quiet and no `lost` event can arrive (Chubby's clients keep such a local lease timeout). Each
 // confirmation (acquired, renewed) can only move that deadline forward; one whose deadline has
 // already passed when it arrives means the lease may be someone else's by now, so it counts as lost.
-import { status, type ClientReadableStream, type StatusObject } from '@grpc/grpc-js';
+import { status, type ClientReadableStream, type Metadata, type StatusObject } from '@grpc/grpc-js';
 import type { HoldAcquired, HoldResponse } from './gen/holdfast/v1/lock';
 import { deadlinePassed, laterDeadline, leaseDeadline, toEpochMs } from './deadline';
 import { LeaseLostError } from './errors';
+import { attachFenceHeaders, attachFenceMetadata, type HeaderTarget } from './fencing/attach';
 import type { UnaryCalls } from './rpc';
 
 type State = 'held' | 'lost' | 'released';
@@ -124,6 +125,19 @@ export class Lease {
   /** Replaces the value this grant publishes to watchers; rejects with NOT_FOUND once the grant is gone. */
   async setValue(value: string): Promise<void> {
     await this.rpc.setValue({ name: this.name, token: this.token, value });
+  }
+
+  /**
+   * Adds this grant's fence (Holdfast-Fence-Lock, Holdfast-Fence-Token) to a request's `headers`
+   * and returns them; a guarded resource refuses it once a newer grant wrote (docs/fencing.md).
+   */
+  fence<T extends HeaderTarget>(headers: T): T {
+    return attachFenceHeaders(headers, this.name, this.fencingToken);
+  }
+
+  /** Adds this grant's fence to gRPC `metadata` (a new Metadata by default) and returns it. */
+  fenceMetadata(metadata?: Metadata): Metadata {
+    return attachFenceMetadata(this.name, this.fencingToken, metadata);
   }
 
   /** Called by the stream for every event after `acquired`. */

@@ -1,5 +1,7 @@
 // A grant from the unary Acquire: nothing renews it; it lasts ttlMs unless renewed or released.
+import type { Metadata } from '@grpc/grpc-js';
 import type { AcquireResponse } from './gen/holdfast/v1/lock';
+import { attachFenceHeaders, attachFenceMetadata, type HeaderTarget } from './fencing/attach';
 import { laterDeadline, leaseDeadline, toEpochMs } from './deadline';
 import { int64Field } from './options';
 import type { UnaryCalls } from './rpc';
@@ -58,6 +60,19 @@ export class Lock {
   /** Replaces the value this grant publishes to watchers; rejects with NOT_FOUND once the grant is gone. */
   async setValue(value: string): Promise<void> {
     await this.rpc.setValue({ name: this.name, token: this.token, value });
+  }
+
+  /**
+   * Adds this grant's fence (Holdfast-Fence-Lock, Holdfast-Fence-Token) to a request's `headers`
+   * and returns them; a guarded resource refuses it once a newer grant wrote (docs/fencing.md).
+   */
+  fence<T extends HeaderTarget>(headers: T): T {
+    return attachFenceHeaders(headers, this.name, this.fencingToken);
+  }
+
+  /** Adds this grant's fence to gRPC `metadata` (a new Metadata by default) and returns it. */
+  fenceMetadata(metadata?: Metadata): Metadata {
+    return attachFenceMetadata(this.name, this.fencingToken, metadata);
   }
 
   /** Extends the lease to `ttlMs` from now (0: the grant's own lease length); resolves with the lease left in ms. */
