@@ -7,7 +7,7 @@
 // already passed when it arrives means the lease may be someone else's by now, so it counts as lost.
 import { status, type ClientReadableStream, type Metadata, type StatusObject } from '@grpc/grpc-js';
 import type { HoldAcquired, HoldResponse } from './gen/holdfast/v1/lock';
-import { leaseDeadline, toEpochMs } from './deadline';
+import { deadlinePassed, laterDeadline, leaseDeadline, toEpochMs } from './deadline';
 import { LeaseLostError } from './errors';
 import { attachFenceHeaders, attachFenceMetadata, type HeaderTarget } from './fencing/attach';
 import type { UnaryCalls } from './rpc';
@@ -65,7 +65,7 @@ export class Lease {
   }
 
   private checkDeadline(): void {
-    if (this.state === 'held' && performance.now() >= this.deadline) this.lose(this.deadlinePassed());
+    if (this.state === 'held' && deadlinePassed(this.deadline, performance.now())) this.lose(this.deadlinePassed());
   }
 
   /** The timer alone would let code that runs first after a pause see a stale "held". */
@@ -154,8 +154,8 @@ export class Lease {
 
   private confirmed(leaseStartedAfterMs: number, ttlMs: number, what: string): void {
     if (this.state !== 'held') return;
-    this.deadline = Math.max(this.deadline, leaseDeadline(this.sentAt, leaseStartedAfterMs, ttlMs));
-    if (this.deadline <= performance.now()) {
+    this.deadline = laterDeadline(this.deadline, leaseDeadline(this.sentAt, leaseStartedAfterMs, ttlMs));
+    if (deadlinePassed(this.deadline, performance.now())) {
       this.lose(new LeaseLostError(this.name, `${what} arrived after the lease could have ended`, 'deadline'));
       return;
     }

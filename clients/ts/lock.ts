@@ -2,7 +2,7 @@
 import type { Metadata } from '@grpc/grpc-js';
 import type { AcquireResponse } from './gen/holdfast/v1/lock';
 import { attachFenceHeaders, attachFenceMetadata, type HeaderTarget } from './fencing/attach';
-import { leaseDeadline, toEpochMs } from './deadline';
+import { laterDeadline, leaseDeadline, toEpochMs } from './deadline';
 import { int64Field } from './options';
 import type { UnaryCalls } from './rpc';
 
@@ -80,7 +80,7 @@ export class Lock {
     const sentAt = performance.now();
     const res = await this.rpc.renew({ name: this.name, token: this.token, ttlMs: int64Field('ttlMs', ttlMs) });
     const leftMs = Number(res.ttlMs);
-    this.deadline = Math.max(this.deadline, leaseDeadline(sentAt, 0, leftMs));
+    this.deadline = laterDeadline(this.deadline, leaseDeadline(sentAt, 0, leftMs));
     return leftMs;
   }
 }
