@@ -93,8 +93,13 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
   const engineWithPrefix = (keyPrefix: string) => new LockEngine(redis.commands, redis.subscriber, {
     observer,
     keyPrefix,
-    // While Redis is away, a grant waits for it, and a client told why hears about Redis, not the master check.
-    guard: guard && { ...guard, grantsBlocked: (key) => (redis.commands.status === 'ready' ? guard.grantsBlocked(key) : trouble.describe()) },
+    // While Redis is away, a grant fails at once (UNAVAILABLE, waiters included: nothing to wait
+    // for, as without the guard), and the client hears about Redis, not the master check.
+    guard: guard && {
+      ...guard,
+      grantsBlocked: (key) => (redis.commands.status === 'ready' ? guard.grantsBlocked(key) : trouble.describe()),
+      grantsResumeInMs: (key) => (redis.commands.status === 'ready' ? guard.grantsResumeInMs(key) : 0),
+    },
     maxTtlMs,
     describeUnavailable: (err) => trouble.describe(err),
     maxWaitersPerLock: limits.maxWaitersPerLock,

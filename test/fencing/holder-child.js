@@ -3,7 +3,7 @@
 // lease's fence attached, and one more write, "<label>-2", "-3"..., at each SIGUSR2. It never looks
 // at the lease before writing: as in Kleppmann's scenario, a pause (SIGSTOP) may fall between the
 // holder's last look and its write. Prints one JSON line per event.
-const { HoldfastClient } = require('../../dist/clients/ts/index.js');
+const { HoldfastClient } = require('@holdfast/client');
 
 const [addr, lock, ttlMs, storageUrl, label] = process.argv.slice(2);
 const print = (line) => process.stdout.write(JSON.stringify(line) + '\n');
