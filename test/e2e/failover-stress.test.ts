@@ -70,8 +70,8 @@ it('keeps one holder at a time through a Sentinel failover, and resumes within s
   await group.failedOverFrom(old);
   const promotedAt = Date.now();
   const renewedBefore = held.events.filter((e) => e.renewed).length;
-  // Run on until service has plainly resumed (a loaded machine may need longer).
-  await waitFor('20 grants asked for after the kill', () => contention.windows.filter((w) => w.sentAt > killedAt).length >= 20, 30_000, 50);
+  // Run on until service has plainly resumed after the quarantine (a loaded machine may need longer).
+  await waitFor('20 grants asked for after the kill', () => contention.windows.filter((w) => w.sentAt > killedAt).length >= 20, MAX_TTL_MS + 30_000, 50);
   const windows = await contention.stop();
 
   expectExclusive(windows);
