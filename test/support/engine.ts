@@ -1,0 +1,70 @@
+// The lock engine alone, with no gRPC server: built on its own connections to a test Redis the
+// way the server builds it (src/backend/redis.ts: connectRedis, the Redis trouble words, the
+// write guard with its quarantine). The engine tier's tests use only the engine's public
+// methods (LockBackend); when its constructor changes, only this file changes.
+import { LockEngine } from '../../src/engine/engine';
+import type { LockBackend } from '../../src/engine/backend';
+import { epochKey, shardEpochKey } from '../../src/engine/keys';
+import { lockLibrary } from '../../src/engine/scripts';
+import { connectRedis } from '../../src/redis/connect';
+import { createWriteGuard } from '../../src/redis/guard';
+import { RedisTrouble, redisLabel } from '../../src/redis/trouble';
+import type { TestRedis } from './redis';
+import { waitFor } from './wait';
+
+export interface TestEngineOptions {
+  /** The longest lease; with `quarantineMarginMs`, a restart that lost grants pauses new ones for their sum. */
+  maxTtlMs?: number;
+  /** Quarantine a Redis that may have lost grants (the server's default); absent: no quarantine. */
+  quarantineMarginMs?: number;
+  /** How often waiters refresh their queue entries and look again (the server's: 1 s). */
+  refreshMs?: number;
+}
+
+export interface TestEngine {
+  engine: LockBackend;
+  /** Failures nobody waits for (background refreshes and renewals), as the server would log them. */
+  backgroundErrors: string[];
+  /** Closes the engine (waits and kept leases end) and its connections. */
+  close(): Promise<void>;
+}
+
+const quiet = { warn: () => {}, info: () => {} };
+
+export async function startEngine(redis: TestRedis, options: TestEngineOptions = {}): Promise<TestEngine> {
+  const keyPrefix = 'hf'; // deleteLockState() and the servers' default
+  const connections = connectRedis({ url: redis.url });
+  const trouble = new RedisTrouble(redisLabel({ url: redis.url }), quiet);
+  trouble.watch(connections.commands);
+  const maxTtlMs = options.maxTtlMs ?? 60_000;
+  const guard = createWriteGuard(connections.commands, {
+    quarantine:
+      options.quarantineMarginMs === undefined
+        ? undefined
+        : { ms: maxTtlMs + options.quarantineMarginMs, epochKey: epochKey(keyPrefix), shardEpochKey: (tag) => shardEpochKey(keyPrefix, tag) },
+  });
+  const backgroundErrors: string[] = [];
+  const engine = new LockEngine(connections.commands, connections.subscriber, {
+    keyPrefix,
+    maxTtlMs,
+    // As the server does: while Redis is away, a grant waits for it and hears about Redis.
+    guard: guard && { ...guard, grantsBlocked: (key) => (connections.commands.status === 'ready' ? guard.grantsBlocked(key) : trouble.describe()) },
+    describeUnavailable: (err) => trouble.describe(err),
+    entryRefreshMs: options.refreshMs,
+    // Entries must outlive the refresh interval, or a waiter drops out of the queue between two.
+    entryLeaseMs: options.refreshMs === undefined ? undefined : options.refreshMs * 3,
+    onBackgroundError: (err) => backgroundErrors.push(String((err as Error)?.message ?? err)),
+  });
+  await waitFor('the engine to connect to Redis', () => connections.commands.status === 'ready');
+  await lockLibrary().load(connections.commands);
+  return {
+    engine,
+    backgroundErrors,
+    async close() {
+      await engine.close();
+      trouble.stopping();
+      guard?.close();
+      await connections.close();
+    },
+  };
+}
