@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AcquireParams } from '../../src/engine/types';
 import { Mode } from '../../src/engine/types';
-import { startEngine, type TestEngine } from '../support/engine';
+import { lockRequest, startEngine, type TestEngine } from '../support/engine';
 import { deleteLockState, startTestRedis, uniqueName, type TestRedis } from '../support/redis';
 
 let redis: TestRedis;
@@ -21,9 +21,7 @@ afterAll(async () => {
   await redis?.cleanup();
 });
 
-function request(name: string, extra: Partial<AcquireParams> = {}): AcquireParams {
-  return { name, owner: '', ttlMs: 10_000, waitMs: 0, mode: Mode.EXCLUSIVE, limit: 1, requestId: '', holdId: '', value: '', ...extra };
-}
+const request = (name: string, extra: Partial<AcquireParams> = {}) => lockRequest(name, 10_000, extra);
 
 describe('grant and release', () => {
   it('grants one holder at a time, with a secret token, and frees the lock on release', async () => {

@@ -2,8 +2,7 @@
 // polling), hand-off within one engine, and cancellation with an AbortSignal.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AcquireParams, Grant } from '../../src/engine/types';
-import { Mode } from '../../src/engine/types';
-import { startEngine, type TestEngine } from '../support/engine';
+import { lockRequest, startEngine, type TestEngine } from '../support/engine';
 import { deleteLockState, startTestRedis, uniqueName, type TestRedis } from '../support/redis';
 import { waitFor } from '../support/wait';
 
@@ -24,9 +23,7 @@ afterAll(async () => {
   await redis?.cleanup();
 });
 
-function request(name: string, extra: Partial<AcquireParams> = {}): AcquireParams {
-  return { name, owner: '', ttlMs: 30_000, waitMs: 0, mode: Mode.EXCLUSIVE, limit: 1, requestId: '', holdId: '', value: '', ...extra };
-}
+const request = (name: string, extra: Partial<AcquireParams> = {}) => lockRequest(name, 30_000, extra);
 
 /** Starts a waiting acquire and resolves once Redis has it queued (`queued` waiters on the lock). */
 async function queue(engine: TestEngine, name: string, queued: number, extra: Partial<AcquireParams> = {}, signal?: AbortSignal): Promise<{ result: Promise<Grant | null> }> {

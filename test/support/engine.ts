@@ -4,12 +4,14 @@
 // methods (LockBackend); when its constructor changes, only this file changes.
 import { LockEngine } from '../../src/engine/engine';
 import type { LockBackend } from '../../src/engine/backend';
+import { Mode, type AcquireParams, type Grant } from '../../src/engine/types';
+import type { LostReason } from '../../src/engine/watchdog';
 import { epochKey, shardEpochKey } from '../../src/engine/keys';
 import { lockLibrary } from '../../src/engine/scripts';
 import { connectRedis } from '../../src/redis/connect';
 import { createWriteGuard } from '../../src/redis/guard';
 import { RedisTrouble, redisLabel } from '../../src/redis/trouble';
-import type { TestRedis } from './redis';
+import { uniqueName, type TestRedis } from './redis';
 import { waitFor } from './wait';
 
 export interface TestEngineOptions {
@@ -67,4 +69,45 @@ export async function startEngine(redis: TestRedis, options: TestEngineOptions =
       await connections.close();
     },
   };
+}
+
+/** An exclusive, try-once request for `name` with a lease of ttlMs, no owner: `extra` changes any of it. */
+export function lockRequest(name: string, ttlMs: number, extra: Partial<AcquireParams> = {}): AcquireParams {
+  return { name, owner: '', ttlMs, waitMs: 0, mode: Mode.EXCLUSIVE, limit: 1, requestId: '', holdId: '', value: '', ...extra };
+}
+
+export interface KeptHold {
+  grant: Grant;
+  /** The lease left after each confirmed renewal, in order. */
+  renewals: number[];
+  /** performance.now() before which the lease was last confirmed to last (grant or renewal). */
+  confirmedUntil(): number;
+  /** Resolves when the engine reports the lease lost (or ended): why, and when (performance.now()). */
+  lost: Promise<{ reason: LostReason; message: string; at: number }>;
+  letGo(): Promise<void>;
+  abandon(): Promise<void>;
+}
+
+/** Acquires `name` as a Hold stream does (with a hold id) and has `engine` keep its lease. */
+export async function keepHold(engine: TestEngine, name: string, ttlMs: number, options: { maxHoldMs?: number } = {}): Promise<KeptHold> {
+  const holdId = uniqueName('hold');
+  const grant = await engine.engine.acquire(lockRequest(name, ttlMs, { holdId }));
+  if (!grant) throw new Error(`lock "${name}" is held: no lease to keep`);
+  const renewals: number[] = [];
+  let until = grant.leaseStart + grant.ttlMs;
+  let onLost!: (why: { reason: LostReason; message: string; at: number }) => void;
+  const lost = new Promise<{ reason: LostReason; message: string; at: number }>((resolve) => (onLost = resolve));
+  const kept = engine.engine.keep(
+    { name, token: grant.token, holdId, ttlMs, maxHoldMs: options.maxHoldMs ?? 0, lockDelayMs: 0, releaseOnDisconnect: false },
+    {
+      onRenewed: (leftMs, leaseStart) => {
+        renewals.push(leftMs);
+        until = Math.max(until, leaseStart + leftMs);
+      },
+      onLost: (reason, message) => onLost({ reason, message, at: performance.now() }),
+    },
+    grant.leaseStart,
+    grant.ttlMs,
+  );
+  return { grant, renewals, confirmedUntil: () => until, lost, letGo: () => kept.letGo(), abandon: () => kept.abandon() };
 }
