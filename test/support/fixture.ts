@@ -11,11 +11,13 @@ export interface Servers {
   clients: TestClient[];
 }
 
-export function useServers(count = 1, args: string[] = []): Servers {
+/** `args`: the servers' extra flags, or a function that makes them (free ports, config files) once Redis runs. */
+export function useServers(count = 1, args: string[] | (() => string[] | Promise<string[]>) = []): Servers {
   const env = { servers: [], clients: [] } as unknown as Servers;
   beforeAll(async () => {
     env.redis = await startTestRedis();
-    env.servers = await Promise.all(Array.from({ length: count }, () => startServerProcess(env.redis.url, args)));
+    const flags = typeof args === 'function' ? await args() : args;
+    env.servers = await Promise.all(Array.from({ length: count }, () => startServerProcess(env.redis.url, flags)));
     env.clients = env.servers.map((s) => connect(s.addr));
   });
   afterAll(async () => {
