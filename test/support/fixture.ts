@@ -11,13 +11,16 @@ export interface Servers {
   clients: TestClient[];
 }
 
-/** `args`: the servers' extra flags, or a function that makes them (free ports, config files) once Redis runs. */
-export function useServers(count = 1, args: string[] | (() => string[] | Promise<string[]>) = []): Servers {
+/**
+ * `args`: the servers' extra flags, or a function that makes server i's (free ports, config
+ * files), called once Redis runs and after the file's own beforeAll hooks registered before this.
+ */
+export function useServers(count = 1, args: string[] | ((index: number) => string[] | Promise<string[]>) = []): Servers {
   const env = { servers: [], clients: [] } as unknown as Servers;
   beforeAll(async () => {
     env.redis = await startTestRedis();
-    const flags = typeof args === 'function' ? await args() : args;
-    env.servers = await Promise.all(Array.from({ length: count }, () => startServerProcess(env.redis.url, flags)));
+    const flags = await Promise.all(Array.from({ length: count }, (_, i) => (typeof args === 'function' ? args(i) : args)));
+    env.servers = await Promise.all(flags.map((f) => startServerProcess(env.redis.url, f)));
     env.clients = env.servers.map((s) => connect(s.addr));
   });
   afterAll(async () => {
