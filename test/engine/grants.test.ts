@@ -1,25 +1,17 @@
 // Engine tier: the lock engine on a real redis-server, no gRPC server. Grants, releases,
 // reentrancy, shared holds and fencing tokens, through the engine's public methods only.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { AcquireParams } from '../../src/engine/types';
 import { Mode } from '../../src/engine/types';
-import { lockRequest, startEngine, type TestEngine } from '../support/engine';
-import { deleteLockState, startTestRedis, uniqueName, type TestRedis } from '../support/redis';
+import { lockRequest, useEngines, type TestEngine } from '../support/engine';
+import { deleteLockState, uniqueName, type TestRedis } from '../support/redis';
 
 let redis: TestRedis;
 let a: TestEngine;
 let b: TestEngine;
 
-beforeAll(async () => {
-  redis = await startTestRedis();
-  // Two engines on their own connections: two servers on one Redis.
-  [a, b] = await Promise.all([startEngine(redis, { maxTtlMs: 60_000 }), startEngine(redis, { maxTtlMs: 60_000 })]);
-});
-
-afterAll(async () => {
-  await Promise.all([a?.close(), b?.close()]);
-  await redis?.cleanup();
-});
+const env = useEngines(2, { maxTtlMs: 60_000 });
+beforeAll(() => void ([redis, a, b] = [env.redis, ...env.engines]));
 
 const request = (name: string, extra: Partial<AcquireParams> = {}) => lockRequest(name, 10_000, extra);
 

@@ -1,24 +1,17 @@
 // Engine tier: lease keeping. keep() renews a grant until it is let go, abandoned or lost;
 // renew() extends a live grant; a lease whose grant vanished is reported lost, with why.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { AcquireParams } from '../../src/engine/types';
-import { keepHold, lockRequest, startEngine, type TestEngine } from '../support/engine';
-import { deleteLockState, startTestRedis, uniqueName, type TestRedis } from '../support/redis';
+import { keepHold, lockRequest, useEngines, type TestEngine } from '../support/engine';
+import { deleteLockState, uniqueName, type TestRedis } from '../support/redis';
 import { waitFor } from '../support/wait';
 
 let redis: TestRedis;
 let a: TestEngine;
 let b: TestEngine;
 
-beforeAll(async () => {
-  redis = await startTestRedis();
-  [a, b] = await Promise.all([startEngine(redis), startEngine(redis)]);
-});
-
-afterAll(async () => {
-  await Promise.all([a?.close(), b?.close()]);
-  await redis?.cleanup();
-});
+const env = useEngines(2);
+beforeAll(() => void ([redis, a, b] = [env.redis, ...env.engines]));
 
 const request = (name: string, extra: Partial<AcquireParams> = {}) => lockRequest(name, 600, extra);
 const hold = keepHold;

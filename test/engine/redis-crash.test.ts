@@ -2,10 +2,10 @@
 // on the same port without its data. What the engine reports: UNAVAILABLE in words (where Redis
 // is and what is wrong, never ioredis's wording), kept leases lost with why, waits that go on
 // and are granted once the restarted Redis's quarantine is over, fencing tokens still rising.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AcquireParams } from '../../src/engine/types';
-import { keepHold, lockRequest, startEngine, type TestEngine } from '../support/engine';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
+import { keepHold, lockRequest, startEngine, useEngines, type TestEngine } from '../support/engine';
+import { uniqueName, type TestRedis } from '../support/redis';
 import { waitFor } from '../support/wait';
 
 let redis: TestRedis;
@@ -18,21 +18,14 @@ const MAX_TTL_MS = 3000;
 const QUARANTINE_MS = MAX_TTL_MS + 500;
 const SAFE = { maxTtlMs: MAX_TTL_MS, quarantineMarginMs: 500 };
 
-beforeAll(async () => {
-  redis = await startTestRedis();
-  [a, b] = await Promise.all([startEngine(redis, SAFE), startEngine(redis, SAFE)]);
-});
+const env = useEngines(2, SAFE);
+beforeAll(() => void ([redis, a, b] = [env.redis, ...env.engines]));
 
 afterEach(async () => {
   // Each test leaves Redis running and its quarantine over.
   if (redis.process.exitCode !== null || redis.process.signalCode !== null) await redis.startAgain();
   await a.engine.acquire(request(uniqueName('settle'), { waitMs: 20_000 }));
 }, 30_000);
-
-afterAll(async () => {
-  await Promise.all([a?.close(), b?.close()]);
-  await redis?.cleanup();
-});
 
 const request = (name: string, extra: Partial<AcquireParams> = {}) => lockRequest(name, 2000, extra);
 

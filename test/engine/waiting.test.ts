@@ -1,9 +1,9 @@
 // Engine tier: waiting. FIFO across engines, wake-ups pushed by the release (not found by
 // polling), hand-off within one engine, and cancellation with an AbortSignal.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { AcquireParams, Grant } from '../../src/engine/types';
-import { lockRequest, startEngine, type TestEngine } from '../support/engine';
-import { deleteLockState, startTestRedis, uniqueName, type TestRedis } from '../support/redis';
+import { lockRequest, useEngines, type TestEngine } from '../support/engine';
+import { deleteLockState, uniqueName, type TestRedis } from '../support/redis';
 import { waitFor } from '../support/wait';
 
 let redis: TestRedis;
@@ -13,15 +13,8 @@ let b: TestEngine;
 // Waiters look again on their own only once a minute: within a test, only a push wakes them.
 const NO_POLLING = { refreshMs: 60_000 };
 
-beforeAll(async () => {
-  redis = await startTestRedis();
-  [a, b] = await Promise.all([startEngine(redis, NO_POLLING), startEngine(redis, NO_POLLING)]);
-});
-
-afterAll(async () => {
-  await Promise.all([a?.close(), b?.close()]);
-  await redis?.cleanup();
-});
+const env = useEngines(2, NO_POLLING);
+beforeAll(() => void ([redis, a, b] = [env.redis, ...env.engines]));
 
 const request = (name: string, extra: Partial<AcquireParams> = {}) => lockRequest(name, 30_000, extra);
 

@@ -1,24 +1,16 @@
 // Engine tier: watching a lock. A watcher on one engine hears, in order, what another engine's
 // grants, value changes, releases and an expiry did, each with the state after it.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { WatchUpdate } from '../../src/engine/watch-room';
-import { lockRequest, startEngine, type TestEngine } from '../support/engine';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
+import { lockRequest, useEngines, type TestEngine } from '../support/engine';
+import { uniqueName } from '../support/redis';
 import { waitFor } from '../support/wait';
 
-let redis: TestRedis;
 let a: TestEngine;
 let b: TestEngine;
 
-beforeAll(async () => {
-  redis = await startTestRedis();
-  [a, b] = await Promise.all([startEngine(redis), startEngine(redis)]);
-});
-
-afterAll(async () => {
-  await Promise.all([a?.close(), b?.close()]);
-  await redis?.cleanup();
-});
+const env = useEngines(2);
+beforeAll(() => void ([a, b] = env.engines));
 
 /** Watches `name` on `engine`, collecting every update. */
 function follow(engine: TestEngine, name: string): { updates: WatchUpdate[]; stop(): void; next(event: string, count?: number): Promise<WatchUpdate> } {

@@ -2,6 +2,7 @@
 // way the server builds it (src/backend/redis.ts: connectRedis, the Redis trouble words, the
 // write guard with its quarantine). The engine tier's tests use only the engine's public
 // methods (LockBackend); when its constructor changes, only this file changes.
+import { afterAll, beforeAll } from 'vitest';
 import { LockEngine } from '../../src/engine/engine';
 import type { LockBackend } from '../../src/engine/backend';
 import { Mode, type AcquireParams, type Grant } from '../../src/engine/types';
@@ -11,7 +12,7 @@ import { lockLibrary } from '../../src/engine/scripts';
 import { connectRedis } from '../../src/redis/connect';
 import { createWriteGuard } from '../../src/redis/guard';
 import { RedisTrouble, redisLabel } from '../../src/redis/trouble';
-import { uniqueName, type TestRedis } from './redis';
+import { startTestRedis, uniqueName, type TestRedis } from './redis';
 import { waitFor } from './wait';
 
 export interface TestEngineOptions {
@@ -69,6 +70,26 @@ export async function startEngine(redis: TestRedis, options: TestEngineOptions =
       await connections.close();
     },
   };
+}
+
+export interface Engines {
+  redis: TestRedis;
+  /** Each on connections of its own: as many servers on one Redis. */
+  engines: TestEngine[];
+}
+
+/** One real redis-server and `count` engines on it, started before a test file's tests and closed after them. */
+export function useEngines(count: number, options: TestEngineOptions = {}): Engines {
+  const env = { engines: [] } as unknown as Engines;
+  beforeAll(async () => {
+    env.redis = await startTestRedis();
+    env.engines = await Promise.all(Array.from({ length: count }, () => startEngine(env.redis, options)));
+  });
+  afterAll(async () => {
+    await Promise.all(env.engines.map((e) => e.close()));
+    await env.redis?.cleanup();
+  });
+  return env;
 }
 
 /** An exclusive, try-once request for `name` with a lease of ttlMs, no owner: `extra` changes any of it. */
