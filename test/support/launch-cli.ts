@@ -45,7 +45,6 @@ async function main(): Promise<void> {
     })().then(() => process.exit(code)));
   process.on('SIGTERM', () => stop());
   process.on('SIGINT', () => stop());
-  process.stdin.on('end', () => stop()).resume();
   const say = (key: string, value: string | number) => process.stdout.write(`${key} ${value}\n`);
   say('redis', redis.url);
   say('redis-pid', redis.pid);
@@ -61,6 +60,8 @@ async function main(): Promise<void> {
     await stop(1);
   }
   say('ready', logs);
+  // Read only now: a closed stdin (the caller gone) stops what was started, once it all runs.
+  process.stdin.on('end', () => stop()).resume();
 }
 
 main().catch((err: unknown) => {

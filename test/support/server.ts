@@ -41,7 +41,7 @@ export interface LaunchOptions {
   keepLogs?: boolean;
   /** Each stdout line, and whether the server was listening yet. */
   onLine?: (line: string, listening: boolean) => void;
-  /** Each stderr chunk (default: kept in `logs`). */
+  /** Each stderr chunk (kept in `logs` as well). */
   onStderr?: (chunk: string) => void;
   /** Told of the child as soon as it is spawned (to signal it while it starts). */
   onSpawn?: (child: ChildProcess) => void;
@@ -87,7 +87,10 @@ export async function launchServer(options: LaunchOptions = {}): Promise<ServerP
       options.onLine?.(line, listening);
     }
   });
-  child.stderr!.on('data', (chunk: Buffer) => (options.onStderr ? options.onStderr(chunk.toString()) : logs.push(chunk.toString())));
+  child.stderr!.on('data', (chunk: Buffer) => {
+    if (keepLogs || !listening) logs.push(chunk.toString());
+    options.onStderr?.(chunk.toString());
+  });
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`server did not listen within ${timeoutMs} ms:\n${logs.join('\n')}`)), timeoutMs);
