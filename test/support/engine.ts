@@ -2,6 +2,7 @@
 // way the server builds it (src/backend/redis.ts: connectRedis, the Redis trouble words, the
 // write guard with its quarantine). The engine tier's tests use only the engine's public
 // methods (LockBackend); when its constructor changes, only this file changes.
+import { once } from 'node:events';
 import { afterAll, beforeAll } from 'vitest';
 import { LockEngine } from '../../src/engine/engine';
 import type { LockBackend } from '../../src/engine/backend';
@@ -13,7 +14,6 @@ import { connectRedis } from '../../src/redis/connect';
 import { createWriteGuard } from '../../src/redis/guard';
 import { RedisTrouble, redisLabel } from '../../src/redis/trouble';
 import { startTestRedis, uniqueName, type TestRedis } from './redis';
-import { waitFor } from './wait';
 
 export interface TestEngineOptions {
   /** The longest lease; with `quarantineMarginMs`, a restart that lost grants pauses new ones for their sum. */
@@ -26,8 +26,6 @@ export interface TestEngineOptions {
 
 export interface TestEngine {
   engine: LockBackend;
-  /** Failures nobody waits for (background refreshes and renewals), as the server would log them. */
-  backgroundErrors: string[];
   /** Closes the engine (waits and kept leases end) and its connections. */
   close(): Promise<void>;
 }
@@ -40,13 +38,14 @@ export async function startEngine(redis: TestRedis, options: TestEngineOptions =
   const trouble = new RedisTrouble(redisLabel({ url: redis.url }), quiet);
   trouble.watch(connections.commands);
   const maxTtlMs = options.maxTtlMs ?? 60_000;
+  let guardChanged = () => {};
   const guard = createWriteGuard(connections.commands, {
+    onChange: () => guardChanged(),
     quarantine:
       options.quarantineMarginMs === undefined
         ? undefined
         : { ms: maxTtlMs + options.quarantineMarginMs, epochKey: epochKey(keyPrefix), shardEpochKey: (tag) => shardEpochKey(keyPrefix, tag) },
   });
-  const backgroundErrors: string[] = [];
   const engine = new LockEngine(connections.commands, connections.subscriber, {
     keyPrefix,
     maxTtlMs,
@@ -56,13 +55,20 @@ export async function startEngine(redis: TestRedis, options: TestEngineOptions =
     entryRefreshMs: options.refreshMs,
     // Entries must outlive the refresh interval, or a waiter drops out of the queue between two.
     entryLeaseMs: options.refreshMs === undefined ? undefined : options.refreshMs * 3,
-    onBackgroundError: (err) => backgroundErrors.push(String((err as Error)?.message ?? err)),
   });
-  await waitFor('the engine to connect to Redis', () => connections.commands.status === 'ready');
+  if (connections.commands.status !== 'ready') await once(connections.commands, 'ready');
   await lockLibrary().load(connections.commands);
+  // Ready as the server is SERVING: once the guard knows which master this is and grants may be made.
+  if (guard) {
+    await new Promise<void>((resolve) => {
+      guardChanged = () => {
+        if (!guard.grantsBlocked()) resolve();
+      };
+      guardChanged(); // it may know already
+    });
+  }
   return {
     engine,
-    backgroundErrors,
     async close() {
       await engine.close();
       trouble.stopping();

@@ -51,7 +51,7 @@ async function main(): Promise<void> {
   try {
     for (const [i, args] of serverFlags.entries()) {
       const log = createWriteStream(join(logs, `server-${i}.log`));
-      servers.push(await launchServer({ redisUrl: redis.url, args, keepLogs: false, onLine: (line) => log.write(`${line}\n`), onStderr: (chunk) => log.write(chunk) }));
+      servers.push(await launchServer({ redisUrl: redis.url, args, keepLogs: false, timeoutMs: 60_000, onLine: (line) => log.write(`${line}\n`), onStderr: (chunk) => log.write(chunk) }));
       say(`server-${i}`, servers[i].addr);
       say(`server-${i}-pid`, servers[i].pid);
     }

@@ -45,7 +45,7 @@ export interface LaunchOptions {
   onStderr?: (chunk: string) => void;
   /** Told of the child as soon as it is spawned (to signal it while it starts). */
   onSpawn?: (child: ChildProcess) => void;
-  /** Killed and refused when it has not listened by then. */
+  /** Killed and refused when it has not listened by then (default: the caller's own timeout decides). */
   timeoutMs?: number;
 }
 
@@ -61,7 +61,7 @@ function readyLine(args: string[]): string {
 }
 
 export async function launchServer(options: LaunchOptions = {}): Promise<ServerProcess> {
-  const { args: extraArgs = [], cli = CLI, keepLogs = true, timeoutMs = 30_000 } = options;
+  const { args: extraArgs = [], cli = CLI, keepLogs = true, timeoutMs } = options;
   const port = options.port ?? (await freePort());
   const node = [...(options.asShipped ? shippedNodeFlags(cli) : []), ...(options.nodeArgs ?? [])];
   const args = [...node, cli, 'serve', '--listen', `127.0.0.1:${port}`, '--log-level', 'info', ...extraArgs];
@@ -93,7 +93,7 @@ export async function launchServer(options: LaunchOptions = {}): Promise<ServerP
   });
   try {
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`server did not listen within ${timeoutMs} ms:\n${logs.join('\n')}`)), timeoutMs);
+      const timer = timeoutMs === undefined ? undefined : setTimeout(() => reject(new Error(`server did not listen within ${timeoutMs} ms:\n${logs.join('\n')}`)), timeoutMs);
       heardListening = () => {
         clearTimeout(timer);
         resolve();
