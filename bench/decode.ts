@@ -5,14 +5,12 @@
 //     (--before=PATH/dist/src/cli.js, e.g. a `git archive` of the commit before it) and this
 //     tree's server, one redis-server, alternating rounds; round-trip time and server CPU per pair.
 // node bench/dist/bench/decode.js --before=/tmp/hf-before/dist/src/cli.js [--rounds=5] [--pairs=2000]
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LockServiceService } from '../clients/ts/gen/holdfast/v1/lock';
-import { freePort } from '../src/redis/embedded';
 import { guardRequests } from '../src/transport/decode';
 import { checkMessageBytes, readRequestShapes } from '../src/transport/wire';
+import { launchServer } from '../test/support/server';
 import { CLI, ROOT, cpuSeconds, fixed, lockClient, machineNote, markdownTable, nowMs, quantile, setting, startBenchRedis } from './support';
 
 const rounds = setting('rounds', 'HOLDFAST_BENCH_ROUNDS', 5);
@@ -53,19 +51,10 @@ function microbench(): string[][] {
   return rows;
 }
 
-/** The bin's shebang flags (--optimize-for-size), so both servers run as shipped. */
-function serve(cli: string, redisUrl: string) {
-  const flags = /node (.*)$/.exec(readFileSync(cli, 'utf8').split('\n')[0])?.[1].split(' ').filter(Boolean) ?? [];
-  return freePort().then(
-    (port) =>
-      new Promise<{ addr: string; pid: number; stop(): void }>((resolve, reject) => {
-        const child = spawn(process.execPath, [...flags, cli, 'serve', '--listen', `127.0.0.1:${port}`, '--redis', redisUrl], { stdio: ['ignore', 'pipe', 'inherit'] });
-        child.once('exit', (code) => reject(new Error(`${cli} exited with ${code}`)));
-        child.stdout!.on('data', (chunk: Buffer) => {
-          if (chunk.toString().includes('holdfast listening')) resolve({ addr: `127.0.0.1:${port}`, pid: child.pid!, stop: () => child.kill('SIGTERM') });
-        });
-      }),
-  );
+/** A server of the given build, with that bin's node flags, so both servers run as shipped. */
+async function serve(cli: string, redisUrl: string) {
+  const server = await launchServer({ cli, redisUrl, asShipped: true, keepLogs: false, onStderr: (chunk) => process.stderr.write(chunk) });
+  return { addr: server.addr, pid: server.pid, stop: () => void server.stop() };
 }
 
 async function roundTrips(beforeCli: string): Promise<string[][]> {

@@ -8,12 +8,12 @@ import { join } from 'node:path';
 import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
 import { LockServiceClient, type AcquireRequest, type AcquireResponse, type InspectResponse, type ReleaseRequest, type ReleaseResponse } from '../clients/ts/gen/holdfast/v1/lock';
-import { freePort, startEmbeddedRedis, type EmbeddedRedis } from '../src/redis/embedded';
+import { startEmbeddedRedis, type EmbeddedRedis } from '../src/redis/embedded';
+import { CLI, ROOT } from '../test/support/paths';
+import { launchServer } from '../test/support/server';
 import { vouchFor } from '../src/redis/vouch';
 
-/** The repository root, from bench/dist/bench/ when compiled. */
-export const ROOT = join(__dirname, '..', '..', '..');
-export const CLI = join(ROOT, 'dist', 'src', 'cli.js');
+export { CLI, ROOT };
 export const RESULTS = join(ROOT, 'bench', 'results');
 
 /** `--name=value` on the command line, else the environment variable, else the default. */
@@ -56,39 +56,28 @@ export interface HoldfastProcess {
   stop(): Promise<void>;
 }
 
-/** The node flags the `holdfast` bin runs with (its shebang line), so the bench measures the server as shipped. */
-function shippedNodeFlags(): string[] {
-  const shebang = readFileSync(CLI, 'utf8').split('\n')[0];
-  return /node (.*)$/.exec(shebang)?.[1].split(' ').filter(Boolean) ?? [];
-}
-
-/** `node dist/src/cli.js serve` on a free loopback port; ready once it logs that it listens. */
+/**
+ * `node dist/src/cli.js serve` on a free loopback port, with the node flags the `holdfast` bin
+ * ships with, so the bench measures the server as shipped; ready once it logs that it listens
+ * (test/support/server.ts, the one launcher). Warnings after startup, and lines that are not the
+ * JSON log (node's --trace-gc), are worth seeing; the rest of the log is dropped.
+ */
 export async function startHoldfast(redisUrl: string, extraArgs: string[] = [], nodeArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<HoldfastProcess> {
-  const port = await freePort();
-  // redisUrl '' when extraArgs name the backend (--redlock).
-  const args = [...shippedNodeFlags(), ...nodeArgs, CLI, 'serve', '--listen', `127.0.0.1:${port}`, ...(redisUrl ? ['--redis', redisUrl] : []), '--log-level', 'info', ...extraArgs];
-  const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  let output = '';
-  // Under --workers (or --optimize-for-size) the primary says so once every worker listens.
-  const ready = extraArgs.includes('--workers') || extraArgs.includes('--optimize-for-size') ? 'holdfast workers listening' : 'holdfast listening';
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (output.length < 65536) output += chunk.toString();
-      if (output.includes(ready)) resolve();
-    });
-    child.stderr!.on('data', (chunk: Buffer) => process.stderr.write(`[holdfast ${child.pid}] ${chunk}`));
-    void exited.then(() => reject(new Error(`holdfast exited before listening:\n${output}`)));
+  let pid = 0;
+  const server = await launchServer({
+    redisUrl, // '' when extraArgs name the backend (--redlock)
+    args: extraArgs,
+    nodeArgs,
+    env,
+    asShipped: true,
+    keepLogs: false,
+    onSpawn: (child) => (pid = child.pid!),
+    onLine: (line, listening) => {
+      if (listening && line && (!line.startsWith('{') || /"level":(40|50|60)/.test(line))) process.stderr.write(`[holdfast ${pid}] ${line}\n`);
+    },
+    onStderr: (chunk) => process.stderr.write(`[holdfast ${pid}] ${chunk}`),
   });
-  // Warnings after startup, and lines that are not the JSON log (node's --trace-gc), are worth
-  // seeing; the rest of the log is dropped.
-  child.stdout!.removeAllListeners('data');
-  child.stdout!.on('data', (chunk: Buffer) => {
-    for (const line of chunk.toString().split('\n')) {
-      if (line && (!line.startsWith('{') || /"level":(40|50|60)/.test(line))) process.stderr.write(`[holdfast ${child.pid}] ${line}\n`);
-    }
-  });
-  return { addr: `127.0.0.1:${port}`, pid: child.pid!, stop: () => stopChild(child, exited, 12_000) };
+  return { addr: server.addr, pid: server.pid, stop: async () => void (await server.stop('SIGTERM', 12_000)) };
 }
 
 /** SIGTERM, then SIGKILL if it has not exited after `forceMs`. */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the Python, Go and Java clients' tests and examples against one live holdfast server.
-# Starts a private redis-server and the server on free loopback ports, kills both by PID on exit.
+# Starts a private redis-server and the servers on free loopback ports with the tests' launcher
+# (test/support/launch-cli.ts), which stops them by PID when this script exits.
 # Installs nothing in the repository (clients/ts/test-install.sh installs the SDK tarball into a
 # scratch project, from the npm registry): it needs node_modules (npm ci), redis-server, Debian's python3-grpcio and
 # python3-protobuf and python3-venv (for /usr/bin/python3, or $PYTHON; the fencing kit's tests: python3-redis,
@@ -16,7 +17,7 @@ START_TIMEOUT_S=20
 say() { echo "test-clients: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-for tool in node redis-server redis-cli go javac "$PYTHON"; do
+for tool in node redis-server go javac "$PYTHON"; do
   command -v "$tool" >/dev/null || die "$tool is missing"
 done
 "$PYTHON" -c 'import grpc, google.protobuf' 2>/dev/null || die "$PYTHON cannot import grpc: install python3-grpcio python3-protobuf"
@@ -28,68 +29,50 @@ if [ ! -f dist/src/cli.js ] || [ -n "$(find src clients/ts -name '*.ts' -not -pa
   npm run --silent build
 fi
 
-free_port() {
-  node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
-}
-
-redis_pid="" server_pid="" tls_server_pid="" logs="$(mktemp -d)"
+logs="$(mktemp -d)" launch_pid=""
 cleanup() {
-  for pid in $server_pid $tls_server_pid $redis_pid; do
-    kill -CONT "$pid" 2>/dev/null || true
-    kill "$pid" 2>/dev/null || true
-  done
-  for pid in $server_pid $tls_server_pid $redis_pid; do
-    wait "$pid" 2>/dev/null || true
-  done
+  if [ -n "$launch_pid" ]; then
+    kill "$launch_pid" 2>/dev/null || true # it stops the servers and redis-server by PID
+    wait "$launch_pid" 2>/dev/null || true
+  fi
   rm -rf "$logs"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-redis_port="$(free_port)"
-redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >"$logs/redis.log" 2>&1 &
-redis_pid=$!
-for ((i = 0; ; i++)); do # redis-server announces nothing to wait on: ask until it answers
-  [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ] && break
-  kill -0 "$redis_pid" 2>/dev/null || { cat "$logs/redis.log" >&2; die "redis-server exited"; }
-  ((i < START_TIMEOUT_S * 50)) || die "redis-server did not answer PING"
-  sleep 0.02
-done
-
-# A Redis new to holdfast: its servers grant at once instead of waiting out the quarantine.
-node dist/src/cli.js skip-first-quarantine --redis "redis://127.0.0.1:$redis_port" >/dev/null
-
-addr="127.0.0.1:$(free_port)"
-node dist/src/cli.js serve --listen "$addr" --redis "redis://127.0.0.1:$redis_port" --log-level warn >"$logs/server.log" 2>&1 &
-server_pid=$!
-if ! "$PYTHON" -c 'import grpc, sys; grpc.channel_ready_future(grpc.insecure_channel(sys.argv[1])).result(timeout=float(sys.argv[2]))' \
-  "$addr" "$START_TIMEOUT_S"; then
-  cat "$logs/server.log" >&2
-  die "the server did not start on $addr"
-fi
-say "server on $addr (redis on port $redis_port)"
-
-# A second server on the same Redis with mutual TLS (certificates from test/support/make-certs.sh)
-# and one API key, for the namespace "clients".
+# The second server has mutual TLS (certificates from test/support/make-certs.sh) and one API
+# key, for the namespace "clients".
 certs="$logs/certs"
 bash test/support/make-certs.sh "$certs"
 api_key="hf_$(openssl rand -hex 24)"
 printf 'api-keys:\n  - { name: clients-test, sha256: %s, namespace: clients, role: lock }\n' \
   "$(printf %s "$api_key" | sha256sum | cut -d' ' -f1)" >"$certs/holdfast.yaml"
-tls_addr="127.0.0.1:$(free_port)"
-node dist/src/cli.js serve --listen "$tls_addr" --redis "redis://127.0.0.1:$redis_port" --log-level warn \
-  --tls-cert "$certs/server.crt" --tls-key "$certs/server.key" --tls-client-ca "$certs/ca.crt" \
-  --config "$certs/holdfast.yaml" >"$logs/tls-server.log" 2>&1 &
-tls_server_pid=$!
-if ! "$PYTHON" -c 'import grpc, sys; pem = [open(f, "rb").read() for f in sys.argv[3:]]
-grpc.channel_ready_future(grpc.secure_channel(sys.argv[1], grpc.ssl_channel_credentials(*pem))).result(timeout=float(sys.argv[2]))' \
-  "$tls_addr" "$START_TIMEOUT_S" "$certs/ca.crt" "$certs/client.key" "$certs/client.crt"; then
-  cat "$logs/tls-server.log" >&2
-  die "the mutual-TLS server did not start on $tls_addr"
+tls_server_flags="$(printf '["--tls-cert","%s","--tls-key","%s","--tls-client-ca","%s","--config","%s"]' \
+  "$certs/server.crt" "$certs/server.key" "$certs/ca.crt" "$certs/holdfast.yaml")"
+
+# A private redis-server (recorded as new to holdfast, so no quarantine) and both servers on it,
+# started by the tests' own launcher (test/support/server.ts); it prints what it started.
+node node_modules/typescript/bin/tsc -p test/support/tsconfig.json
+coproc LAUNCH { exec node test/support/dist/test/support/launch-cli.js --logs "$logs" '[]' "$tls_server_flags"; }
+launch_pid=$LAUNCH_PID
+ready=""
+while read -r -t $((START_TIMEOUT_S * 3)) key value <&"${LAUNCH[0]}"; do
+  case "$key" in
+    redis) redis_url="$value" ;;
+    server-0) addr="$value" ;;
+    server-0-pid) server_pid="$value" ;;
+    server-1) tls_addr="$value" ;;
+    server-1-pid) tls_server_pid="$value" ;;
+    ready) ready=1 && break ;;
+  esac
+done
+if [ -z "$ready" ]; then
+  cat "$logs"/server-*.log >&2 2>/dev/null || true
+  die "the servers did not start"
 fi
 tls_flags=(--tls-ca "$certs/ca.crt" --tls-cert "$certs/client.crt" --tls-key "$certs/client.key")
-say "mutual-TLS server with an API key on $tls_addr"
-export HOLDFAST_ADDR="$addr" HOLDFAST_REDIS_URL="redis://127.0.0.1:$redis_port"
+say "server on $addr, mutual-TLS server with an API key on $tls_addr (redis at $redis_url)"
+export HOLDFAST_ADDR="$addr" HOLDFAST_REDIS_URL="$redis_url"
 
 passed=0 failed=0
 step() {
@@ -147,7 +130,7 @@ for pid in $server_pid $tls_server_pid; do
 done
 if ((failed > 0)); then
   say "server logs:"
-  cat "$logs/server.log" "$logs/tls-server.log" >&2
+  cat "$logs"/server-*.log >&2
 fi
 echo "clients: $passed passed, $failed failed"
 ((failed == 0))

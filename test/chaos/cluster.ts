@@ -1,14 +1,15 @@
 // The processes a chaos run strikes at: one redis-server with appendonly (fsync always), a TCP
 // proxy per replica between it and Redis, the holdfast replicas, the storage service, and the
 // client workers, each behind its own proxy to every replica. Every process is stopped by PID.
-import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { fork, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { launchServer } from '../support/server';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
 import { freePort, startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
 import { monoNow, type ClockSample } from './clock';
 import type { FromWorker, Kind, WorkerConfig } from './events';
-import { CHAOS_DIST, CLI } from './paths';
+import { CHAOS_DIST } from './paths';
 
 /** Every write is on disk before Redis answers it: a SIGKILL loses nothing that was acknowledged. */
 const PERSISTENT = ['--appendonly', 'yes', '--appendfsync', 'always', '--save', ''];
@@ -56,12 +57,6 @@ export class RedisNode {
   }
 }
 
-/** The node flags the `holdfast` bin runs with (its shebang), so the servers run as shipped. */
-function shippedNodeFlags(): string[] {
-  const shebang = readFileSync(CLI, 'utf8').split('\n')[0];
-  return /node (.*)$/.exec(shebang)?.[1].split(' ').filter(Boolean) ?? [];
-}
-
 export class Replica {
   child?: ChildProcess;
   /** Log lines at level error or above, over all of this replica's lives. */
@@ -88,29 +83,19 @@ export class Replica {
     return `127.0.0.1:${this.port}`;
   }
 
-  /** Starts (again) on the same port; resolves once it listens. */
+  /** Starts (again) on the same port, with the node flags it ships with; resolves once it listens. */
   async start(): Promise<void> {
-    const args = [...shippedNodeFlags(), CLI, 'serve', '--listen', this.addr, '--log-level', 'info', ...this.args];
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    this.child = child;
-    let output = '';
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`replica ${this.index} did not listen within 20 s:\n${output}`)), 20_000);
-      child.stdout!.on('data', (chunk: Buffer) => {
-        for (const line of chunk.toString().split('\n')) {
-          if (output.length < 16_384) output += `${line}\n`;
-          if (line.includes('holdfast listening')) {
-            clearTimeout(timer);
-            resolve();
-          }
-          if (/"level":(50|60)/.test(line) && this.errors.length < 50) this.errors.push(line.slice(0, 500));
-        }
-      });
-      child.stderr!.on('data', (chunk: Buffer) => this.errors.length < 50 && this.errors.push(chunk.toString().slice(0, 500)));
-      void exitOf(child).then(() => {
-        clearTimeout(timer);
-        reject(new Error(`replica ${this.index} exited before listening:\n${output}`));
-      });
+    await launchServer({
+      port: this.port,
+      args: this.args,
+      asShipped: true,
+      keepLogs: false,
+      timeoutMs: 20_000,
+      onSpawn: (child) => (this.child = child),
+      onLine: (line) => /"level":(50|60)/.test(line) && this.errors.length < 50 && this.errors.push(line.slice(0, 500)),
+      onStderr: (chunk) => this.errors.length < 50 && this.errors.push(chunk.slice(0, 500)),
+    }).catch((err: Error) => {
+      throw new Error(`replica ${this.index}: ${err.message}`);
     });
   }
 

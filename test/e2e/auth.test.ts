@@ -13,7 +13,8 @@ import { lockKeys } from '../../src/engine/keys';
 import { makeTestCerts, type TestCerts } from '../support/certs';
 import { connect, type TestClient } from '../support/client';
 import { healthStatus } from '../support/health';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
+import { useServers } from '../support/fixture';
+import { uniqueName, type TestRedis } from '../support/redis';
 import { startServerProcess, type ServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
 
@@ -74,17 +75,15 @@ async function codeOf(call: Promise<unknown>): Promise<number> {
   throw new Error('the call succeeded');
 }
 
-beforeAll(async () => {
+const env = useServers(1, () => {
   dir = mkdtempSync(join(tmpdir(), 'holdfast-auth-'));
   file = join(dir, 'holdfast.yaml');
   writeFileSync(file, configText(firstKeys));
-  redis = await startTestRedis();
-  server = await startServerProcess(redis.url, ['--config', file]);
+  return ['--config', file];
 });
-afterAll(async () => {
+beforeAll(() => void ([redis, server] = [env.redis, env.servers[0]]));
+afterAll(() => {
   clients.forEach((c) => c.close());
-  await server?.stop();
-  await redis?.cleanup();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -8,11 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient, InvalidAddressError, type ConnectionSecurity } from '../../clients/ts/index';
 import { freePort } from '../../src/redis/embedded';
 import { makeTestCerts, type TestCerts } from '../support/certs';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
-import { CLI, startServerProcess, type ServerProcess } from '../support/server';
+import { useServers } from '../support/fixture';
+import { uniqueName } from '../support/redis';
+import { CLI, type ServerProcess } from '../support/server';
 
 let certs: TestCerts;
-let redis: TestRedis;
 let plain: ServerProcess;
 let tls: ServerProcess;
 let mutual: ServerProcess;
@@ -21,20 +21,16 @@ let nothingAddr: string;
 
 beforeAll(async () => {
   certs = makeTestCerts();
-  redis = await startTestRedis();
   httpAddr = `127.0.0.1:${await freePort()}`;
-  const serverTls = ['--tls-cert', certs.file('server.crt'), '--tls-key', certs.file('server.key')];
-  [plain, tls, mutual] = await Promise.all([
-    startServerProcess(redis.url, ['--http-listen', httpAddr]),
-    startServerProcess(redis.url, serverTls),
-    startServerProcess(redis.url, [...serverTls, '--tls-client-ca', certs.file('ca.crt')]),
-  ]);
-  nothingAddr = `127.0.0.1:${await freePort()}`;
 });
-afterAll(async () => {
-  await Promise.all([plain?.stop(), tls?.stop(), mutual?.stop()]);
-  await redis?.cleanup();
-  certs?.cleanup();
+afterAll(() => certs?.cleanup());
+const env = useServers(3, (i) => {
+  const serverTls = ['--tls-cert', certs.file('server.crt'), '--tls-key', certs.file('server.key')];
+  return [['--http-listen', httpAddr], serverTls, [...serverTls, '--tls-client-ca', certs.file('ca.crt')]][i];
+});
+beforeAll(async () => {
+  [plain, tls, mutual] = env.servers;
+  nothingAddr = `127.0.0.1:${await freePort()}`;
 });
 
 interface Finished {

@@ -15,7 +15,8 @@ import { countBars, launchChromium, oneShot, type TestBrowser } from '../support
 import { connect, type TestClient } from '../support/client';
 import { rawCalls } from '../support/raw-calls';
 import { grantMany } from '../support/many-locks';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
+import { useServers } from '../support/fixture';
+import { uniqueName, type TestRedis } from '../support/redis';
 import { startServerProcess, type ServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
 
@@ -30,22 +31,20 @@ let peer: TestClient;
 let chromium: TestBrowser;
 let base: string;
 
-beforeAll(async () => {
-  redis = await startTestRedis();
+const env = useServers(1, async () => {
   const httpPort = await freePort();
   base = `http://127.0.0.1:${httpPort}`;
   // A 30 s lease cap: the quarantine after the Redis restart below lasts 31 s, not 61.
-  server = await startServerProcess(redis.url, ['--http-listen', `127.0.0.1:${httpPort}`, '--max-ttl-ms', '30000']);
-  client = connect(server.addr);
+  return ['--http-listen', `127.0.0.1:${httpPort}`, '--max-ttl-ms', '30000'];
+});
+beforeAll(async () => {
+  [redis, server, client] = [env.redis, env.servers[0], env.clients[0]];
   peer = connect(server.addr, { 'grpc.use_local_subchannel_pool': 1 });
   chromium = await launchChromium();
 }, 60_000);
 afterAll(async () => {
   await chromium?.close();
-  client?.close();
   peer?.close();
-  await server?.stop();
-  await redis?.cleanup();
 });
 
 /** A page showing only the locks whose names start with `prefix`. */

@@ -4,12 +4,13 @@
 // holder keeps it until its lease has run out. A server started with --release-on-disconnect
 // (the old rule) is the negative control: the same checks catch it granting too early.
 import { status } from '@grpc/grpc-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient } from '../../clients/ts/index';
 import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
 import { startHoldingChild, startSdkHoldingChild } from '../support/child';
 import { connect, type HoldStream, type TestClient } from '../support/client';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
+import { useServers } from '../support/fixture';
+import { uniqueName, type TestRedis } from '../support/redis';
 import { startServerProcess, type ServerProcess } from '../support/server';
 import { startTcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait';
@@ -21,19 +22,8 @@ let redis: TestRedis;
 let server: ServerProcess;
 let oldRule: ServerProcess;
 let peer: TestClient;
-beforeAll(async () => {
-  redis = await startTestRedis();
-  [server, oldRule] = await Promise.all([
-    startServerProcess(redis.url, KEEPALIVE),
-    startServerProcess(redis.url, [...KEEPALIVE, '--release-on-disconnect']),
-  ]);
-  peer = connect(server.addr);
-});
-afterAll(async () => {
-  peer?.close();
-  await Promise.all([server?.stop(), oldRule?.stop()]);
-  await redis?.cleanup();
-});
+const env = useServers(2, (i) => (i === 0 ? KEEPALIVE : [...KEEPALIVE, '--release-on-disconnect']));
+beforeAll(() => void ([redis, server, oldRule, peer] = [env.redis, env.servers[0], env.servers[1], env.clients[0]]));
 
 /** A waiting Acquire by another client; resolves with the epoch ms at which it was granted. */
 async function grantTimeOfWaiter(name: string): Promise<number> {

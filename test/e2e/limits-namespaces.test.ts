@@ -10,13 +10,13 @@ import { secureChannel } from '../../clients/ts/credentials';
 import { hashApiKey, newApiKey } from '../../src/auth/api-keys';
 import { freePort } from '../../src/redis/embedded';
 import { connect, type TestClient } from '../support/client';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
-import { startServerProcess, type ServerProcess } from '../support/server';
+import { useServers } from '../support/fixture';
+import { uniqueName } from '../support/redis';
+import type { ServerProcess } from '../support/server';
 
 const keyA = newApiKey();
 const keyB = newApiKey();
 let dir: string;
-let redis: TestRedis;
 let server: ServerProcess;
 let metricsUrl: string;
 const clients: TestClient[] = [];
@@ -27,7 +27,7 @@ function as(apiKey?: string): TestClient {
   return client;
 }
 
-beforeAll(async () => {
+const env = useServers(1, async () => {
   dir = mkdtempSync(join(tmpdir(), 'holdfast-ns-limits-'));
   const file = join(dir, 'holdfast.yaml');
   writeFileSync(
@@ -36,15 +36,13 @@ beforeAll(async () => {
       `  - { name: a, sha256: ${hashApiKey(keyA)}, namespace: tenant-a, role: lock }\n` +
       `  - { name: b, sha256: ${hashApiKey(keyB)}, namespace: tenant-b, role: lock }\n`,
   );
-  redis = await startTestRedis();
   const metricsPort = await freePort();
   metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
-  server = await startServerProcess(redis.url, ['--config', file, '--max-holds-per-namespace', '2', '--metrics-listen', `127.0.0.1:${metricsPort}`]);
+  return ['--config', file, '--max-holds-per-namespace', '2', '--metrics-listen', `127.0.0.1:${metricsPort}`];
 });
-afterAll(async () => {
+beforeAll(() => void (server = env.servers[0]));
+afterAll(() => {
   clients.forEach((c) => c.close());
-  await server?.stop();
-  await redis?.cleanup();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -10,6 +10,7 @@ import { LockLibrary, lockLibrary, luaDir } from '../../src/engine/scripts';
 import { startEmbeddedRedis } from '../../src/redis/embedded';
 import { connect, type TestClient } from '../support/client';
 import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
+import { useServers } from '../support/fixture';
 import { startServerProcess, type ServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
 
@@ -17,16 +18,8 @@ let redis: TestRedis;
 let server: ServerProcess;
 let client: TestClient;
 
-beforeAll(async () => {
-  redis = await startTestRedis();
-  server = await startServerProcess(redis.url);
-  client = connect(server.addr);
-});
-afterAll(async () => {
-  client?.close();
-  await server?.stop();
-  await redis?.cleanup();
-});
+const env = useServers(1);
+beforeAll(() => void ([redis, server, client] = [env.redis, env.servers[0], env.clients[0]]));
 
 /** Flushes the library and shows that Redis no longer has it (the control: a direct call fails). */
 async function loseLibrary(on: TestRedis = redis): Promise<void> {

@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/redis/embedded';
 import { startHoldingChild } from '../support/child';
 import { connect, type TestClient } from '../support/client';
-import { deleteLockState, startTestRedis, uniqueName, type TestRedis } from '../support/redis';
-import { startServerProcess, type ServerProcess } from '../support/server';
+import { useServers } from '../support/fixture';
+import { deleteLockState, uniqueName, type TestRedis } from '../support/redis';
+import type { ServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
 
 let redis: TestRedis;
@@ -16,21 +17,17 @@ let client: TestClient;
 let peer: TestClient;
 let base: string;
 
-beforeAll(async () => {
-  redis = await startTestRedis();
+const env = useServers(1, async () => {
   const metricsPort = await freePort();
   base = `http://127.0.0.1:${metricsPort}`;
   // A 30 s lease cap: the quarantine after the Redis restart below lasts 31 s, not 61.
-  server = await startServerProcess(redis.url, ['--metrics-listen', `127.0.0.1:${metricsPort}`, '--max-ttl-ms', '30000']);
-  client = connect(server.addr);
+  return ['--metrics-listen', `127.0.0.1:${metricsPort}`, '--max-ttl-ms', '30000'];
+});
+beforeAll(() => {
+  [redis, server, client] = [env.redis, env.servers[0], env.clients[0]];
   peer = connect(server.addr, { 'grpc.use_local_subchannel_pool': 1 });
 });
-afterAll(async () => {
-  client?.close();
-  peer?.close();
-  await server?.stop();
-  await redis?.cleanup();
-});
+afterAll(() => peer?.close());
 
 /** Every sample of a scrape, keyed by its series as written: name{label="value",...}. */
 async function scrape(): Promise<{ body: string; value(series: string): number }> {

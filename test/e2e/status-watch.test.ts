@@ -2,33 +2,27 @@
 // has): it redraws in place as locks come and go, and Ctrl-C (a real ^C through the terminal, so
 // SIGINT from its line discipline) gives the screen back and exits 0.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/redis/embedded';
-import { connect, type TestClient } from '../support/client';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
-import { CLI, startServerProcess, type ServerProcess } from '../support/server';
+import type { TestClient } from '../support/client';
+import { useServers } from '../support/fixture';
+import { uniqueName } from '../support/redis';
+import { CLI, type ServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
 
 const REDRAW = '\x1b[H\x1b[J';
 const LEAVE_SCREEN = '\x1b[?1049l';
 const WAIT_MS = 15_000;
 
-let redis: TestRedis;
 let server: ServerProcess;
 let client: TestClient;
 let http: string;
 
-beforeAll(async () => {
-  redis = await startTestRedis();
+const env = useServers(1, async () => {
   http = `127.0.0.1:${await freePort()}`;
-  server = await startServerProcess(redis.url, ['--http-listen', http]);
-  client = connect(server.addr);
+  return ['--http-listen', http];
 });
-afterAll(async () => {
-  client?.close();
-  await server?.stop();
-  await redis?.cleanup();
-});
+beforeAll(() => void ([server, client] = [env.servers[0], env.clients[0]]));
 
 interface Terminal {
   child: ChildProcess;

@@ -11,8 +11,9 @@ import { HoldfastClient, type ConnectionSecurity } from '../../clients/ts/index'
 import { freePort } from '../../src/redis/embedded';
 import { makeTestCerts, type TestCerts } from '../support/certs';
 import { connect } from '../support/client';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
-import { CLI, startServerProcess, type ServerProcess } from '../support/server';
+import { useServers } from '../support/fixture';
+import { uniqueName, type TestRedis } from '../support/redis';
+import { CLI, type ServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
 
 let certs: TestCerts;
@@ -20,25 +21,22 @@ let redis: TestRedis;
 let tlsServer: ServerProcess;
 let mtlsServer: ServerProcess;
 
-beforeAll(async () => {
+beforeAll(() => {
   certs = makeTestCerts();
   // The mutual-TLS server serves copies, which the rotation test replaces.
   copyFileSync(certs.file('server.crt'), certs.file('live.crt'));
   copyFileSync(certs.file('server.key'), certs.file('live.key'));
-  redis = await startTestRedis();
-  [tlsServer, mtlsServer] = await Promise.all([
-    startServerProcess(redis.url, ['--tls-cert', certs.file('server.crt'), '--tls-key', certs.file('server.key')]),
-    startServerProcess(redis.url, [
-      ...['--tls-cert', certs.file('live.crt'), '--tls-key', certs.file('live.key'), '--tls-client-ca', certs.file('ca.crt')],
-      ...['--tls-reload-check-ms', '100'],
-    ]),
-  ]);
 });
-afterAll(async () => {
-  await Promise.all([tlsServer?.stop(), mtlsServer?.stop()]);
-  await redis?.cleanup();
-  certs?.cleanup();
-});
+afterAll(() => certs?.cleanup());
+const env = useServers(2, (i) =>
+  i === 0
+    ? ['--tls-cert', certs.file('server.crt'), '--tls-key', certs.file('server.key')]
+    : [
+        ...['--tls-cert', certs.file('live.crt'), '--tls-key', certs.file('live.key'), '--tls-client-ca', certs.file('ca.crt')],
+        ...['--tls-reload-check-ms', '100'],
+      ],
+);
+beforeAll(() => void ([redis, tlsServer, mtlsServer] = [env.redis, env.servers[0], env.servers[1]]));
 
 /** Inspects a lock through the SDK with `security`; resolves with the gRPC code (0: it worked). */
 async function inspectCode(addr: string, security: ConnectionSecurity): Promise<number> {

@@ -11,9 +11,10 @@ import { credentials, makeGenericClientConstructor, type ServiceError } from '@g
 import { service as healthService } from 'grpc-health-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminServiceClient, GetServerStatsResponse } from '../../clients/ts/gen/holdfast/v1/admin';
-import { connect, type TestClient } from '../support/client';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
-import { startServerProcess, type ServerProcess } from '../support/server';
+import type { TestClient } from '../support/client';
+import { useServers } from '../support/fixture';
+import { uniqueName, type TestRedis } from '../support/redis';
+import type { ServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
 import { leftoverLocks, statsDiff, summarize } from './checks';
 import { runFuzz, type FuzzReport } from './run';
@@ -32,30 +33,15 @@ let baseline: GetServerStatsResponse;
 const stats = () =>
   new Promise<GetServerStatsResponse>((resolve, reject) => admin.getServerStats({}, (err: ServiceError | null, reply) => (err ? reject(err) : resolve(reply))));
 
+// grpc-js's keepalive trace in the server's log, so that a connection it drops says why.
+const env = useServers(1, ['--default-ttl-ms', '2000', '--max-hold-ms', String(MAX_HOLD_MS)], { GRPC_TRACE: 'keepalive', GRPC_VERBOSITY: 'DEBUG' });
 beforeAll(async () => {
-  redis = await startTestRedis();
-  // grpc-js's keepalive trace in the server's log, so that a connection it drops says why.
-  const env = { GRPC_TRACE: process.env.GRPC_TRACE, GRPC_VERBOSITY: process.env.GRPC_VERBOSITY };
-  Object.assign(process.env, { GRPC_TRACE: 'keepalive', GRPC_VERBOSITY: 'DEBUG' });
-  try {
-    server = await startServerProcess(redis.url, ['--default-ttl-ms', '2000', '--max-hold-ms', String(MAX_HOLD_MS)]);
-  } finally {
-    for (const [key, value] of Object.entries(env)) {
-      if (value === undefined) delete process.env[key];
-      else process.env[key] = value;
-    }
-  }
-  client = connect(server.addr);
+  [redis, server, client] = [env.redis, env.servers[0], env.clients[0]];
   admin = new AdminServiceClient(server.addr, credentials.createInsecure());
   baseline = await stats();
 });
 
-afterAll(async () => {
-  client?.close();
-  admin?.close();
-  await server?.stop();
-  await redis?.cleanup();
-});
+afterAll(() => admin?.close());
 
 describe('GetServerStats', () => {
   it('reads zero on an idle server: no waiters, subscriptions, leases, timers, streams or calls', () => {

@@ -11,17 +11,22 @@ export interface Servers {
   clients: TestClient[];
 }
 
-export function useServers(count = 1, args: string[] = []): Servers {
-  const env = { servers: [], clients: [] } as unknown as Servers;
+/**
+ * `args`: the servers' extra flags, or a function that makes server i's (free ports, config
+ * files), called once Redis runs and after the file's own beforeAll hooks registered before this.
+ */
+export function useServers(count = 1, args: string[] | ((index: number) => string[] | Promise<string[]>) = [], env: NodeJS.ProcessEnv = {}): Servers {
+  const started = { servers: [], clients: [] } as unknown as Servers;
   beforeAll(async () => {
-    env.redis = await startTestRedis();
-    env.servers = await Promise.all(Array.from({ length: count }, () => startServerProcess(env.redis.url, args)));
-    env.clients = env.servers.map((s) => connect(s.addr));
+    started.redis = await startTestRedis();
+    const flags = await Promise.all(Array.from({ length: count }, (_, i) => (typeof args === 'function' ? args(i) : args)));
+    started.servers = await Promise.all(flags.map((f) => startServerProcess(started.redis.url, f, env)));
+    started.clients = started.servers.map((s) => connect(s.addr));
   });
   afterAll(async () => {
-    env.clients.forEach((c) => c.close());
-    await Promise.all(env.servers.map((s) => s.stop()));
-    await env.redis?.cleanup();
+    started.clients.forEach((c) => c.close());
+    await Promise.all(started.servers.map((s) => s.stop()));
+    await started.redis?.cleanup();
   });
-  return env;
+  return started;
 }

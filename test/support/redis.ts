@@ -13,6 +13,10 @@ export interface TestRedis extends EmbeddedRedis {
   client: Redis;
   /** Stops redis-server (SIGTERM, or `signal`) and starts it again on the same port and data dir. */
   restart(signal?: NodeJS.Signals): Promise<void>;
+  /** Sends `signal` (SIGKILL: a crash) and resolves once redis-server has exited; startAgain() brings it back. */
+  kill(signal: NodeJS.Signals): Promise<void>;
+  /** Starts redis-server again on the same port and data dir, after kill() or stop(). */
+  startAgain(): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -31,11 +35,18 @@ export async function startTestRedis(options: { vouch?: boolean } = {}): Promise
     ...server,
     client,
     async restart(signal?: NodeJS.Signals) {
-      if (signal) {
-        const exited = new Promise((resolve) => server.process.once('exit', resolve));
-        server.process.kill(signal);
-        await exited;
-      } else await server.stop();
+      if (signal) await handle.kill(signal);
+      else await server.stop();
+      await handle.startAgain();
+    },
+    async kill(signal: NodeJS.Signals) {
+      const { process: child } = server;
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill(signal);
+      await exited;
+    },
+    async startAgain() {
       server = await startEmbeddedRedis({ dataDir, port: server.port, args: ['--save', ''] });
       handle.pid = server.pid;
       handle.process = server.process;
