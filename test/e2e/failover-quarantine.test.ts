@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LostReason, type AcquireResponse } from '../../clients/ts/gen/holdfast/v1/lock';
 import { connect, type TestClient } from '../support/client';
 import { healthStatus } from '../support/health';
 import { uniqueName } from '../support/redis';
@@ -112,7 +112,7 @@ it('after a failover, grants nothing until every lease of the old master has run
     () => b.acquire({ name, ttlMs: '1000', waitTimeoutMs: '20000' }).catch((err: { code?: number }) => (err.code === status.UNAVAILABLE ? undefined : Promise.reject(err))),
     30_000,
     100,
-  );
+  ) as AcquireResponse;
   const grantedAt = Date.now();
   expect(next.acquired).toBe(true);
   expect(grantedAt).toBeGreaterThanOrEqual(sentAt + MAX_TTL_MS);
