@@ -1,12 +1,11 @@
 // The Redlock backend: N independent Redis masters (src/redlock), no embedded Redis.
-import type { ServerConfig } from '../server';
 import { epochKey, namespacePrefix } from '../engine/keys';
-import { redactRedisUrl } from '../redis/connect';
+import { redactRedisUrl } from '../config/redact';
 import { RedlockEngine } from '../redlock/engine';
-import { MAX_TTL_MS } from '../transport/requests';
-import type { Backend } from './backend';
+import { MAX_TTL_MS } from '../config/bounds';
+import type { Backend, BackendConfig } from './backend';
 
-export async function startRedlockBackend(config: ServerConfig, onChange: () => void): Promise<Backend> {
+export async function startRedlockBackend(config: BackendConfig, onChange: () => void): Promise<Backend> {
   const log = config.logger;
   const urls = config.redlock!;
   const engine = new RedlockEngine({

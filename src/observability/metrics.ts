@@ -7,7 +7,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { EngineStats } from '../engine/engine';
 import type { AcquireOutcome, EngineObserver, Probe, ScriptRun } from '../engine/observer';
 import type { LostReason } from '../engine/watchdog';
-import type { LimitName } from '../transport/limits';
+import type { LimitName } from '../config/limit-names';
 
 /** What the gauges read when scraped. */
 export interface MetricSources {

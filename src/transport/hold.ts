@@ -9,7 +9,7 @@ import { newHoldId } from '../engine/engine';
 import { LockError } from '../engine/errors';
 import type { LostReason as EngineLostReason } from '../engine/watchdog';
 import { boundedWait, callScope } from './call-context';
-import { MAX_TTL_MS, checkMillis, toAcquireParams } from './requests';
+import { checkMaxHold, checkMillis, toAcquireParams } from './requests';
 import { grantFields } from './responses';
 import { driftMarginMs } from '../../clients/ts/deadline';
 import { serviceError, toServiceError } from './status';
@@ -66,7 +66,7 @@ async function hold(engine: LockBackend, options: HoldOptions, call: HoldCall): 
   const sinceRequest = (at: number) => String(Math.max(0, Math.floor(at - receivedAt)));
   const params = toAcquireParams(call.request, options.defaultTtlMs);
   const maxHoldMs = maxHoldOf(
-    checkMillis('max_hold_ms', call.request.maxHoldMs, 1, MAX_TTL_MS * 365, 'the server cap'),
+    checkMaxHold(call.request.maxHoldMs),
     options.maxHoldMs,
   );
   const requestedWait = params.waitMs;

@@ -19,7 +19,7 @@ import { acquireSet, earliestStart, giveBack, refreshSet, type SetMemberGrant } 
 import type { KeptLease } from '../engine/watchdog';
 import { boundedWait, callScope } from './call-context';
 import { LOST_CODE, maxHoldOf, type HoldOptions } from './hold';
-import { MAX_SET_NAMES, MAX_TTL_MS, checkHoldId, checkMillis, checkName, checkToken, toSetParams } from './requests';
+import { MAX_SET_NAMES, checkHoldId, checkMaxHold, checkMillis, checkName, checkToken, toSetParams } from './requests';
 import { serviceError, toServiceError } from './status';
 
 function memberFields(member: SetMemberGrant) {
@@ -94,7 +94,7 @@ async function holdSet(backend: LockBackend, options: HoldOptions, call: HoldSet
   const receivedAt = performance.now();
   const sinceRequest = (at: number) => String(Math.max(0, Math.floor(at - receivedAt)));
   const { names, params } = toSetParams(call.request, options.defaultTtlMs);
-  const maxHoldMs = maxHoldOf(checkMillis('max_hold_ms', call.request.maxHoldMs, 1, MAX_TTL_MS * 365, 'the server cap'), options.maxHoldMs);
+  const maxHoldMs = maxHoldOf(checkMaxHold(call.request.maxHoldMs), options.maxHoldMs);
   const requestedWait = params.waitMs;
   params.waitMs = boundedWait(call, params.waitMs, options.deadlineMarginMs);
   if (maxHoldMs > 0) params.ttlMs = Math.min(params.ttlMs, maxHoldMs);

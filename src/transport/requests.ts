@@ -1,13 +1,11 @@
 // Checks wire requests and turns them into engine parameters. Every message names the proto
 // field at fault. Nothing invalid reaches the engine or Redis.
 import { LockMode, type AcquireRequest, type AcquireSetRequest, type HoldRequest, type HoldSetRequest } from '../../clients/ts/gen/holdfast/v1/lock';
+import { MAX_HOLD_MS, MAX_TTL_MS, MAX_WAIT_MS, MIN_TTL_MS } from '../config/bounds';
 import { LockError } from '../engine/errors';
 import { Mode, type AcquireParams } from '../engine/types';
 
 export const MAX_NAME_BYTES = 512;
-export const MIN_TTL_MS = 10;
-export const MAX_TTL_MS = 86_400_000;
-export const MAX_WAIT_MS = 86_400_000;
 /** A holder's published value is read by every watcher on every change: small, like an address. */
 export const MAX_VALUE_BYTES = 1024;
 const MAX_ID_BYTES = 512;
@@ -80,6 +78,11 @@ export function checkMillis(field: string, value: string, min: number, max: numb
 
 export function checkTtl(value: string, defaultTtlMs: number, zeroMeans = `the server default ${defaultTtlMs}`): number {
   return checkMillis('ttl_ms', value, MIN_TTL_MS, MAX_TTL_MS, zeroMeans) || defaultTtlMs;
+}
+
+/** A Hold's max_hold_ms (0: the server's cap). */
+export function checkMaxHold(value: string): number {
+  return checkMillis('max_hold_ms', value, 1, MAX_HOLD_MS, 'the server cap');
 }
 
 function checkMode(mode: LockMode): Mode {
