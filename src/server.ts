@@ -99,7 +99,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const tracing = startTracing(config.tracerProvider);
   const grants = new GrantRate(); // for the dashboard: a few empty calls per grant when nobody looks
   const observer = [metrics, tracing?.observer].reduce<EngineObserver>((both, one) => (one ? bothObservers(both, one) : both), countGrants(grants));
-  backend = config.redlock ? await startRedlockBackend(config, refreshHealth) : await startRedisBackend(config, limits.maxWaitersPerLock, refreshHealth, observer);
+  backend = config.redlock ? await startRedlockBackend(config, refreshHealth, observer) : await startRedisBackend(config, limits.maxWaitersPerLock, refreshHealth, observer);
   refreshHealth();
   const { engine } = backend;
   const running = backend;

@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { LockEngine } from '../engine/engine';
 import type { EngineObserver } from '../engine/observer';
 import { epochKey, namespacePrefix, shardEpochKey } from '../engine/keys';
-import { lockLibrary } from '../engine/scripts';
 import { redactRedisUrl } from '../config/redact';
 import { connectRedis, type RedisTarget } from '../redis/connect';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../redis/embedded';
 import { createWriteGuard } from '../redis/guard';
+import { RedisStore } from '../redis/store';
 import { replicaSettingsProblem } from '../redis/min-replicas';
 import { RedisTrouble, redisLabel } from '../redis/trouble';
 import { QUARANTINE_MARGIN_MS, SAFE_MAX_TTL_MS, UNSAFE_FLAG, quarantineMs, quarantineOn } from '../config/safety';
@@ -81,15 +81,17 @@ export async function startRedisBackend(config: BackendConfig, maxWaitersPerLock
       : undefined,
     onChange: () => onGuardChange(),
   });
-  // One engine per namespace, all on these two connections; each wait room listens on the one
-  // subscriber for its own channels (a message goes to every room, which ignores others').
-  const engineWithPrefix = (keyPrefix: string) => new LockEngine(redis.commands, redis.subscriber, {
-    observer,
-    keyPrefix,
+  const store = new RedisStore(redis.commands, redis.subscriber, {
     // While Redis is away, a grant waits for it, and a client told why hears about Redis, not the master check.
     guard: guard && { ...guard, grantsBlocked: (key) => (redis.commands.status === 'ready' ? guard.grantsBlocked(key) : trouble.describe()) },
-    maxTtlMs,
     describeUnavailable: (err) => trouble.describe(err),
+  });
+  // One engine per namespace, all on this store's connections; each wait room listens on the one
+  // subscriber for its own channels (a message goes to every room, which ignores others').
+  const engineWithPrefix = (keyPrefix: string) => new LockEngine(store, {
+    observer,
+    keyPrefix,
+    maxTtlMs,
     maxWaitersPerLock,
     onBackgroundError: (err) => {
       const message = String((err as Error)?.message ?? err);
@@ -107,8 +109,8 @@ export async function startRedisBackend(config: BackendConfig, maxWaitersPerLock
   // --sync-replicas that grant's WAIT would otherwise also wait for the replicas to take in the
   // library. (A call that finds them missing loads them too.)
   const loadLockFunctions = () =>
-    lockLibrary()
-      .load(redis.commands)
+    store
+      .loadFunctions()
       .catch((err: unknown) => log.debug({ err: String((err as Error)?.message ?? err) }, 'could not load the lock functions yet'));
   redis.commands.on('ready', () => {
     lastBackgroundError = '';

@@ -24,12 +24,16 @@
 import { randomBytes } from 'node:crypto';
 import type { LockBackend } from '../engine/backend';
 import type { EngineStats } from '../engine/engine';
-import { LockError } from '../engine/errors';
+import { ttlCapProblem } from '../config/bounds';
+import { LockError, RedlockCode } from '../engine/errors';
 import { DueSchedule } from '../engine/due-schedule';
 import { redlockKeys } from '../engine/keys';
+import { NO_OBSERVER, type AcquireOutcome, type EngineObserver } from '../engine/observer';
+import { notHeld } from '../engine/replies';
 import { Mode, type AcquireParams, type FenceCheck, type Grant, type LockInfo, type ReleaseOptions, type ReleaseResult } from '../engine/types';
-import type { KeepRequest, KeptLease, LeaseEvents, LostReason } from '../engine/watchdog';
-import { connectNodes, type RedlockNode, type Reply } from './nodes';
+import type { KeepRequest, KeptLease, LeaseEvents, LostReason } from '../engine/types';
+import { connectNodes, type RedlockNode, type RedlockScript, type Reply } from './nodes';
+import { acquireRefusal, refusal } from './refusals';
 
 export interface RedlockOptions {
   urls: string[];
@@ -48,6 +52,8 @@ export interface RedlockOptions {
   epochKey: string;
   onQuarantine?: (url: string, why: string, ms: number) => void;
   onChange?: () => void;
+  /** Told of lock events and timings (metrics, traces), as the Redis engine tells them; none by default. */
+  observer?: EngineObserver;
 }
 
 /** How long a node remembers a lock's highest fencing token after its latest grant. */
@@ -64,8 +70,9 @@ function drift(ttlMs: number): number {
   return Math.ceil(ttlMs * CLOCK_DRIFT) + 2;
 }
 
-function unsupported(what: string): LockError {
-  return new LockError('conflict', `${what} is not supported in Redlock mode (--redlock): it grants exclusive locks only, without reentrancy or request ids`);
+function tooLong(ttlMs: number, maxTtlMs: number): void {
+  const problem = ttlCapProblem(ttlMs, maxTtlMs);
+  if (problem) throw new LockError('invalid', problem);
 }
 
 interface Kept extends KeepRequest {
@@ -93,6 +100,7 @@ export class RedlockEngine implements LockBackend {
   private readonly renewals = new DueSchedule<Kept>();
   /** The engines sharing these node connections (wake-ups go to each; it ignores others' channels). */
   private readonly siblings = new Set<RedlockEngine>();
+  private readonly observer: EngineObserver;
 
   /**
    * `shared`: the node connections of another engine (one per namespace, one set of connections):
@@ -122,6 +130,7 @@ export class RedlockEngine implements LockBackend {
       this.siblings.add(this);
     }
     this.quorum = Math.floor(this.nodes.length / 2) + 1;
+    this.observer = options.observer ?? NO_OBSERVER;
   }
 
   /** An engine for another key prefix (a namespace) on the same masters and connections. */
@@ -146,14 +155,18 @@ export class RedlockEngine implements LockBackend {
   }
 
   /** Runs a script on every node (or `on`), in parallel; a node that fails or times out answers null. */
-  private all(script: Parameters<RedlockNode['run']>[0], keys: string[], args: (string | number)[], on = this.nodes): Promise<(Reply | null)[]> {
-    return Promise.all(on.map((n) => n.run(script, keys, args).catch(() => null)));
+  private async all(script: RedlockScript, keys: string[], args: (string | number)[], on = this.nodes): Promise<(Reply | null)[]> {
+    const run = `redlock_${script}` as const;
+    const probe = this.observer.scriptStart(run);
+    const replies = await Promise.all(on.map((n) => n.run(script, keys, args).catch(() => null)));
+    this.observer.scriptEnd(probe, run, replies.includes(null));
+    return replies;
   }
 
   private async forget(name: string, token: string): Promise<number> {
     const { lease, channel, released } = this.keys(name);
     const replies = await this.all('release', [lease, channel, released], [token]);
-    return replies.filter((r) => r === 1).length;
+    return replies.filter((r) => r === RedlockCode.DONE).length;
   }
 
   /** One grant attempt: the grant, or how long until the holder's lease ends (a hint for the retry). */
@@ -165,20 +178,20 @@ export class RedlockEngine implements LockBackend {
     const voters = this.nodes.filter((n) => n.votes());
     const start = performance.now();
     const replies = await this.all('acquire', [lease, fence], [token, params.ttlMs, params.owner], voters);
-    const votes = voters.filter((_, i) => Array.isArray(replies[i]) && (replies[i] as Reply[])[0] === 1);
+    const votes = voters.filter((_, i) => Array.isArray(replies[i]) && (replies[i] as Reply[])[0] === RedlockCode.DONE);
     let highest = 0n; // the highest token the answering nodes have seen
     let clock = 0n; // the latest Redis TIME (µs) among the votes: tokens never fall below it
     let retryInMs = MAX_BACKOFF_MS;
     for (const reply of replies) {
       if (!Array.isArray(reply)) continue;
       if (BigInt(reply[1]) > highest) highest = BigInt(reply[1]);
-      if (reply[0] === 1) {
+      if (reply[0] === RedlockCode.DONE) {
         if (BigInt(reply[2]) > clock) clock = BigInt(reply[2]);
       } else {
         retryInMs = Math.min(retryInMs, Math.max(0, Number(reply[2])));
         if (params.owner && reply[3] === params.owner) {
           await this.forget(params.name, token);
-          throw unsupported('re-entering a lock its owner holds');
+          throw refusal('reentry');
         }
       }
     }
@@ -191,7 +204,7 @@ export class RedlockEngine implements LockBackend {
     const written = await this.all('fence', [lease, fence], [token, fencingToken, FENCE_RETAIN_MS], votes);
     const now = performance.now();
     const validity = params.ttlMs - (now - start) - drift(params.ttlMs);
-    if (written.filter((r) => r === 1).length < this.quorum || validity <= 0) {
+    if (written.filter((r) => r === RedlockCode.DONE).length < this.quorum || validity <= 0) {
       await this.forget(params.name, token);
       return { retryInMs: MIN_BACKOFF_MS };
     }
@@ -199,16 +212,27 @@ export class RedlockEngine implements LockBackend {
   }
 
   async acquire(params: AcquireParams, signal?: AbortSignal): Promise<Grant | null> {
-    if (params.mode !== Mode.EXCLUSIVE || params.limit !== 1) throw unsupported('a shared lock or a semaphore');
-    if (params.requestId) throw unsupported('request_id');
-    if (params.value) throw unsupported('value');
-    if (params.ttlMs > this.options.maxTtlMs) {
-      throw new LockError('invalid', `ttl_ms ${params.ttlMs} is longer than this server's longest lease (${this.options.maxTtlMs} ms)`);
+    const probe = this.observer.acquireStart();
+    let outcome: AcquireOutcome = 'error';
+    try {
+      const refused = acquireRefusal(params);
+      if (refused) throw refused;
+      tooLong(params.ttlMs, this.options.maxTtlMs);
+      const grant = await this.grantOrWait(params, signal);
+      outcome = grant ? 'granted' : 'not_granted';
+      return grant;
+    } finally {
+      this.observer.acquireEnd(probe, outcome);
     }
+  }
+
+  private async grantOrWait(params: AcquireParams, signal?: AbortSignal): Promise<Grant | null> {
     const deadline = performance.now() + params.waitMs;
     const { channel } = this.keys(params.name);
     let backoff = MIN_BACKOFF_MS;
     let subscribed = false;
+    let waiting: unknown;
+    let outcome: AcquireOutcome = 'error';
     try {
       for (;;) {
         let result: { grant?: Grant; retryInMs: number };
@@ -220,14 +244,20 @@ export class RedlockEngine implements LockBackend {
           result = { retryInMs: Math.max(this.grantsResumeInMs(), MIN_BACKOFF_MS) };
         }
         if (result.grant) {
+          outcome = signal?.aborted ? 'not_granted' : 'granted';
           if (!signal?.aborted) return result.grant;
           await this.forget(params.name, result.grant.token);
           return null;
         }
         const left = deadline - performance.now();
-        if (left <= 0 || signal?.aborted) return null;
+        if (left <= 0 || signal?.aborted) {
+          outcome = 'not_granted';
+          return null;
+        }
         if (!subscribed) {
           subscribed = true;
+          // No queue here: a waiter's wait is its retries until a majority votes for it.
+          waiting = this.observer.waitStart();
           await this.listen(channel);
           continue; // a release may have come before the subscription: look once more
         }
@@ -238,7 +268,10 @@ export class RedlockEngine implements LockBackend {
         backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
       }
     } finally {
-      if (subscribed) this.unlisten(channel);
+      if (subscribed) {
+        this.unlisten(channel);
+        this.observer.waitEnd(waiting, outcome);
+      }
     }
   }
 
@@ -289,7 +322,11 @@ export class RedlockEngine implements LockBackend {
     const kept = this.kept.get(token);
     if (options.vanished && !kept?.releaseOnDisconnect) return { released: false, holdCount: 1, holdId: options.holdId ?? '' };
     const released = await this.forget(name, token);
-    if (released === 0) throw new LockError('not_found', `lock "${name}": the token holds nothing (wrong, expired or already released)`);
+    if (released === 0) {
+      this.observer.tokenGone('release');
+      throw notHeld(name);
+    }
+    this.observer.released(false);
     if (kept) this.end(kept, 'released', 'the hold was released with its token');
     return { released: true, holdCount: 0, holdId: kept?.holdId ?? '' };
   }
@@ -308,17 +345,16 @@ export class RedlockEngine implements LockBackend {
     const validity = ttl - (at - start) - drift(ttl);
     if (renewed.length >= this.quorum && validity > 0) return { validity, at };
     // A majority answered that the vote is gone: no later renewal can bring it back.
-    const gone = replies.filter((r) => r === 0 || r === -1).length;
+    const gone = replies.filter((r) => r === RedlockCode.NOT_HERE || r === RedlockCode.GIVEN_BACK).length;
     if (gone <= this.nodes.length - this.quorum) return { gone: false };
-    return { gone: replies.some((r) => r === -1) ? 'released' : 'expired' };
+    return { gone: replies.includes(RedlockCode.GIVEN_BACK) ? 'released' : 'expired' };
   }
 
   async renew(name: string, token: string, ttlMs: number): Promise<{ ttlMs: number }> {
-    if (ttlMs > this.options.maxTtlMs) {
-      throw new LockError('invalid', `ttl_ms ${ttlMs} is longer than this server's longest lease (${this.options.maxTtlMs} ms)`);
-    }
+    tooLong(ttlMs, this.options.maxTtlMs);
     const result = await this.renewOnce(name, token, ttlMs);
     if ('validity' in result) return { ttlMs: Math.floor(result.validity) };
+    if (result.gone) this.observer.tokenGone('renew');
     if (result.gone) throw new LockError('not_found', `lock "${name}": the token holds nothing on a majority of the Redis masters (expired or released)`);
     throw new LockError('unavailable', `lock "${name}": the renewal was not confirmed by a majority of the Redis masters in time; count on the lease you had`);
   }
@@ -337,12 +373,16 @@ export class RedlockEngine implements LockBackend {
     this.schedule(lease, request.ttlMs / 3);
     return {
       letGo: async () => {
-        if (this.stop(lease)) await this.forget(lease.name, lease.token);
+        if (!this.stop(lease)) return;
+        await this.forget(lease.name, lease.token);
+        this.observer.released(false);
       },
       abandon: async () => {
         // Vanished: the lock stays closed until the votes run out on their own (the lease the
         // client was told of ends first), unless it asked to be freed on disconnect.
-        if (this.stop(lease) && lease.releaseOnDisconnect) await this.forget(lease.name, lease.token);
+        if (!this.stop(lease)) return;
+        if (lease.releaseOnDisconnect) await this.forget(lease.name, lease.token);
+        this.observer.released(true);
       },
     };
   }
@@ -409,7 +449,9 @@ export class RedlockEngine implements LockBackend {
   }
 
   private end(lease: Kept, reason: LostReason, message: string): void {
-    if (this.stop(lease)) lease.events.onLost(reason, message);
+    if (!this.stop(lease)) return;
+    if (reason !== 'released') this.observer.leaseLost(reason);
+    lease.events.onLost(reason, message);
   }
 
   /** What the nodes say; a holder is one that a majority agrees on. */
@@ -444,11 +486,11 @@ export class RedlockEngine implements LockBackend {
 
   /** Watch and published values need one Redis's pub/sub and state: not offered over independent masters. */
   async setValue(): Promise<never> {
-    throw unsupported('SetValue');
+    throw refusal('setValue');
   }
 
   watch(): never {
-    throw unsupported('Watch');
+    throw refusal('watch');
   }
 
   async checkFencingToken(name: string, fencingToken: string): Promise<FenceCheck> {

@@ -7,7 +7,7 @@ import { LostReason, type HoldRequest, type HoldResponse } from '../../clients/t
 import type { LockBackend } from '../engine/backend';
 import { newHoldId } from '../engine/engine';
 import { LockError } from '../engine/errors';
-import type { LostReason as EngineLostReason } from '../engine/watchdog';
+import type { LostReason as EngineLostReason } from '../engine/types';
 import { boundedWait, callScope } from './call-context';
 import { checkMaxHold, checkMillis, toAcquireParams } from './requests';
 import { grantFields } from './responses';

@@ -16,7 +16,7 @@ import type { LockBackend } from '../engine/backend';
 import { newHoldId } from '../engine/engine';
 import { LockError } from '../engine/errors';
 import { acquireSet, earliestStart, giveBack, refreshSet, type SetMemberGrant } from '../engine/lock-set';
-import type { KeptLease } from '../engine/watchdog';
+import type { KeptLease } from '../engine/types';
 import { boundedWait, callScope } from './call-context';
 import { LOST_CODE, maxHoldOf, type HoldOptions } from './hold';
 import { MAX_SET_NAMES, checkHoldId, checkMaxHold, checkMillis, checkName, checkToken, toSetParams } from './requests';
