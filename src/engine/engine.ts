@@ -2,7 +2,7 @@
 // Lua script on one slot, run by the store (src/engine/store.ts: whichever topology it is);
 // waiting lives in WaitRoom, lease keeping in Watchdog. Knows nothing about gRPC or topologies.
 import { ttlCapProblem } from '../config/bounds';
-import { LockError, ScriptCode } from './errors';
+import { LockError, ReleaseCode, ScriptCode, ScriptFlag } from './errors';
 import { lockKeys, lockNameOfKey, lockScanPattern, requestIdKey, scriptKeys } from './keys';
 import { NO_OBSERVER, type EngineObserver } from './observer';
 import { conflictError, grantOf, notHeld, requestIdReused } from './replies';
@@ -212,7 +212,7 @@ export class LockEngine {
     const rememberMs = waitMs + ttlMs + REQUEST_ID_RETAIN_MS;
     const keys = [requestIdKey(this.prefix, requestId)];
     const tied: unknown = await this.observed('requestId', () => this.store.run('requestId', { keys, args: [asked, rememberMs] }));
-    if (tied !== 1) throw requestIdReused();
+    if (tied !== ScriptFlag.YES) throw requestIdReused();
   }
 
   /**
@@ -233,7 +233,7 @@ export class LockEngine {
       throw notHeld(name);
     }
     this.observer.released(vanished);
-    const result = { released: reply[0] === 1, holdCount: Number(reply[1]), holdId: String(reply[2]) };
+    const result = { released: reply[0] === ReleaseCode.FREED, holdCount: Number(reply[1]), holdId: String(reply[2]) };
     if (result.holdId) this.watchdog.released(result.holdId);
     return result;
   }
@@ -348,7 +348,7 @@ export class LockEngine {
   async checkFencingToken(name: string, fencingToken: string): Promise<FenceCheck> {
     const reply = await this.run('checkFencingToken', name, [fencingToken]);
     return {
-      live: reply[0] === 1,
+      live: reply[0] === ScriptFlag.YES,
       ttlMs: Number(reply[1]),
       mode: Number(reply[2]) as Mode | 0,
       latestFencingToken: String(reply[3]),
