@@ -36,6 +36,12 @@ function readyWithin(redis: { once(event: 'ready' | 'error', cb: () => void): un
   });
 }
 
+async function identifiedWithin(guard: { identified(): boolean }, ms: number): Promise<void> {
+  for (const until = performance.now() + ms; !guard.identified() && performance.now() < until; ) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 function redisTarget(config: BackendConfig): RedisTarget | undefined {
   if (config.redisClusterNodes?.length) return { clusterNodes: config.redisClusterNodes };
   if (config.redisSentinels?.length) return { sentinels: config.redisSentinels, masterName: config.redisMaster ?? 'mymaster' };
@@ -82,8 +88,13 @@ export async function startRedisBackend(config: BackendConfig, maxWaitersPerLock
     onChange: () => onGuardChange(),
   });
   const store = new RedisStore(redis.commands, redis.subscriber, {
-    // While Redis is away, a grant waits for it, and a client told why hears about Redis, not the master check.
-    guard: guard && { ...guard, grantsBlocked: (key) => (redis.commands.status === 'ready' ? guard.grantsBlocked(key) : trouble.describe()) },
+    // While Redis is away, a grant fails at once (UNAVAILABLE, waiters included: nothing to wait
+    // for, as without the guard), and the client hears about Redis, not the master check.
+    guard: guard && {
+      ...guard,
+      grantsBlocked: (key) => (redis.commands.status === 'ready' ? guard.grantsBlocked(key) : trouble.describe()),
+      grantsResumeInMs: (key) => (redis.commands.status === 'ready' ? guard.grantsResumeInMs(key) : 0),
+    },
     describeUnavailable: (err) => trouble.describe(err),
   });
   // One engine per namespace, all on this store's connections; each wait room listens on the one
@@ -127,6 +138,9 @@ export async function startRedisBackend(config: BackendConfig, maxWaitersPerLock
     onChange();
   });
   if (!redisReady) await readyWithin(redis.commands, REDIS_STARTUP_WAIT_MS);
+  // Listen once the master is identified (milliseconds): a try-once Acquire sent right after the
+  // start would otherwise be told UNAVAILABLE while the server checks which master it writes to.
+  if (redisReady && guard) await identifiedWithin(guard, REDIS_STARTUP_WAIT_MS);
   if (redisReady) await loadLockFunctions();
 
   const problem = await replicaSettingsProblem(redis.commands, { syncReplicas: !!config.syncReplicas, quarantine: quarantine > 0, quarantineMarginMs });

@@ -184,7 +184,7 @@ export function serveCommand(): Command {
       if (refusal) refuseToStart(refusal);
       if (runsWorkers(opts.workers, opts.optimizeForSize)) {
         const givenRedis = opts.redis || opts.redisCluster || opts.redisSentinels || opts.redlock;
-        await runWorkers({ workers: opts.workers, optimizeForSize: opts.optimizeForSize, embeddedRedisDir: givenRedis ? undefined : opts.dataDir, logger });
+        await runWorkers({ workers: opts.workers, optimizeForSize: opts.optimizeForSize, embeddedRedisDir: givenRedis ? undefined : opts.dataDir, keyPrefix: opts.keyPrefix, logger });
         return;
       }
       // SIGTERM/SIGINT are caught from here on: one that comes while the server starts (or right

@@ -8,6 +8,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../redis/embedded';
+import { recordCompleteMaster } from '../redis/vouch';
 import { wholeNumber } from './options';
 
 const OPTIMIZE_FOR_SIZE = '--optimize-for-size';
@@ -45,6 +46,8 @@ export interface WorkersOptions {
   optimizeForSize: boolean;
   /** No --redis, --redis-cluster or --redis-sentinels: the primary starts the embedded Redis. */
   embeddedRedisDir?: string;
+  /** The servers' --key-prefix, where the embedded Redis's epoch record goes. */
+  keyPrefix: string;
   logger: Logger;
 }
 
@@ -54,7 +57,10 @@ export async function runWorkers(options: WorkersOptions): Promise<void> {
   let embedded: EmbeddedRedis | undefined;
   const env: Record<string, string> = {};
   if (options.embeddedRedisDir) {
-    embedded = await startEmbeddedRedis({ dataDir: join(options.embeddedRedisDir, 'redis') });
+    embedded = await startEmbeddedRedis({ dataDir: join(options.embeddedRedisDir, 'redis'), durable: true });
+    // The workers meet it as a Redis given by URL: tell them, through its epoch record, what the
+    // primary knows (a new data dir, or every write fsynced: no grant lost), or let them quarantine.
+    if (embedded.holdsEveryGrant) await recordCompleteMaster(embedded.url, options.keyPrefix);
     env.HOLDFAST_REDIS_URL = embedded.url;
     logger.info({ redisPid: embedded.pid, port: embedded.port }, 'started embedded redis-server for the workers (pass --redis URL to use your own)');
   }

@@ -78,3 +78,21 @@ export async function vouchFor(target: { url: string } | { clusterNodes: string[
     redis.disconnect();
   }
 }
+
+/**
+ * For a Redis that provably holds every grant ever made on it (the embedded one on a new data
+ * dir, or one that fsyncs every write): records its current master in the epoch record, keeping
+ * any quarantine the record says is still running, so servers that meet it by URL need not wait.
+ */
+export async function recordCompleteMaster(url: string, prefix: string): Promise<void> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1, retryStrategy: () => null, lazyConnect: true });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    const key = epochKey(prefix);
+    const until = (await redis.hget(key, 'until')) ?? '0';
+    await redis.multi().hset(key, 'master', await runIdOf(redis), 'until', until).pexpire(key, VOUCH_KEEP_MS).exec();
+  } finally {
+    redis.disconnect();
+  }
+}

@@ -11,8 +11,8 @@ function findRoot(from: string): string {
 }
 
 export const ROOT = findRoot(__dirname);
-/** The SDK the workers load: the package's own build (npm run build, or vitest's globalSetup). */
-export const SDK = join(ROOT, 'dist', 'clients', 'ts', 'index.js');
+/** The SDK the workers load: the @holdfast/client package's own build (npm run build, or vitest's globalSetup). */
+export const SDK = join(ROOT, 'clients', 'ts', 'dist', 'index.js');
 export const CLI = join(ROOT, 'dist', 'src', 'cli.js');
 /** test/chaos compiled on its own (tsconfig.json here): the worker and storage processes. */
 export const CHAOS_DIST = join(ROOT, 'test', 'chaos', 'dist', 'test', 'chaos');

@@ -1,5 +1,5 @@
 // A chaos client process. Runs `loops` concurrent loops; each takes a lock through the TypeScript
-// SDK (dist/clients/ts), Hold or unary Acquire with a wait, does its critical section against the
+// SDK (@holdfast/client, clients/ts/dist), Hold or unary Acquire with a wait, does its critical section against the
 // storage service with the grant's fencing token, and gives the lock back. Everything it learns
 // goes to its log with a monotonic time; the orchestrator hears where each loop is (waiting,
 // holding) so it can strike while a lock is held or awaited.

@@ -106,7 +106,8 @@ describe('the lock library with replica acknowledgement', () => {
     let syncedClient: TestClient | undefined;
     try {
       await waitFor('the replica online', async () => /state=online/.test(await master.client.info('replication')), 15_000, 50);
-      synced = await startServerProcess(master.url, ['--sync-replicas', '1', '--allow-min-replicas-zero']);
+      await master.client.config('SET', 'min-replicas-to-write', '1'); // as --sync-replicas asks
+      synced = await startServerProcess(master.url, ['--sync-replicas', '1']);
       syncedClient = connect(synced.addr);
       expect((await syncedClient.acquire({ name: uniqueName('lib'), ttlMs: '10000' })).acquired).toBe(true);
       await loseLibrary(master);

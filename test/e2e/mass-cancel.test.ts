@@ -117,7 +117,7 @@ describe('cancelling many waits on one connection', () => {
     try {
       const busy = await busyLock(observer);
       const heldName = uniqueName('held');
-      const lease = await sdk.hold(heldName, { ttlMs: 6000 });
+      const lease = await sdk.hold(heldName, { ttlMs: 15_000 }); // room for a busy machine's stalls while 5000 waits are queued
       const abort = new AbortController();
       setMaxListeners(MASS + 1, abort.signal); // the SDK adds one listener per wait
       // Queued a batch at a time (a burst of 5000 scripts can outlast Redis's command timeout on
