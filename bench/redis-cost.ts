@@ -23,7 +23,8 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { LockLibrary, lockLibrary, luaDir, readScript } from '../src/engine/scripts';
+import { luaDir, readScript } from '../src/engine/scripts';
+import { LockLibrary, lockLibrary } from '../src/redis/functions';
 import { cpuSeconds, fixed, machineNote, markdownTable, median, redisInfo, report, setting, startBenchRedis } from './support';
 
 const ROUNDS = setting('rounds', 'HOLDFAST_BENCH_ROUNDS', 5);

@@ -5,15 +5,12 @@ import { Server, ServerCredentials, type UntypedServiceImplementation } from '@g
 import * as protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
-import type { Logger } from 'pino';
 import { AdminServiceService } from '../clients/ts/gen/holdfast/v1/admin';
-import type { Backend } from './backend/backend';
+import type { Backend, BackendConfig } from './backend/backend';
 import { startRedisBackend } from './backend/redis';
 import { startRedlockBackend } from './backend/redlock';
 import type { LockBackend } from './engine/backend';
 import type { EngineObserver } from './engine/observer';
-import type { RedisSecurity } from './redis/connect';
-import type { SyncReplicas } from './redis/replica-acks';
 import { LockServiceService } from '../clients/ts/gen/holdfast/v1/lock';
 import { Credentials } from './auth/credentials';
 import { DEFAULT_NAMESPACE } from './engine/keys';
@@ -37,33 +34,10 @@ import { packageRoot } from './package-root';
 import { holdfastVersion } from './version';
 import { serverTls, type ServerTlsFiles } from './tls/server-credentials';
 
-export interface ServerConfig {
+export interface ServerConfig extends BackendConfig {
   listen: string;
   /** Serve TLS (mutual with clientCaFile), re-reading the files every reloadCheckMs. Absent: plaintext. */
   tls?: ServerTlsFiles & { reloadCheckMs: number };
-  /** Omit (with redisClusterNodes) to start a private redis-server child. */
-  redisUrl?: string;
-  /** Seed nodes (host:port) of a Redis Cluster, instead of redisUrl. */
-  redisClusterNodes?: string[];
-  /** Sentinels (host:port) that name the master `redisMaster`, instead of redisUrl. */
-  redisSentinels?: string[];
-  redisMaster?: string;
-  /** Credentials and TLS for a given Redis (not the embedded one). */
-  redisSecurity?: RedisSecurity;
-  /** Replicas that must acknowledge every grant and renewal (WAIT); 0 or absent: none. */
-  syncReplicas?: SyncReplicas;
-  syncTimeoutMs?: number;
-  /** Start even when the master's min-replicas-to-write is 0 (only with unsafeNoFailoverSafety). */
-  allowMinReplicasZero?: boolean;
-  /**
-   * Give up the failover guarantee (src/config/safety.ts): no quarantine of a master this server
-   * cannot vouch for. Absent: quarantined for maxTtlMs + quarantineMarginMs.
-   */
-  unsafeNoFailoverSafety?: boolean;
-  /** The longest lease this server grants or renews; default SAFE_MAX_TTL_MS. */
-  maxTtlMs?: number;
-  quarantineMarginMs?: number;
-  dataDir: string;
   defaultTtlMs: number;
   maxHoldMs: number;
   lockDelayMs: number;
@@ -72,22 +46,14 @@ export interface ServerConfig {
   keepaliveTimeMs: number;
   keepaliveTimeoutMs: number;
   deadlineMarginMs: number;
-  keyPrefix: string;
   /** Caps on message size, streams, pings, waiters and Hold streams; DEFAULT_LIMITS for any left out. */
   limits?: Partial<ServerLimits>;
-  /** Redis URLs of independent masters: Redlock mode instead of one Redis (src/redlock). */
-  redlock?: string[];
-  /** How long one Redlock node may take to answer. */
-  redlockNodeTimeoutMs?: number;
   /** HOST:PORT of the one HTTP listener: /metrics, /healthz, /readyz and the dashboard; absent: no metrics are kept. */
   httpListen?: string;
   /** Traces go here (tests: an in-memory exporter); without it, over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set, else nowhere. */
   tracerProvider?: TracerProvider;
   /** API keys and client certificates, each with its namespace and role; none: no authentication, one default namespace. */
   credentials?: Credentials;
-  /** Redlock's masters persist every write (appendfsync always): a restarted one votes again at once. */
-  redlockTrustRestarts?: boolean;
-  logger: Logger;
 }
 
 export interface RunningServer {
@@ -133,7 +99,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const tracing = startTracing(config.tracerProvider);
   const grants = new GrantRate(); // for the dashboard: a few empty calls per grant when nobody looks
   const observer = [metrics, tracing?.observer].reduce<EngineObserver>((both, one) => (one ? bothObservers(both, one) : both), countGrants(grants));
-  backend = config.redlock ? await startRedlockBackend(config, refreshHealth) : await startRedisBackend(config, limits, refreshHealth, observer);
+  backend = config.redlock ? await startRedlockBackend(config, refreshHealth, observer) : await startRedisBackend(config, limits.maxWaitersPerLock, refreshHealth, observer);
   refreshHealth();
   const { engine } = backend;
   const running = backend;

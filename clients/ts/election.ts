@@ -2,10 +2,16 @@
 // observe() follows who holds it through Watch. The leader is the lock's exclusive holder;
 // its fencing token orders leaders, so downstream services can refuse a deposed leader's writes.
 import { status, type ServiceError } from '@grpc/grpc-js';
-import type { HoldfastClient } from './client';
 import { NotAcquiredError } from './errors';
 import type { Lease } from './lease';
 import type { HoldOptions } from './options';
+import type { LockChange } from './watch';
+
+/** What campaign() and observe() use of a client: its Hold and its Watch (HoldfastClient has both). */
+export interface ElectionClient {
+  hold(name: string, options?: HoldOptions): Promise<Lease>;
+  watch(name: string, options?: { signal?: AbortSignal }): AsyncIterable<LockChange>;
+}
 
 export interface Leader {
   /** The leader's owner (empty when it gave none). */
@@ -62,7 +68,7 @@ export class Leadership {
 const CAMPAIGN_WAIT_MS = 86_400_000;
 
 /** Waits until this candidate leads `name`, publishing `value`. Abort `options.signal` to give up. */
-export async function campaign(client: HoldfastClient, name: string, value: string, options: CampaignOptions = {}): Promise<Leadership> {
+export async function campaign(client: ElectionClient, name: string, value: string, options: CampaignOptions = {}): Promise<Leadership> {
   for (;;) {
     try {
       return new Leadership(await client.hold(name, { ...options, value, waitMs: CAMPAIGN_WAIT_MS }));
@@ -84,7 +90,7 @@ export interface ObserveOptions {
  * that vanished is no leader, though the lock stays closed until its lease runs out.
  * Survives the watch stream failing: it watches again after `retryMs`.
  */
-export async function* observe(client: HoldfastClient, name: string, options: ObserveOptions = {}): AsyncGenerator<Leader | null> {
+export async function* observe(client: ElectionClient, name: string, options: ObserveOptions = {}): AsyncGenerator<Leader | null> {
   const { signal, retryMs = 1000 } = options;
   let last: Leader | null | undefined;
   while (!signal?.aborted) {

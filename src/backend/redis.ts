@@ -2,20 +2,19 @@
 // the topology's write guard (replica acknowledgement, failover quarantine); the lock engine on
 // top; and the start-up checks that go with them.
 import { join } from 'node:path';
-import type { ServerConfig } from '../server';
 import { LockEngine } from '../engine/engine';
 import type { EngineObserver } from '../engine/observer';
 import { epochKey, namespacePrefix, shardEpochKey } from '../engine/keys';
-import { lockLibrary } from '../engine/scripts';
-import { connectRedis, redactRedisUrl, type RedisTarget } from '../redis/connect';
+import { redactRedisUrl } from '../config/redact';
+import { connectRedis, type RedisTarget } from '../redis/connect';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../redis/embedded';
 import { createWriteGuard } from '../redis/guard';
+import { RedisStore } from '../redis/store';
 import { replicaSettingsProblem } from '../redis/min-replicas';
 import { RedisTrouble, redisLabel } from '../redis/trouble';
 import { QUARANTINE_MARGIN_MS, SAFE_MAX_TTL_MS, UNSAFE_FLAG, quarantineMs, quarantineOn } from '../config/safety';
 import { listedReplicas } from '../redis/replica-acks';
-import type { ServerLimits } from '../transport/limits';
-import type { Backend } from './backend';
+import type { Backend, BackendConfig } from './backend';
 
 /**
  * Calls answered before Redis is connected would all be UNAVAILABLE: wait this long for it, or
@@ -43,14 +42,14 @@ async function identifiedWithin(guard: { identified(): boolean }, ms: number): P
   }
 }
 
-function redisTarget(config: ServerConfig): RedisTarget | undefined {
+function redisTarget(config: BackendConfig): RedisTarget | undefined {
   if (config.redisClusterNodes?.length) return { clusterNodes: config.redisClusterNodes };
   if (config.redisSentinels?.length) return { sentinels: config.redisSentinels, masterName: config.redisMaster ?? 'mymaster' };
   return config.redisUrl ? { url: config.redisUrl } : undefined;
 }
 
 /** Connects (or starts) Redis and the engine; `onChange` is called whenever serving() may have changed. */
-export async function startRedisBackend(config: ServerConfig, limits: ServerLimits, onChange: () => void, observer?: EngineObserver): Promise<Backend> {
+export async function startRedisBackend(config: BackendConfig, maxWaitersPerLock: number, onChange: () => void, observer?: EngineObserver): Promise<Backend> {
   const log = config.logger;
   let embedded: EmbeddedRedis | undefined;
   const target = redisTarget(config);
@@ -88,11 +87,7 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
       : undefined,
     onChange: () => onGuardChange(),
   });
-  // One engine per namespace, all on these two connections; each wait room listens on the one
-  // subscriber for its own channels (a message goes to every room, which ignores others').
-  const engineWithPrefix = (keyPrefix: string) => new LockEngine(redis.commands, redis.subscriber, {
-    observer,
-    keyPrefix,
+  const store = new RedisStore(redis.commands, redis.subscriber, {
     // While Redis is away, a grant fails at once (UNAVAILABLE, waiters included: nothing to wait
     // for, as without the guard), and the client hears about Redis, not the master check.
     guard: guard && {
@@ -100,9 +95,15 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
       grantsBlocked: (key) => (redis.commands.status === 'ready' ? guard.grantsBlocked(key) : trouble.describe()),
       grantsResumeInMs: (key) => (redis.commands.status === 'ready' ? guard.grantsResumeInMs(key) : 0),
     },
-    maxTtlMs,
     describeUnavailable: (err) => trouble.describe(err),
-    maxWaitersPerLock: limits.maxWaitersPerLock,
+  });
+  // One engine per namespace, all on this store's connections; each wait room listens on the one
+  // subscriber for its own channels (a message goes to every room, which ignores others').
+  const engineWithPrefix = (keyPrefix: string) => new LockEngine(store, {
+    observer,
+    keyPrefix,
+    maxTtlMs,
+    maxWaitersPerLock,
     onBackgroundError: (err) => {
       const message = String((err as Error)?.message ?? err);
       if (message !== lastBackgroundError) log.warn({ err: message }, 'background Redis call failed');
@@ -119,8 +120,8 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
   // --sync-replicas that grant's WAIT would otherwise also wait for the replicas to take in the
   // library. (A call that finds them missing loads them too.)
   const loadLockFunctions = () =>
-    lockLibrary()
-      .load(redis.commands)
+    store
+      .loadFunctions()
       .catch((err: unknown) => log.debug({ err: String((err as Error)?.message ?? err) }, 'could not load the lock functions yet'));
   redis.commands.on('ready', () => {
     lastBackgroundError = '';
@@ -175,7 +176,7 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
 }
 
 /** One line at start that says what the defaults guarantee here and what it costs. */
-function logSafety(log: ServerConfig['logger'], quarantine: number, maxTtlMs: number, marginMs: number, syncReplicas: unknown): void {
+function logSafety(log: BackendConfig['logger'], quarantine: number, maxTtlMs: number, marginMs: number, syncReplicas: unknown): void {
   if (!quarantine) {
     log.warn(
       { failoverSafety: false },

@@ -1,12 +1,12 @@
 // The Redlock backend: N independent Redis masters (src/redlock), no embedded Redis.
-import type { ServerConfig } from '../server';
 import { epochKey, namespacePrefix } from '../engine/keys';
-import { redactRedisUrl } from '../redis/connect';
+import type { EngineObserver } from '../engine/observer';
+import { redactRedisUrl } from '../config/redact';
 import { RedlockEngine } from '../redlock/engine';
-import { MAX_TTL_MS } from '../transport/requests';
-import type { Backend } from './backend';
+import { MAX_TTL_MS } from '../config/bounds';
+import type { Backend, BackendConfig } from './backend';
 
-export async function startRedlockBackend(config: ServerConfig, onChange: () => void): Promise<Backend> {
+export async function startRedlockBackend(config: BackendConfig, onChange: () => void, observer?: EngineObserver): Promise<Backend> {
   const log = config.logger;
   const urls = config.redlock!;
   const engine = new RedlockEngine({
@@ -19,6 +19,7 @@ export async function startRedlockBackend(config: ServerConfig, onChange: () => 
     epochKey: epochKey(config.keyPrefix),
     onQuarantine: (url, why, ms) => log.warn({ node: redactRedisUrl(url), why, ms }, 'Redlock: this master votes for no new grant until every lease it may have granted has run out'),
     onChange,
+    observer,
   });
   log.info({ nodes: urls.map(redactRedisUrl), quorum: engine.quorum }, 'Redlock mode: grants need a majority of these Redis masters');
   return {

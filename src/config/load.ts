@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command, Option } from 'commander';
 import YAML from 'yaml';
-import { redactRedisUrl } from '../redis/connect';
+import { redactRedisUrl } from './redact';
 import { z } from 'zod';
 import { ConfigError } from './env';
 import { configSchema, derivedDefaults, fileOnlySettings, masks, type ServeConfig } from './schema';

@@ -3,7 +3,7 @@
 // (camelCase) of the serve options; the config file spells them as the flags do (kebab-case).
 // A new serve option adds its entry here; test/unit/config.test.ts fails until it does.
 import { z } from 'zod';
-import { MAX_TTL_MS, MIN_TTL_MS } from '../transport/requests';
+import { MAX_TTL_MS, MIN_TTL_MS } from './bounds';
 import { UNSAFE_FLAG, defaultSyncReplicas } from './safety';
 
 /** How print-config shows a setting that may hold a secret. */

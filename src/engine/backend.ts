@@ -3,7 +3,7 @@
 import type { EngineStats } from './engine';
 import type { AcquireParams, FenceCheck, Grant, LockInfo, LockScan, ReleaseOptions, ReleaseResult } from './types';
 import type { WatchListener } from './watch-room';
-import type { KeepRequest, KeptLease, LeaseEvents } from './watchdog';
+import type { KeepRequest, KeptLease, LeaseEvents } from './types';
 
 export interface LockBackend {
   acquire(params: AcquireParams, signal?: AbortSignal): Promise<Grant | null>;

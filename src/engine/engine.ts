@@ -1,18 +1,19 @@
 // The lock engine: plain requests in, plain results out. Every change to lock state is one
-// Lua script on one slot; waiting lives in WaitRoom. Knows nothing about gRPC.
-import { Cluster, type Redis } from 'ioredis';
-import type { WriteGuard } from '../redis/guard';
-import { scanStep } from '../redis/scan';
-import { LockError, ScriptCode, fromRedisError, type DescribeUnavailable } from './errors';
+// Lua script on one slot, run by the store (src/engine/store.ts: whichever topology it is);
+// waiting lives in WaitRoom, lease keeping in Watchdog. Knows nothing about gRPC or topologies.
+import { ttlCapProblem } from '../config/bounds';
+import { LockError, ReleaseCode, ScriptCode, ScriptFlag } from './errors';
 import { lockKeys, lockNameOfKey, lockScanPattern, requestIdKey, scriptKeys } from './keys';
 import { NO_OBSERVER, type EngineObserver } from './observer';
-import { isGranting, isLibraryMissing, lockLibrary, scriptKeyCount, type LockLibrary, type ScriptName } from './scripts';
-import type { AcquireParams, FenceCheck, Grant, HolderInfo, LockInfo, LockScan, Mode, ReleaseOptions, ReleaseResult } from './types';
+import { conflictError, grantOf, notHeld, requestIdReused } from './replies';
+import { scriptKeyCount, type ScriptName } from './scripts';
+import type { LockStore, Reply } from './store';
+import type { AcquireParams, FenceCheck, Grant, HolderInfo, KeepRequest, KeptLease, LeaseEvents, LockInfo, LockScan, Mode, ReleaseOptions, ReleaseResult } from './types';
 import { LockChannels } from './lock-channels';
 import { randomId } from './random-ids';
 import { WaitRoom, type WaitRoomStats } from './wait-room';
 import { WatchRoom, type WatchListener } from './watch-room';
-import { Watchdog, type KeepRequest, type KeptLease, type LeaseEvents, type WatchdogStats } from './watchdog';
+import { Watchdog, type WatchdogStats } from './watchdog';
 
 export interface EngineOptions {
   /** First part of every key. */
@@ -23,19 +24,13 @@ export interface EngineOptions {
   entryRefreshMs?: number;
   /** Called with failures nobody is waiting for (background refreshes), to be logged. */
   onBackgroundError?: (err: unknown) => void;
-  /** Replica acknowledgement and failover quarantine, from the Redis topology; none by default. */
-  guard?: WriteGuard;
   /** The longest lease granted or renewed (a failover quarantine waits this long); default: no cap here. */
   maxTtlMs?: number;
   /** Queued waiters per lock, across all servers on this Redis; 0 or absent: no cap. */
   maxWaitersPerLock?: number;
   /** Told of lock events and timings (metrics, traces); none by default. */
   observer?: EngineObserver;
-  /** Words for a client's UNAVAILABLE: where Redis is and what is wrong (default: the error's own message). */
-  describeUnavailable?: DescribeUnavailable;
 }
-
-type Reply = (string | number | Reply)[];
 
 /** What this engine keeps in memory right now: all zero (and no timer) when it serves nobody. */
 export type EngineStats = WaitRoomStats & WatchdogStats;
@@ -61,117 +56,63 @@ export class LockEngine {
   private readonly room: WaitRoom;
   private readonly watchers: WatchRoom;
   private readonly watchdog: Watchdog;
-  private readonly guard?: WriteGuard;
   private readonly maxTtlMs: number;
   private readonly maxWaitersPerLock: number;
   readonly observer: EngineObserver;
-  private readonly library: LockLibrary = lockLibrary();
-  private readonly describeUnavailable?: DescribeUnavailable;
 
   constructor(
-    private readonly redis: Redis | Cluster,
-    subscriber: Redis | Cluster,
+    private readonly store: LockStore,
     options: EngineOptions = {},
   ) {
     this.prefix = options.keyPrefix ?? 'hf';
     this.entryLeaseMs = options.entryLeaseMs ?? 3000;
-    this.guard = options.guard;
     this.maxTtlMs = options.maxTtlMs ?? Infinity;
     this.maxWaitersPerLock = options.maxWaitersPerLock ?? 0;
     this.observer = options.observer ?? NO_OBSERVER;
-    this.describeUnavailable = options.describeUnavailable;
     const onBackgroundError = options.onBackgroundError ?? (() => {});
-    const channels = new LockChannels(subscriber);
+    const channels = new LockChannels(store.subscriber);
     this.room = new WaitRoom(this, channels, { refreshMs: options.entryRefreshMs ?? 1000, onBackgroundError });
     this.watchers = new WatchRoom(this, channels, onBackgroundError);
     // The watchdog's give-back of a hold it kept: finding it gone already (its set was released
     // with ReleaseSet, its loss was counted by the renewal) is no lease expiry seen by a Release.
-    this.watchdog = new Watchdog(redis, this.prefix, (name, token, how) => this.release(name, token, how, false), onBackgroundError, options.guard, this.observer);
+    this.watchdog = new Watchdog(store, this.prefix, (name, token, how) => this.release(name, token, how, false), onBackgroundError, this.observer);
   }
 
   /** Runs one lock script; Redis trouble becomes LockError('unavailable'). */
-  async run(script: ScriptName, name: string, args: (string | number)[]): Promise<Reply> {
+  run(script: ScriptName, name: string, args: (string | number)[]): Promise<Reply> {
     const keys = scriptKeys(lockKeys(this.prefix, name), scriptKeyCount(script));
-    const [onMaster, guardedArgs] = this.argsFor(script, keys[0], args);
+    return this.observed(script, () => this.store.run(script, { keys, args }));
+  }
+
+  /**
+   * Runs a script that grants or extends a lease; `confirmed` says whether the replicas the
+   * topology asks for acknowledged it (always true when none is asked).
+   */
+  runConfirmed(script: ScriptName, name: string, args: (string | number)[]): Promise<{ reply: Reply; confirmed: boolean }> {
+    const keys = scriptKeys(lockKeys(this.prefix, name), scriptKeyCount(script));
+    return this.observed(script, () => this.store.runConfirmed(script, { keys, args }));
+  }
+
+  private async observed<T>(script: ScriptName, call: () => Promise<T>): Promise<T> {
     const probe = this.observer.scriptStart(script);
     let failed = true;
     try {
-      const reply = await this.runOn(keys, script, guardedArgs, onMaster);
+      const result = await call();
       failed = false;
-      return reply;
+      return result;
     } finally {
       this.observer.scriptEnd(probe, script, failed);
     }
   }
 
-  /**
-   * Whether a script runs as its on-master variant, and its arguments: a grant on a Cluster with
-   * the quarantine names the master it must be made on (lua/includes/expect-master.lua).
-   */
-  private argsFor(script: ScriptName, key: string, args: (string | number)[]): [boolean, (string | number)[]] {
-    const master = isGranting(script) ? (this.guard?.expectedMaster(key) ?? '') : '';
-    return master ? [true, [...args, master]] : [false, args];
-  }
-
-  private async runOn(keys: string[], script: ScriptName, args: (string | number)[], onMaster = false): Promise<Reply> {
-    try {
-      return (await this.library.call(this.redis, script, keys, args, onMaster)) as Reply;
-    } catch (err) {
-      throw this.fromRedisError(err);
-    }
-  }
-
-  /** As fromRedisError; a grant refused on an unchecked master means the slot map is stale. */
-  private fromRedisError(err: unknown): unknown {
-    if (/^MASTERCHANGED\b/.test((err as Error)?.message ?? '') && this.redis instanceof Cluster) this.redis.refreshSlotsCache();
-    return fromRedisError(err, this.describeUnavailable);
-  }
-
-  /**
-   * Runs a script that grants or extends a lease. When the topology asks for replica
-   * acknowledgement, its check follows the script in one pipeline on the same connection;
-   * `confirmed` says whether it passed (always true when none is asked).
-   */
-  async runConfirmed(script: ScriptName, name: string, args: (string | number)[], reloaded = false): Promise<{ reply: Reply; confirmed: boolean }> {
-    if (!this.guard?.confirmAfter) return { reply: await this.run(script, name, args), confirmed: true };
-    const connection = this.guard.connection ?? this.redis;
-    const pipeline = connection.pipeline();
-    const keys = scriptKeys(lockKeys(this.prefix, name), scriptKeyCount(script));
-    const [onMaster, guardedArgs] = this.argsFor(script, keys[0], args);
-    this.library.queue(pipeline, script, keys, guardedArgs, onMaster);
-    const check = this.guard.confirmAfter(pipeline);
-    let results: [Error | null, unknown][];
-    const probe = this.observer.scriptStart(script);
-    try {
-      results = (await pipeline.exec()) ?? [];
-    } catch (err) {
-      this.observer.scriptEnd(probe, script, true);
-      throw this.fromRedisError(err);
-    }
-    const [err, reply] = results[0] ?? [new Error('no reply'), null];
-    this.observer.scriptEnd(probe, script, !!err);
-    if (err) {
-      if (isLibraryMissing(err) && !reloaded) {
-        await this.library.load(connection).catch(() => {});
-        return this.runConfirmed(script, name, args, true);
-      }
-      if (/^(MOVED|ASK|MASTERCHANGED) /.test(err.message) && connection instanceof Cluster) connection.refreshSlotsCache();
-      throw fromRedisError(err, this.describeUnavailable);
-    }
-    const [waitErr, acks] = results[1] ?? [new Error('no reply'), null];
-    return { reply: reply as Reply, confirmed: !waitErr && check(acks) };
-  }
-
   /** Why grants of `name` cannot be made now (a quarantine after a failover), or null. */
   grantsBlocked(name: string): string | null {
-    return this.guard?.grantsBlocked(lockKeys(this.prefix, name).holders) ?? null;
+    return this.store.grantsBlocked(lockKeys(this.prefix, name).holders);
   }
 
   /** How long until grants of `name` resume (0: they may be made now). */
   grantsResumeInMs(name: string): number {
-    if (!this.guard) return 0;
-    const key = lockKeys(this.prefix, name).holders;
-    return this.guard.grantsBlocked(key) ? this.guard.grantsResumeInMs(key) : 0;
+    return this.store.grantsResumeInMs(lockKeys(this.prefix, name).holders);
   }
 
   /** A grant the replicas did not confirm: give it back (if it is still ours) and say so. */
@@ -269,14 +210,9 @@ export class LockEngine {
     const { name, owner, mode, limit, ttlMs, waitMs, requestId } = params;
     const asked = JSON.stringify([name, owner, mode, limit, ttlMs]);
     const rememberMs = waitMs + ttlMs + REQUEST_ID_RETAIN_MS;
-    const probe = this.observer.scriptStart('requestId');
-    let tied: unknown;
-    try {
-      tied = await this.runOn([requestIdKey(this.prefix, requestId)], 'requestId', [asked, rememberMs]);
-    } finally {
-      this.observer.scriptEnd(probe, 'requestId', tied === undefined);
-    }
-    if (tied !== 1) throw requestIdReused();
+    const keys = [requestIdKey(this.prefix, requestId)];
+    const tied: unknown = await this.observed('requestId', () => this.store.run('requestId', { keys, args: [asked, rememberMs] }));
+    if (tied !== ScriptFlag.YES) throw requestIdReused();
   }
 
   /**
@@ -290,14 +226,14 @@ export class LockEngine {
     const args = [token, holdId, vanished ? 1 : 0, lockDelayMs, vanishedLeaseMs ?? '', handOffTo, why];
     const leaseStart = performance.now();
     // With replica acknowledgement, a hand-off is a grant: the WAIT goes in the same round trip.
-    const sent = handOffTo && this.guard?.confirmAfter ? this.runConfirmed('release', name, args) : this.run('release', name, args).then((r) => ({ reply: r, confirmed: true }));
+    const sent = handOffTo && this.store.confirmsWrites ? this.runConfirmed('release', name, args) : this.run('release', name, args).then((r) => ({ reply: r, confirmed: true }));
     const { reply } = await this.room.releasing(name, sent, leaseStart);
     if (reply[0] === ScriptCode.NOT_FOUND) {
       if (countGone) this.observer.tokenGone('release');
       throw notHeld(name);
     }
     this.observer.released(vanished);
-    const result = { released: reply[0] === 1, holdCount: Number(reply[1]), holdId: String(reply[2]) };
+    const result = { released: reply[0] === ReleaseCode.FREED, holdCount: Number(reply[1]), holdId: String(reply[2]) };
     if (result.holdId) this.watchdog.released(result.holdId);
     return result;
   }
@@ -347,8 +283,8 @@ export class LockEngine {
     if (this.grantsBlocked(name)) return '';
     // A Cluster with the quarantine checks the master of every grant in the script
     // (expect-master); a release is not checked, so its hand-offs go through claim-4, which is.
-    if (this.guard?.expectedMaster(lockKeys(this.prefix, name).holders)) return '';
-    if (this.guard?.confirmAfter && !this.room.hasWaiters(name)) return '';
+    if (this.store.checksMaster(lockKeys(this.prefix, name).holders)) return '';
+    if (this.store.confirmsWrites && !this.room.hasWaiters(name)) return '';
     return this.serverId;
   }
 
@@ -366,9 +302,8 @@ export class LockEngine {
 
   /** A lease longer than the server's longest would outlast a failover quarantine. */
   private checkTtl(ttlMs: number): void {
-    if (ttlMs > this.maxTtlMs) {
-      throw new LockError('invalid', `ttl_ms ${ttlMs} is longer than this server's longest lease (${this.maxTtlMs} ms)`);
-    }
+    const problem = ttlCapProblem(ttlMs, this.maxTtlMs);
+    if (problem) throw new LockError('invalid', problem);
   }
 
   /** Resolves false if the deadline passes (or `signal` aborts) before grants may be made again. */
@@ -401,12 +336,7 @@ export class LockEngine {
    * cursor to go on from ('0': the walk is complete).
    */
   async scanLocks(cursor: string, count: number, namePrefix = ''): Promise<LockScan> {
-    let step;
-    try {
-      step = await scanStep(this.redis, cursor, lockScanPattern(this.prefix, namePrefix), count);
-    } catch (err) {
-      throw this.fromRedisError(err);
-    }
+    const step = await this.store.scan(cursor, lockScanPattern(this.prefix, namePrefix), count);
     const names = new Set<string>();
     for (const key of step.keys) {
       const name = lockNameOfKey(this.prefix, key);
@@ -418,7 +348,7 @@ export class LockEngine {
   async checkFencingToken(name: string, fencingToken: string): Promise<FenceCheck> {
     const reply = await this.run('checkFencingToken', name, [fencingToken]);
     return {
-      live: reply[0] === 1,
+      live: reply[0] === ScriptFlag.YES,
       ttlMs: Number(reply[1]),
       mode: Number(reply[2]) as Mode | 0,
       latestFencingToken: String(reply[3]),
@@ -437,42 +367,4 @@ export class LockEngine {
       this.watchdog.endAll('server_shutdown', 'the server is shutting down'),
     ]);
   }
-}
-
-export function grantOf(reply: Reply, leaseStart: number, offset = 1): Grant {
-  return {
-    leaseStart,
-    token: String(reply[offset]),
-    fencingToken: String(reply[offset + 1]),
-    ttlMs: Number(reply[offset + 2]),
-    holdCount: Number(reply[offset + 3]),
-  };
-}
-
-export function notHeld(name: string): LockError {
-  return new LockError('not_found', `lock "${name}": the token holds nothing (wrong, expired or already released)`);
-}
-
-export function requestIdReused(): LockError {
-  return new LockError(
-    'conflict',
-    'request_id was already used for a different request (another owner, lock, mode, limit or ttl_ms); use a fresh, unguessable request_id for each request',
-  );
-}
-
-export function conflictError(name: string, reply: Reply, limit: number): LockError {
-  if (reply[0] === ScriptCode.REQUEST_ID_REUSED) return requestIdReused();
-  if (reply[0] === ScriptCode.TOO_MANY_WAITERS) {
-    return new LockError('exhausted', `lock "${name}" has ${reply[1]} waiters queued, the most max-waiters-per-lock allows; try again later`);
-  }
-  if (reply[0] === ScriptCode.LIMIT_MISMATCH) {
-    return new LockError(
-      'conflict',
-      `lock "${name}" has limit ${reply[1]} while it has holders or waiters; this request asked for limit ${limit}`,
-    );
-  }
-  return new LockError(
-    'conflict',
-    `lock "${name}": this owner holds it shared; upgrading to exclusive is refused (it deadlocks against other readers)`,
-  );
 }

@@ -31,6 +31,28 @@ export const ScriptCode = {
   TOO_MANY_WAITERS: -6,
 } as const;
 
+/** What release-4 says first when it found the hold (else NOT_FOUND). */
+export const ReleaseCode = {
+  FREED: 1,
+  STILL_HELD: 0,
+} as const;
+
+/** A yes-or-no answer: check-fencing-token-3's `live`, request-id-1's "tied to this request". */
+export const ScriptFlag = {
+  YES: 1,
+  NO: 0,
+} as const;
+
+/** What one Redlock master answers (lua/redlock-*.lua): its vote, write or release here or not. */
+export const RedlockCode = {
+  /** acquire: voted; fence: written; release: released. */
+  DONE: 1,
+  /** acquire: someone holds it here; fence, renew, release: the vote is gone here. */
+  NOT_HERE: 0,
+  /** renew: the vote was given back with Release (the holder's word, not an expiry). */
+  GIVEN_BACK: -1,
+} as const;
+
 /** Why renew-3 renewed nothing (the value after NOT_FOUND). */
 export const NotRenewed = {
   EXPIRED: 0,

@@ -1,7 +1,7 @@
 // One sharded subscription per lock channel for this whole server, whoever listens: the wait
 // room (hand-offs) and the watch room (watchers) share it. A channel is subscribed while it has
 // a listener and left when its last listener goes.
-import type { Cluster, Redis } from 'ioredis';
+import type { Subscriber } from './store';
 
 export type ChannelListener = (channel: string, message: string) => void;
 
@@ -16,7 +16,7 @@ export class LockChannels {
   /** Channels whose SSUBSCRIBE was confirmed and whose SSUNSUBSCRIBE was not yet: the subscriber's view. */
   private readonly confirmed = new Set<string>();
 
-  constructor(private readonly subscriber: Redis | Cluster) {
+  constructor(private readonly subscriber: Subscriber) {
     subscriber.on('smessage', (channel: string, message: string) => {
       const entry = this.entries.get(channel);
       if (entry) for (const listener of entry.listeners) listener(channel, message);

@@ -3,13 +3,16 @@
 // allocations of its own); NO_OBSERVER does nothing, so an engine nobody watches pays a few
 // empty calls per request.
 import type { ScriptName } from './scripts';
-import type { LostReason } from './watchdog';
+import type { LostReason } from './types';
 
 /** What a start method returned, handed back to its end method (a start time, a span). */
 export type Probe = unknown;
 
-/** A script run, or 'renewBatch': the watchdog's pipelined renewals of one tick on one node. */
-export type ScriptRun = ScriptName | 'renewBatch';
+/**
+ * A script run, 'renewBatch' (the watchdog's pipelined renewals of one tick on one node), or one
+ * round of a Redlock script over every master ('redlock_acquire', ...).
+ */
+export type ScriptRun = ScriptName | 'renewBatch' | `redlock_${string}`;
 
 export type AcquireOutcome = 'granted' | 'not_granted' | 'error';
 

@@ -1,13 +1,8 @@
-// The lock operations (lua/<operation>-<keys>.lua) as one Redis Function library, loaded by
-// FUNCTION LOAD and run by FCALL. As a library the shared helpers (lua/includes/state) are made
-// once per load: pasted into every EVAL script they were made again on every call, a fifth of
-// Redis's CPU per acquire + release (npm run bench:redis-cost). The library is named after a hash
-// of its text, so servers of different versions on one Redis each keep their own, as EVALSHA's
-// content-addressed scripts did. `--- @include "includes/x"` lines are pasted in at build time.
-import { createHash } from 'node:crypto';
+// The lock operations by name: which lua/<operation>-<keys>.lua file each one is, how many keys
+// it takes, and what Redis may run it under. Storage builds and loads them as one function
+// library (src/redis/functions.ts). `--- @include "includes/x"` lines are pasted in when read.
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Cluster, type ChainableCommander, type Redis } from 'ioredis';
 import { packageRoot } from '../package-root';
 
 export type ScriptName = 'acquire' | 'release' | 'renew' | 'claim' | 'dequeue' | 'inspect' | 'checkFencingToken' | 'requestId' | 'setValue';
@@ -55,115 +50,22 @@ const GRANTING: ReadonlySet<ScriptName> = new Set(['acquire', 'claim']);
  */
 const ALLOWED_WHEN_OUT_OF_MEMORY: ReadonlySet<ScriptName> = new Set(['release', 'dequeue', 'inspect', 'checkFencingToken']);
 
+/** Every operation, in the order the library registers them. */
+export const SCRIPT_NAMES = Object.keys(FILES) as ScriptName[];
+
+/** The lua/ file (without .lua) an operation runs. */
+export function scriptFile(script: ScriptName): string {
+  return FILES[script];
+}
+
+export function allowedWhenOutOfMemory(script: ScriptName): boolean {
+  return ALLOWED_WHEN_OUT_OF_MEMORY.has(script);
+}
+
 export function isGranting(script: ScriptName): boolean {
   return GRANTING.has(script);
 }
 
 export function scriptKeyCount(script: ScriptName): number {
   return keyCount(FILES[script]);
-}
-
-/** Redis's answer to an FCALL of a function it does not have (a restart without persistence, a new node). */
-export function isLibraryMissing(err: unknown): boolean {
-  return /^ERR Function not found/.test((err as Error | null)?.message ?? '');
-}
-
-type Connection = Redis | Cluster;
-
-export class LockLibrary {
-  /** The library's name in Redis: holdfast_ and a hash of its text. */
-  readonly name: string;
-  /** The text FUNCTION LOAD is given. */
-  readonly code: string;
-  private readonly loading = new WeakMap<Connection, Promise<void>>();
-  /** Function names worked out once, not on every call. */
-  private readonly names = {} as Record<ScriptName, string>;
-  private readonly onMasterNames = {} as Record<ScriptName, string>;
-
-  constructor(dir = luaDir()) {
-    const body = this.build(dir, '@');
-    this.name = `holdfast_${createHash('sha1').update(body).digest('hex').slice(0, 12)}`;
-    this.code = `#!lua name=${this.name}\n${this.build(dir, this.name)}`;
-    for (const script of Object.keys(FILES) as ScriptName[]) {
-      this.names[script] = functionName(this.name, script, false);
-      this.onMasterNames[script] = functionName(this.name, script, true);
-    }
-  }
-
-  /** includes/library, state and events, then a register_function per operation whose body is its file. */
-  private build(dir: string, prefix: string): string {
-    const parts = ['includes/library', 'includes/state', 'includes/events'].map((file) => readScript(file, dir));
-    const register = (script: ScriptName, onMaster: boolean) => {
-      const body = `${onMaster ? `${readScript('includes/expect-master', dir)}\n` : ''}${readScript(FILES[script], dir)}`;
-      const flags = ALLOWED_WHEN_OUT_OF_MEMORY.has(script) ? "{ 'allow-oom' }" : '{}';
-      return `redis.register_function{ function_name = '${functionName(prefix, script, onMaster)}', flags = ${flags}, callback = function(KEYS, ARGV)\n${body}\nend }`;
-    };
-    for (const script of Object.keys(FILES) as ScriptName[]) {
-      parts.push(register(script, false));
-      if (GRANTING.has(script)) parts.push(register(script, true));
-    }
-    return parts.join('\n');
-  }
-
-  /** The function a script runs as; `onMaster`: the variant that first checks the master's run_id (last ARGV). */
-  functionName(script: ScriptName, onMaster = false): string {
-    return (onMaster && GRANTING.has(script) ? this.onMasterNames : this.names)[script];
-  }
-
-  /**
-   * Loads the library onto the Redis `connection` writes to (every master of a Cluster). Calls
-   * that meet while one load is under way share it; a library already there is left as it is.
-   */
-  load(connection: Connection): Promise<void> {
-    let loading = this.loading.get(connection);
-    if (!loading) {
-      const masters: Redis[] = connection instanceof Cluster ? connection.nodes('master') : [connection];
-      loading = Promise.all(masters.map((node) => this.loadOn(node))).then(
-        () => void this.loading.delete(connection),
-        (err: unknown) => {
-          this.loading.delete(connection);
-          throw err;
-        },
-      );
-      this.loading.set(connection, loading);
-    }
-    return loading;
-  }
-
-  private async loadOn(node: Redis): Promise<void> {
-    try {
-      await node.call('FUNCTION', 'LOAD', this.code);
-    } catch (err) {
-      if (!/already exists/.test((err as Error).message)) throw err;
-    }
-  }
-
-  /** Runs one function; when Redis lacks the library it is loaded and the call made once more. */
-  async call(connection: Connection, script: ScriptName, keys: string[], args: (string | number)[], onMaster = false): Promise<unknown> {
-    const fcall = () => connection.fcall(this.functionName(script, onMaster), keys.length, ...keys, ...args);
-    try {
-      return await fcall();
-    } catch (err) {
-      if (!isLibraryMissing(err)) throw err;
-      await this.load(connection);
-      return fcall();
-    }
-  }
-
-  /** Adds one function call to a pipeline; whoever runs it loads the library on isLibraryMissing() and tries again. */
-  queue(pipeline: ChainableCommander, script: ScriptName, keys: string[], args: (string | number)[], onMaster = false): void {
-    pipeline.fcall(this.functionName(script, onMaster), keys.length, ...keys, ...args);
-  }
-}
-
-function functionName(prefix: string, script: ScriptName, onMaster: boolean): string {
-  return `${prefix}_${script}${onMaster ? '_on_master' : ''}`;
-}
-
-let shared: LockLibrary | undefined;
-
-/** The library built from this package's lua/ (built on first use, then shared). */
-export function lockLibrary(): LockLibrary {
-  shared ??= new LockLibrary();
-  return shared;
 }

@@ -93,3 +93,34 @@ export interface FenceCheck {
   mode: Mode | 0;
   latestFencingToken: string;
 }
+
+// What a kept lease (a Hold stream's) is asked for and tells: the watchdog keeps it.
+
+export type LostReason = 'expired' | 'taken' | 'backend_unavailable' | 'server_shutdown' | 'max_hold' | 'released' | 'failover';
+
+export interface LeaseEvents {
+  /** A renewal was confirmed: the lease now ends no earlier than leaseStart + ttlMs (performance.now()). */
+  onRenewed(ttlMs: number, leaseStart: number): void;
+  onLost(reason: LostReason, message: string): void;
+}
+
+export interface KeepRequest {
+  name: string;
+  token: string;
+  /** This stream's hold of the grant. */
+  holdId: string;
+  ttlMs: number;
+  /** 0 for no cap. */
+  maxHoldMs: number;
+  /** How long the lock stays closed after a vanished holder's lease has run out. */
+  lockDelayMs: number;
+  /** Free the lock at once however the hold ends (gives up the guarantee for a vanished holder). */
+  releaseOnDisconnect: boolean;
+}
+
+export interface KeptLease {
+  /** The holder let go (a cancel from a live client): stop renewing and give the hold back now. */
+  letGo(): Promise<void>;
+  /** The holder vanished: stop renewing and give the hold back once its lease has run out. */
+  abandon(): Promise<void>;
+}

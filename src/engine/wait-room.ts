@@ -5,11 +5,28 @@
 // the earliest lease would run out, since an expiry publishes nothing.
 // A release this server sends hands the lock to this server's own waiters in its reply (one
 // round trip, no publish, no claim): releasing() answers them.
-import type { LockEngine } from './engine';
-import { conflictError, grantOf } from './engine';
 import { LockError, ScriptCode } from './errors';
 import type { LockChannels } from './lock-channels';
-import type { AcquireParams, Grant } from './types';
+import type { EngineObserver } from './observer';
+import { conflictError, grantOf } from './replies';
+import type { ScriptName } from './scripts';
+import type { Reply } from './store';
+import type { AcquireParams, Grant, ReleaseOptions } from './types';
+
+/** What the wait room asks of the engine it waits for (LockEngine provides it). */
+export interface WaitRoomEngine {
+  readonly entryLeaseMs: number;
+  readonly observer: EngineObserver;
+  /** One run of acquire-4 for a waiter: granted, refused, or queued again. */
+  attempt(params: AcquireParams, token: string, waiterId: string): Promise<{ grant?: Grant; queued?: boolean; nextExpiryMs: number }>;
+  run(script: ScriptName, name: string, args: (string | number)[]): Promise<Reply>;
+  runConfirmed(script: ScriptName, name: string, args: (string | number)[]): Promise<{ reply: Reply; confirmed: boolean }>;
+  /** A grant the replicas did not confirm: given back, and the error to answer with. */
+  undoUnconfirmed(name: string, token: string, holdId: string): Promise<LockError>;
+  release(name: string, token: string, options?: ReleaseOptions): Promise<unknown>;
+  channelOf(name: string): string;
+  grantsResumeInMs(name: string): number;
+}
 
 export interface WaitRequest {
   params: AcquireParams;
@@ -40,8 +57,6 @@ interface Line {
   /** Waiters the next claim-4 run is for: all of them (refresh), or those a message named. */
   wanted: Set<string> | 'all';
 }
-
-type Reply = (string | number | Reply)[];
 
 /** A grant release-4 handed to a waiter before its Acquire's reply (queued) came back. */
 interface EarlyGrant {
@@ -74,7 +89,7 @@ export class WaitRoom {
   private readonly onMessage = (channel: string, message: string) => this.heard(channel, message);
 
   constructor(
-    private readonly engine: LockEngine,
+    private readonly engine: WaitRoomEngine,
     private readonly channels: LockChannels,
     private readonly options: { refreshMs: number; onBackgroundError: (err: unknown) => void },
   ) {}

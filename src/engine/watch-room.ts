@@ -5,10 +5,15 @@
 // more read), and the difference from the last read becomes events, each with the state after it.
 // An expiry publishes nothing, so each watched lock has one timer set for when its earliest lease
 // would end: then it reads again (a renewed lease just moves the timer).
-import type { LockEngine } from './engine';
 import type { LockError } from './errors';
 import type { LockChannels } from './lock-channels';
 import type { HolderInfo, LockInfo, VanishReason } from './types';
+
+/** What the watch room reads locks through (LockEngine provides it). */
+export interface WatchSource {
+  channelOf(name: string): string;
+  inspect(name: string): Promise<LockInfo>;
+}
 
 export type WatchEventKind = 'state' | 'granted' | 'released' | 'expired' | 'lost' | 'value_changed';
 
@@ -63,7 +68,7 @@ export class WatchRoom {
   private readonly onMessage = (channel: string, message: string) => this.heard(channel, message);
 
   constructor(
-    private readonly engine: LockEngine,
+    private readonly engine: WatchSource,
     private readonly channels: LockChannels,
     private readonly onBackgroundError: (err: unknown) => void,
   ) {}

@@ -8,42 +8,17 @@
 // Only the holder's own word frees its lock at once (letGo). Every other end (the holder
 // vanished, max hold, Redis out of reach, shutdown) gives its hold back as 'vanished': its client
 // may still count on the lease, so the lock stays closed until that lease has run out.
-import calculateSlot from 'cluster-key-slot';
-import { Cluster, type Redis } from 'ioredis';
-import type { WriteGuard } from '../redis/guard';
 import { fromRedisError, NotRenewed, ScriptCode } from './errors';
 import { DueSchedule } from './due-schedule';
 import { lockKeys, scriptKeys } from './keys';
-import { isLibraryMissing, lockLibrary, scriptKeyCount } from './scripts';
+import { scriptKeyCount } from './scripts';
 import { NO_OBSERVER, type EngineObserver } from './observer';
-import type { ReleaseOptions, VanishReason } from './types';
-
-export type LostReason = 'expired' | 'taken' | 'backend_unavailable' | 'server_shutdown' | 'max_hold' | 'released' | 'failover';
-
-export interface LeaseEvents {
-  /** A renewal was confirmed: the lease now ends no earlier than leaseStart + ttlMs (performance.now()). */
-  onRenewed(ttlMs: number, leaseStart: number): void;
-  onLost(reason: LostReason, message: string): void;
-}
-
-export interface KeepRequest {
-  name: string;
-  token: string;
-  /** This stream's hold of the grant. */
-  holdId: string;
-  ttlMs: number;
-  /** 0 for no cap. */
-  maxHoldMs: number;
-  /** How long the lock stays closed after a vanished holder's lease has run out. */
-  lockDelayMs: number;
-  /** Free the lock at once however the hold ends (gives up the guarantee for a vanished holder). */
-  releaseOnDisconnect: boolean;
-}
+import type { LockStore } from './store';
+import type { KeepRequest, KeptLease, LeaseEvents, LostReason, ReleaseOptions, VanishReason } from './types';
 
 interface Lease extends KeepRequest, LeaseEvents {
-  /** The renew script's keys and their Cluster slot, worked out once rather than per renewal. */
+  /** The renew script's keys, worked out once rather than per renewal. */
   keys: string[];
-  slot: number;
   /** performance.now() values. */
   keptSince: number;
   renewAt: number;
@@ -55,13 +30,6 @@ interface Lease extends KeepRequest, LeaseEvents {
   final: boolean;
   inflight: boolean;
   ended: boolean;
-}
-
-export interface KeptLease {
-  /** The holder let go (a cancel from a live client): stop renewing and give the hold back now. */
-  letGo(): Promise<void>;
-  /** The holder vanished: stop renewing and give the hold back once its lease has run out. */
-  abandon(): Promise<void>;
 }
 
 export interface WatchdogStats {
@@ -89,18 +57,12 @@ export class Watchdog {
   private tickMs = 100;
 
   constructor(
-    private readonly redis: Redis | Cluster,
+    private readonly store: LockStore,
     private readonly prefix: string,
     private readonly release: Release,
     private readonly onBackgroundError: (err: unknown) => void,
-    private readonly guard?: WriteGuard,
     private readonly observer: EngineObserver = NO_OBSERVER,
   ) {}
-
-  /** Renewals that must be confirmed go where the guard says (WAIT waits for that connection's writes). */
-  private get renewals(): Redis | Cluster {
-    return this.guard?.confirmAfter ? (this.guard.connection ?? this.redis) : this.redis;
-  }
 
   get size(): number {
     return this.leases.size;
@@ -121,7 +83,6 @@ export class Watchdog {
       ...request,
       ...events,
       keys,
-      slot: calculateSlot(keys[0]),
       keptSince: confirmedAt,
       renewAt: confirmedAt + request.ttlMs * RENEW_FRACTION,
       lostAt: confirmedAt + request.ttlMs - safetyMargin(request.ttlMs),
@@ -241,7 +202,7 @@ export class Watchdog {
     const byNode = new Map<string, Lease[]>();
     for (const lease of due) {
       lease.inflight = true;
-      const node = nodeOf(this.renewals, lease.slot);
+      const node = this.store.nodeOf(lease.keys[0]);
       const group = byNode.get(node);
       if (group) group.push(lease);
       else byNode.set(node, [lease]);
@@ -250,29 +211,11 @@ export class Watchdog {
   }
 
   private async renewOnOneNode(due: Lease[], sentAt: number): Promise<void> {
-    const connection = this.renewals;
-    const pipeline = connection.pipeline();
-    const library = lockLibrary();
-    for (const lease of due) library.queue(pipeline, 'renew', lease.keys, [lease.token, renewalTtl(lease, sentAt), lease.holdId]);
-    // One replica acknowledgement for the whole batch; without it no renewal of it counts.
-    const confirmed = this.guard?.confirmAfter?.(pipeline);
-    let results: [Error | null, unknown][];
+    const calls = due.map((lease) => ({ keys: lease.keys, args: [lease.token, renewalTtl(lease, sentAt), lease.holdId] }));
     const probe = this.observer.scriptStart('renewBatch');
-    try {
-      results = (await pipeline.exec()) ?? [];
-    } catch (err) {
-      results = due.map(() => [err as Error, null]);
-    }
+    // One replica acknowledgement for the whole batch; without it no renewal of it counts.
+    const results = await this.store.runBatch('renew', calls);
     this.observer.scriptEnd(probe, 'renewBatch', results.some(([err]) => err));
-    // Redis lost the library (a restart without persistence): load it for the next tick's try.
-    if (results.some(([err]) => isLibraryMissing(err))) await library.load(connection).catch(() => {});
-    if (confirmed) {
-      const [err, acks] = results[due.length] ?? [new Error('no reply'), null];
-      if (err || !confirmed(acks)) {
-        const unconfirmed = err ?? new Error('NOREPLICAS the renewals were not confirmed by enough replicas in time');
-        results = due.map((_, i) => [results[i]?.[0] ?? unconfirmed, null]);
-      }
-    }
     let failure: Error | null = null;
     due.forEach((lease, i) => {
       lease.inflight = false;
@@ -282,11 +225,7 @@ export class Watchdog {
       else this.settle(lease, reply as number[], sentAt);
       this.reschedule(lease);
     });
-    if (failure) {
-      // A stale slot map after a Cluster failover: learn the new one before the next tick.
-      if (/^(MOVED|ASK) /.test((failure as Error).message) && connection instanceof Cluster) connection.refreshSlotsCache();
-      this.onBackgroundError(fromRedisError(failure));
-    }
+    if (failure) this.onBackgroundError(fromRedisError(failure));
   }
 
   private settle(lease: Lease, reply: number[], sentAt: number): void {
@@ -295,9 +234,9 @@ export class Watchdog {
     if (lease.ended) return;
     if (reply[0] === ScriptCode.NOT_FOUND) {
       // Just reconnected: whether a failover took the grant is known in a moment; ask again then.
-      if (this.guard?.verifying(lockKeys(this.prefix, lease.name).holders) && reply[1] !== NotRenewed.HOLD_RELEASED) return;
+      if (this.store.verifying(lockKeys(this.prefix, lease.name).holders) && reply[1] !== NotRenewed.HOLD_RELEASED) return;
       if (reply[1] === NotRenewed.HOLD_RELEASED) this.end(lease, 'released', 'the hold was released with its token');
-      else if ((this.guard?.lastFailoverAt(lockKeys(this.prefix, lease.name).holders) ?? -Infinity) > lease.keptSince) {
+      else if (this.store.lastFailoverAt(lockKeys(this.prefix, lease.name).holders) > lease.keptSince) {
         this.end(lease, 'failover', 'the grant was lost when Redis failed over to a replica that did not have it');
       } else if (reply[1] === NotRenewed.TAKEN) this.end(lease, 'taken', 'the grant is gone and someone else holds the lock now');
       else this.end(lease, 'expired', 'the grant is gone (it expired or was released)');
@@ -320,12 +259,6 @@ function renewalTtl(lease: Lease, now: number): number {
 /** Whether a lease confirmed to last until `endsAt` reaches the hold's max hold time. */
 function runsToCap(lease: Lease, endsAt: number): boolean {
   return endsAt >= lease.maxHoldAt - 1;
-}
-
-/** The node serving a slot ('' for a single Redis). */
-function nodeOf(redis: Redis | Cluster, slot: number): string {
-  if (!(redis instanceof Cluster)) return '';
-  return redis.slots[slot]?.[0] ?? '';
 }
 
 /** Lost is declared this long before the lease would end, so nobody is told they hold a lock Redis dropped. */

@@ -6,8 +6,8 @@ import { ServerInterceptingCall, status, type ServerInterceptingCallInterface, t
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EngineStats } from '../engine/engine';
 import type { AcquireOutcome, EngineObserver, Probe, ScriptRun } from '../engine/observer';
-import type { LostReason } from '../engine/watchdog';
-import type { LimitName } from '../transport/limits';
+import type { LostReason } from '../engine/types';
+import type { LimitName } from '../config/limit-names';
 
 /** What the gauges read when scraped. */
 export interface MetricSources {

@@ -112,15 +112,3 @@ export function connectRedis(target: RedisTarget, security: RedisSecurity = {}):
     },
   };
 }
-
-/** The URL with its password replaced by ***, for logs. */
-export function redactRedisUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (!parsed.password) return url;
-    parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return url.replace(/\/\/[^@/]*@/, '//***@'); // not a URL: keep nothing that could be a credential
-  }
-}

@@ -2,17 +2,17 @@
 // engine's watchdog renew and report. A cancel by the client gives the hold back at once, and so
 // does the call's deadline (the client's own word, on its own clock); any other end leaves the
 // lease to run out, since the client may not know its stream is over.
-import { status, type ServerWritableStream } from '@grpc/grpc-js';
+import type { ServerWritableStream } from '@grpc/grpc-js';
 import { LostReason, type HoldRequest, type HoldResponse } from '../../clients/ts/gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
 import { newHoldId } from '../engine/engine';
 import { LockError } from '../engine/errors';
-import type { LostReason as EngineLostReason } from '../engine/watchdog';
+import type { AcquireParams, LostReason as EngineLostReason } from '../engine/types';
 import { boundedWait, callScope } from './call-context';
-import { MAX_TTL_MS, checkMillis, toAcquireParams } from './requests';
+import { checkMaxHold, checkMillis, toAcquireParams } from './requests';
 import { grantFields } from './responses';
 import { driftMarginMs } from '../../clients/ts/deadline';
-import { serviceError, toServiceError } from './status';
+import { lostLeaseError, toServiceError } from './status';
 
 export interface HoldOptions {
   defaultTtlMs: number;
@@ -54,6 +54,15 @@ export function holdHandler(engine: LockBackend, options: HoldOptions) {
   };
 }
 
+/**
+ * What a Hold (or HoldSet) asks the engine for: the request's parameters, waiting no longer
+ * than the call's deadline allows, and with no lease outliving the hold's cap (so the lock is
+ * free when max_hold_ms ends it). A new object: the checked request stays as it was.
+ */
+export function holdParams<P extends Omit<AcquireParams, 'name' | 'holdId'>>(asked: P, waitMs: number, maxHoldMs: number): P {
+  return { ...asked, waitMs, ttlMs: maxHoldMs > 0 ? Math.min(asked.ttlMs, maxHoldMs) : asked.ttlMs };
+}
+
 /** The smaller of the request's cap and the server's; 0 is no cap. */
 export function maxHoldOf(requested: number, server: number): number {
   if (requested === 0) return server;
@@ -64,22 +73,15 @@ async function hold(engine: LockBackend, options: HoldOptions, call: HoldCall): 
   // Every time sent to the client counts from here: it anchors them at when it sent the request.
   const receivedAt = performance.now();
   const sinceRequest = (at: number) => String(Math.max(0, Math.floor(at - receivedAt)));
-  const params = toAcquireParams(call.request, options.defaultTtlMs);
-  const maxHoldMs = maxHoldOf(
-    checkMillis('max_hold_ms', call.request.maxHoldMs, 1, MAX_TTL_MS * 365, 'the server cap'),
-    options.maxHoldMs,
-  );
-  const requestedWait = params.waitMs;
-  params.waitMs = boundedWait(call, params.waitMs, options.deadlineMarginMs);
-  params.holdId = newHoldId();
-  // No lease outlives the hold's cap, so the lock is free when max_hold_ms ends it.
-  if (maxHoldMs > 0) params.ttlMs = Math.min(params.ttlMs, maxHoldMs);
+  const asked = toAcquireParams(call.request, options.defaultTtlMs);
+  const maxHoldMs = maxHoldOf(checkMaxHold(call.request.maxHoldMs), options.maxHoldMs);
+  const params = { ...holdParams(asked, boundedWait(call, asked.waitMs, options.deadlineMarginMs), maxHoldMs), holdId: newHoldId() };
   const { signal, cancelledByClient, finish } = callScope(call);
   const grant = await engine.acquire(params, signal);
   if (signal.aborted) return; // the engine gave back any grant that raced the cancellation
   if (!grant) {
     finish();
-    throw new LockError('timeout', `lock "${params.name}" was not acquired within ${requestedWait} ms`);
+    throw new LockError('timeout', `lock "${params.name}" was not acquired within ${asked.waitMs} ms`);
   }
 
   call.write({
@@ -110,8 +112,7 @@ async function hold(engine: LockBackend, options: HoldOptions, call: HoldCall): 
         }
         options.onAbnormalEnd?.({ name: params.name, holdId: params.holdId, reason, message });
         call.write({ lost: { reason: message, code: LOST_CODE[reason], name: '' } });
-        const code = reason === 'server_shutdown' ? status.UNAVAILABLE : status.ABORTED;
-        call.emit('error', serviceError(code, `lock "${params.name}": ${message}`));
+        call.emit('error', lostLeaseError(reason, `lock "${params.name}": ${message}`));
       },
     },
     grant.leaseStart,

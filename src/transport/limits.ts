@@ -13,6 +13,7 @@ import {
   type ServerOptions,
 } from '@grpc/grpc-js';
 import { sessionOf } from './call-context';
+import type { LimitName } from '../config/limit-names';
 
 export interface ServerLimits {
   /** grpc.max_receive_message_length: larger requests are RESOURCE_EXHAUSTED before decoding. */
@@ -58,13 +59,6 @@ export function serverOptionsFor(limits: ServerLimits): ServerOptions {
   };
 }
 
-/** The limits a call or connection can be refused for, named as their flags. */
-export type LimitName =
-  | 'max-holds-per-connection'
-  | 'max-waiters-per-connection'
-  | 'max-holds-per-namespace'
-  | 'max-waiters-per-namespace'
-  | 'min-ping-interval-ms';
 
 const refused = (limit: LimitName, details: string) => ({ limit, details });
 

@@ -35,8 +35,8 @@ export function lockService(engine: LockBackend, options: ServiceOptions): LockS
   return {
     acquire: unary(logError, async (req, call) => {
       const receivedAt = performance.now();
-      const params = toAcquireParams(req, options.defaultTtlMs);
-      params.waitMs = boundedWait(call, params.waitMs, options.deadlineMarginMs);
+      const asked = toAcquireParams(req, options.defaultTtlMs);
+      const params = { ...asked, waitMs: boundedWait(call, asked.waitMs, options.deadlineMarginMs) };
       // A try-once call needs no AbortSignal (nothing to stop early): whether its client left
       // is read once the answer is in, which saves a listener and a controller on the hot path.
       const scope = params.waitMs > 0 ? callScope(call) : undefined;

@@ -3,7 +3,7 @@
 // the set, and the others are given back as a Hold's would be (at once on the holder's word,
 // otherwise after the lease its client was told of). A release by the holder (ReleaseSet, or a
 // Release of any member) ends the stream with OK, as it ends a Hold's.
-import { status, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream } from '@grpc/grpc-js';
+import type { sendUnaryData, ServerUnaryCall, ServerWritableStream } from '@grpc/grpc-js';
 import type {
   AcquireSetRequest,
   AcquireSetResponse,
@@ -16,11 +16,11 @@ import type { LockBackend } from '../engine/backend';
 import { newHoldId } from '../engine/engine';
 import { LockError } from '../engine/errors';
 import { acquireSet, earliestStart, giveBack, refreshSet, type SetMemberGrant } from '../engine/lock-set';
-import type { KeptLease } from '../engine/watchdog';
+import type { KeptLease } from '../engine/types';
 import { boundedWait, callScope } from './call-context';
-import { LOST_CODE, maxHoldOf, type HoldOptions } from './hold';
-import { MAX_SET_NAMES, MAX_TTL_MS, checkHoldId, checkMillis, checkName, checkToken, toSetParams } from './requests';
-import { serviceError, toServiceError } from './status';
+import { LOST_CODE, holdParams, maxHoldOf, type HoldOptions } from './hold';
+import { checkMaxHold, toReleaseSetMembers, toSetParams } from './requests';
+import { lostLeaseError, toServiceError } from './status';
 
 function memberFields(member: SetMemberGrant) {
   const { name, grant, holdId } = member;
@@ -40,8 +40,8 @@ export function acquireSetHandler(backend: LockBackend, options: HoldOptions) {
 
 async function acquireSetCall(backend: LockBackend, options: HoldOptions, call: ServerUnaryCall<AcquireSetRequest, AcquireSetResponse>) {
   const receivedAt = performance.now();
-  const { names, params } = toSetParams(call.request, options.defaultTtlMs);
-  params.waitMs = boundedWait(call, params.waitMs, options.deadlineMarginMs);
+  const { names, params: asked } = toSetParams(call.request, options.defaultTtlMs);
+  const params = { ...asked, waitMs: boundedWait(call, asked.waitMs, options.deadlineMarginMs) };
   const { signal, finish } = callScope(call);
   const members = await acquireSet(backend, names, params, signal);
   if (!members) return NOT_ACQUIRED;
@@ -69,15 +69,7 @@ export function releaseSetHandler(backend: LockBackend, logError: (err: unknown)
 }
 
 async function releaseSetCall(backend: LockBackend, request: ReleaseSetRequest): Promise<ReleaseSetResponse> {
-  if (request.members.length === 0) throw new LockError('invalid', 'members is required: at least one name and token');
-  if (request.members.length > MAX_SET_NAMES) throw new LockError('invalid', `members has ${request.members.length} entries; at most ${MAX_SET_NAMES} are allowed`);
-  const members = request.members.map((m, i) => {
-    try {
-      return { name: checkName(m.name), grant: { token: checkToken(m.token) }, holdId: checkHoldId(m.holdId) };
-    } catch (err) {
-      throw new LockError('invalid', `members[${i}]: ${(err as Error).message}`);
-    }
-  });
+  const members = toReleaseSetMembers(request);
   const notHeld = await giveBack(backend, members);
   return { released: members.length - notHeld.length, notHeld };
 }
@@ -93,11 +85,9 @@ export function holdSetHandler(backend: LockBackend, options: HoldOptions) {
 async function holdSet(backend: LockBackend, options: HoldOptions, call: HoldSetCall): Promise<void> {
   const receivedAt = performance.now();
   const sinceRequest = (at: number) => String(Math.max(0, Math.floor(at - receivedAt)));
-  const { names, params } = toSetParams(call.request, options.defaultTtlMs);
-  const maxHoldMs = maxHoldOf(checkMillis('max_hold_ms', call.request.maxHoldMs, 1, MAX_TTL_MS * 365, 'the server cap'), options.maxHoldMs);
-  const requestedWait = params.waitMs;
-  params.waitMs = boundedWait(call, params.waitMs, options.deadlineMarginMs);
-  if (maxHoldMs > 0) params.ttlMs = Math.min(params.ttlMs, maxHoldMs);
+  const { names, params: asked } = toSetParams(call.request, options.defaultTtlMs);
+  const maxHoldMs = maxHoldOf(checkMaxHold(call.request.maxHoldMs), options.maxHoldMs);
+  const params = holdParams(asked, boundedWait(call, asked.waitMs, options.deadlineMarginMs), maxHoldMs);
   const { signal, cancelledByClient, finish } = callScope(call);
   const members = await acquireSet(backend, names, params, signal, newHoldId);
   if (signal.aborted) {
@@ -106,7 +96,7 @@ async function holdSet(backend: LockBackend, options: HoldOptions, call: HoldSet
   }
   if (!members) {
     finish();
-    throw new LockError('timeout', `the set of ${names.length} locks was not acquired within ${requestedWait} ms`);
+    throw new LockError('timeout', `the set of ${names.length} locks was not acquired within ${asked.waitMs} ms`);
   }
   call.write({ acquired: { members: members.map(memberFields), leaseStartedAfterMs: sinceRequest(earliestStart(members)) } });
 
@@ -147,8 +137,7 @@ async function holdSet(backend: LockBackend, options: HoldOptions, call: HoldSet
           endOthers(member.name, reason === 'released' || options.releaseOnDisconnect);
           if (reason === 'released') return void call.end();
           call.write({ lost: { reason: `lock "${member.name}": ${message}`, code: LOST_CODE[reason], name: member.name } });
-          const code = reason === 'server_shutdown' ? status.UNAVAILABLE : status.ABORTED;
-          call.emit('error', serviceError(code, `the set lost lock "${member.name}": ${message}`));
+          call.emit('error', lostLeaseError(reason, `the set lost lock "${member.name}": ${message}`));
         },
       },
       member.grant.leaseStart,

@@ -1,13 +1,11 @@
 // Checks wire requests and turns them into engine parameters. Every message names the proto
 // field at fault. Nothing invalid reaches the engine or Redis.
-import { LockMode, type AcquireRequest, type AcquireSetRequest, type HoldRequest, type HoldSetRequest } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LockMode, type AcquireRequest, type AcquireSetRequest, type HoldRequest, type HoldSetRequest, type ReleaseSetRequest } from '../../clients/ts/gen/holdfast/v1/lock';
+import { MAX_HOLD_MS, MAX_TTL_MS, MAX_WAIT_MS, MIN_TTL_MS } from '../config/bounds';
 import { LockError } from '../engine/errors';
 import { Mode, type AcquireParams } from '../engine/types';
 
 export const MAX_NAME_BYTES = 512;
-export const MIN_TTL_MS = 10;
-export const MAX_TTL_MS = 86_400_000;
-export const MAX_WAIT_MS = 86_400_000;
 /** A holder's published value is read by every watcher on every change: small, like an address. */
 export const MAX_VALUE_BYTES = 1024;
 const MAX_ID_BYTES = 512;
@@ -82,6 +80,11 @@ export function checkTtl(value: string, defaultTtlMs: number, zeroMeans = `the s
   return checkMillis('ttl_ms', value, MIN_TTL_MS, MAX_TTL_MS, zeroMeans) || defaultTtlMs;
 }
 
+/** A Hold's max_hold_ms (0: the server's cap). */
+export function checkMaxHold(value: string): number {
+  return checkMillis('max_hold_ms', value, 1, MAX_HOLD_MS, 'the server cap');
+}
+
 function checkMode(mode: LockMode): Mode {
   if (mode === LockMode.LOCK_MODE_UNSPECIFIED || mode === LockMode.LOCK_MODE_EXCLUSIVE) return Mode.EXCLUSIVE;
   if (mode === LockMode.LOCK_MODE_SHARED) return Mode.SHARED;
@@ -133,4 +136,17 @@ export function toSetParams(request: AcquireSetRequest | HoldSetRequest, default
   if (twice !== undefined) throw invalid(`names lists "${twice}" twice`);
   const { name: _, holdId: __, ...params } = toAcquireParams({ ...request, name: names[0], limit: 0, requestId: '' } as AcquireRequest, defaultTtlMs);
   return { names, params };
+}
+
+/** A ReleaseSet's members, each checked: the lock, the token, and the hold to give back. */
+export function toReleaseSetMembers(request: ReleaseSetRequest) {
+  if (request.members.length === 0) throw invalid('members is required: at least one name and token');
+  if (request.members.length > MAX_SET_NAMES) throw invalid(`members has ${request.members.length} entries; at most ${MAX_SET_NAMES} are allowed`);
+  return request.members.map((m, i) => {
+    try {
+      return { name: checkName(m.name), grant: { token: checkToken(m.token) }, holdId: checkHoldId(m.holdId) };
+    } catch (err) {
+      throw invalid(`members[${i}]: ${(err as Error).message}`);
+    }
+  });
 }

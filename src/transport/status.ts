@@ -2,6 +2,7 @@
 // becomes INTERNAL and is logged once, here.
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { LockError, type LockErrorKind } from '../engine/errors';
+import type { LostReason } from '../engine/types';
 
 const STATUS_OF: Record<LockErrorKind, status> = {
   invalid: status.INVALID_ARGUMENT,
@@ -12,6 +13,24 @@ const STATUS_OF: Record<LockErrorKind, status> = {
   lost: status.ABORTED,
   exhausted: status.RESOURCE_EXHAUSTED,
 };
+
+/**
+ * How a Hold or HoldSet stream ends when its lease is lost other than by its holder's word:
+ * ABORTED (the lock may be held by someone else now), or UNAVAILABLE when this server is
+ * shutting down (another server can take the client's next call).
+ */
+const LOST_STATUS: Record<Exclude<LostReason, 'released'>, status> = {
+  expired: status.ABORTED,
+  taken: status.ABORTED,
+  backend_unavailable: status.ABORTED,
+  max_hold: status.ABORTED,
+  failover: status.ABORTED,
+  server_shutdown: status.UNAVAILABLE,
+};
+
+export function lostLeaseError(reason: Exclude<LostReason, 'released'>, details: string): ServiceError {
+  return serviceError(LOST_STATUS[reason], details);
+}
 
 export function serviceError(code: status, details: string): ServiceError {
   return Object.assign(new Error(details), { code, details, metadata: new Metadata() });

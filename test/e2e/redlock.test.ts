@@ -8,10 +8,11 @@ import { status } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { redlockKeys } from '../../src/engine/keys';
-import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
+import { freePort, startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
 import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
 import { connect, type TestClient } from '../support/client';
 import { contend, expectExclusive } from '../support/contention';
+import { GRANTS, acquired, moved, readCounters, releasedBy, waited } from '../support/counters';
 import { healthStatus } from '../support/health';
 import { uniqueName } from '../support/redis';
 import { startServerProcess, type ServerProcess } from '../support/server';
@@ -28,6 +29,8 @@ const clients: TestClient[] = [];
 /** The negative control: a server that trusts restarted masters at once (they do not persist here). */
 let trusting: ServerProcess;
 let trustingClient: TestClient;
+/** The first server's /metrics. */
+let metricsBase: string;
 
 async function startNode(i: number, port?: number): Promise<void> {
   nodes[i] = await startEmbeddedRedis({ dataDir: join(root, `node-${i}`), port, args: ['--save', ''] });
@@ -53,7 +56,9 @@ beforeAll(async () => {
   await Promise.all([0, 1, 2, 3, 4].map((i) => startNode(i)));
   // A node timeout that a busy 2-core machine meets (the default 100 ms is for production hosts).
   const args = ['--redlock', nodes.map((n) => n.url).join(','), '--max-ttl-ms', String(MAX_TTL_MS), '--quarantine-margin-ms', '300', '--default-ttl-ms', '1000', '--redlock-node-timeout-ms', '300'];
-  servers.push(...(await Promise.all([startServerProcess(undefined, args), startServerProcess(undefined, args)])));
+  const httpPort = await freePort();
+  metricsBase = `http://127.0.0.1:${httpPort}`;
+  servers.push(...(await Promise.all([startServerProcess(undefined, [...args, '--http-listen', `127.0.0.1:${httpPort}`]), startServerProcess(undefined, args)])));
   clients.push(...servers.map((s) => connect(s.addr)));
   // (A longer --max-ttl-ms, so that its long first lease leaves no doubt about timing.)
   trusting = await startServerProcess(undefined, [...args, '--redlock-trust-restarts', '--max-ttl-ms', '10000']);
@@ -277,3 +282,31 @@ it('a failed attempt with no vote at all is taken back on the masters that timed
     direct.forEach((r) => r.disconnect());
   }
 }, 30_000);
+
+it('reports its grants, waits, releases and lost leases to metrics, as the Redis engine does', async () => {
+  const [a] = clients;
+  const before = await readCounters(metricsBase);
+  const name = uniqueName('rl');
+  const held = a.hold({ name, ttlMs: '1000' });
+  await held.next((e) => !!e.acquired);
+  expect((await a.acquire({ name, waitTimeoutMs: '1500' })).acquired).toBe(false); // waits, then gives up
+  held.call.cancel(); // the holder's word: released at once
+  expect((await held.ended).code).toBe(status.CANCELLED);
+  const capped = a.hold({ name: uniqueName('rl'), ttlMs: '1000', maxHoldMs: '700' });
+  expect((await capped.next((e) => !!e.lost)).lost!.code).toBe(LostReason.LOST_REASON_MAX_HOLD);
+  const expected: Record<string, number> = {
+    [GRANTS]: 2,
+    [acquired('granted')]: 2,
+    [acquired('not_granted')]: 1,
+    [waited('not_granted')]: 1,
+    [releasedBy('holder')]: 1,
+    'holdfast_leases_lost_total{reason="max_hold"}': 1,
+  };
+  let now: Record<string, number> = {};
+  await waitFor('the counters to move', async () => {
+    now = moved(before, await readCounters(metricsBase));
+    return Object.entries(expected).every(([series, by]) => (now[series] ?? 0) >= by);
+  }).catch(() => {});
+  expect(Object.fromEntries(Object.keys(expected).map((series) => [series, now[series] ?? 0]))).toEqual(expected);
+}, 30_000);
+

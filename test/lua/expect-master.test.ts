@@ -2,7 +2,7 @@
 // redis-server: it grants only on the node whose run_id the server checked, and the script
 // below it sees its own arguments unchanged.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { lockLibrary } from '../../src/engine/scripts';
+import { lockLibrary } from '../../src/redis/functions';
 import { lockKeys } from '../../src/engine/keys';
 import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
 

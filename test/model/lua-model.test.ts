@@ -16,7 +16,8 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockKeys, type LockKeys } from '../../src/engine/keys';
-import { lockLibrary, scriptKeyCount, type ScriptName } from '../../src/engine/scripts';
+import { scriptKeyCount, type ScriptName } from '../../src/engine/scripts';
+import { lockLibrary } from '../../src/redis/functions';
 import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
 import { runArb, learn, toCall, World, type Call, type Kind, type Op } from './commands';
 import {

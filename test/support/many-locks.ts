@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { lockKeys, scriptKeys } from '../../src/engine/keys';
-import { lockLibrary } from '../../src/engine/scripts';
+import { lockLibrary } from '../../src/redis/functions';
 
 export async function grantMany(redis: Redis, names: string[], owner: string, ttlMs: number, keyPrefix = 'hf'): Promise<void> {
   const library = lockLibrary();

@@ -1,0 +1,61 @@
+// Where lock state lives, as the engine sees it: somewhere that runs the lock scripts by name.
+// Each topology (one Redis or Sentinel, a Cluster; src/redis/store.ts) is one implementation and
+// owns its connections, the loading and reloading of the function library, pipelines per node,
+// the replicas' acknowledgement (WAIT), slot refreshes and the failover quarantine. The engine
+// never learns which topology it is on.
+import type { ScriptName } from './scripts';
+
+export type Reply = (string | number | Reply)[];
+
+/** One script call: its keys (one hash tag) and arguments. */
+export interface ScriptCall {
+  keys: string[];
+  args: (string | number)[];
+}
+
+/** The outcome of one call of a batch: an error (not yet turned into a LockError) or its reply. */
+export type BatchResult = [Error | null, unknown];
+
+/** What lock channels need of a subscriber connection (sharded pub/sub). */
+export interface Subscriber {
+  on(event: 'smessage', listener: (channel: string, message: string) => void): unknown;
+  ssubscribe(channel: string): Promise<unknown>;
+  sunsubscribe(channel: string): Promise<unknown>;
+}
+
+export interface LockStore {
+  /** Runs one script; Redis trouble becomes LockError('unavailable'). */
+  run(script: ScriptName, call: ScriptCall): Promise<Reply>;
+  /**
+   * Runs a script that grants or extends a lease, followed, when the topology asks for replica
+   * acknowledgement, by its check in the same round trip; `confirmed` says whether it passed
+   * (always true when none is asked).
+   */
+  runConfirmed(script: ScriptName, call: ScriptCall): Promise<{ reply: Reply; confirmed: boolean }>;
+  /**
+   * Runs calls that all go to one node (see nodeOf) in one pipelined round trip, confirmed
+   * together; a call the replicas did not confirm fails. Never throws: each call has its result.
+   */
+  runBatch(script: ScriptName, calls: ScriptCall[]): Promise<BatchResult[]>;
+  /** Names the node `key` lives on now, so a batch can be split per node ('' for one node). */
+  nodeOf(key: string): string;
+  /** Whether grants and renewals wait for replicas (runConfirmed then costs a WAIT). */
+  readonly confirmsWrites: boolean;
+  /** One bounded SCAN step for keys matching `pattern` ('0' starts and ends a walk). */
+  scan(cursor: string, pattern: string, count: number): Promise<{ keys: string[]; cursor: string }>;
+  /** The connection lock channels are subscribed on. */
+  readonly subscriber: Subscriber;
+  /** Why no grant may be made now on the lock `key` belongs to (a quarantine, Redis away), or null. */
+  grantsBlocked(key: string): string | null;
+  /** How long until grants on `key` may be made again (0: now). */
+  grantsResumeInMs(key: string): number;
+  /** performance.now() of the latest master change seen for `key` (-Infinity: none). */
+  lastFailoverAt(key: string): number;
+  /** Reconnected, and not yet sure whether `key`'s master changed. */
+  verifying(key: string): boolean;
+  /**
+   * Whether a grant on `key` is checked against its master inside the script (a Cluster with the
+   * quarantine): a release's hand-off is not, so it must go through the claim script instead.
+   */
+  checksMaster(key: string): boolean;
+}
