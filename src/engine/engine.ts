@@ -401,7 +401,7 @@ export class LockEngine {
    * cursor to go on from ('0': the walk is complete).
    */
   async scanLocks(cursor: string, count: number, namePrefix = ''): Promise<LockScan> {
-    let step;
+    let step: Awaited<ReturnType<typeof scanStep>>;
     try {
       step = await scanStep(this.redis, cursor, lockScanPattern(this.prefix, namePrefix), count);
     } catch (err) {
