@@ -11,7 +11,8 @@ import "time"
 //	sentAt + leaseStartedAfter + ttl - DriftMargin(leaseStartedAfter + ttl)
 //
 // No assumption about how long a message spent on the way: a confirmation that arrives late only
-// yields a deadline that is already past.
+// yields a deadline that is already past. clients/conformance/lease-deadline.json holds the cases
+// every SDK's deadline runs.
 
 // Clock-rate allowance: DriftFixed plus DriftRate (100 ppm) of the interval counted, as the
 // client, server and Redis clocks may each run that much fast or slow against one another.
@@ -30,4 +31,20 @@ func DriftMargin(counted time.Duration) time.Duration {
 func LeaseDeadline(sentAt time.Time, leaseStartedAfter, ttl time.Duration) time.Time {
 	counted := leaseStartedAfter + ttl
 	return sentAt.Add(counted - DriftMargin(counted))
+}
+
+// laterDeadline is the deadline a lease keeps after a confirmation whose own deadline is confirmed
+// (kept is zero before the grant): the later of the two, as the server never shortens a lease.
+func laterDeadline(kept, confirmed time.Time) time.Time {
+	if confirmed.After(kept) {
+		return confirmed
+	}
+	return kept
+}
+
+// deadlinePassed says whether a lease with this deadline is (or may be) lost at now: from its
+// deadline on it may be someone else's, so a confirmation arriving then, or a look at the clock,
+// finds it lost.
+func deadlinePassed(deadline, now time.Time) bool {
+	return !now.Before(deadline)
 }

@@ -160,7 +160,7 @@ func (l *Lease) Done() <-chan struct{} { return l.done }
 // look, before the timer has had a chance to run.
 func (l *Lease) Err() error {
 	l.mu.Lock()
-	err, passed := l.err, l.err == nil && !time.Now().Before(l.deadline)
+	err, passed := l.err, l.err == nil && deadlinePassed(l.deadline, time.Now())
 	l.mu.Unlock()
 	if passed {
 		l.end(&LostError{Name: l.name, Reason: localDeadlineReason})
@@ -193,13 +193,12 @@ func (l *Lease) moveDeadline(deadline time.Time) (late bool) {
 	if l.err != nil {
 		return false
 	}
-	if deadline.After(l.deadline) {
-		l.deadline = deadline
-	}
-	left := time.Until(l.deadline)
-	if left <= 0 {
+	l.deadline = laterDeadline(l.deadline, deadline)
+	now := time.Now()
+	if deadlinePassed(l.deadline, now) {
 		return true
 	}
+	left := l.deadline.Sub(now)
 	if l.timer == nil {
 		l.timer = time.AfterFunc(left, l.checkDeadline)
 	} else {
@@ -210,12 +209,13 @@ func (l *Lease) moveDeadline(deadline time.Time) (late bool) {
 
 func (l *Lease) checkDeadline() {
 	l.mu.Lock()
-	left := time.Until(l.deadline)
-	if left > 0 && l.err == nil { // a renewal raced the timer
-		l.timer.Reset(left)
+	now := time.Now()
+	passed := deadlinePassed(l.deadline, now)
+	if !passed && l.err == nil { // a renewal raced the timer
+		l.timer.Reset(l.deadline.Sub(now))
 	}
 	l.mu.Unlock()
-	if left <= 0 {
+	if passed {
 		l.end(&LostError{Name: l.name, Reason: localDeadlineReason})
 	}
 }

@@ -7,6 +7,8 @@
 // on this side's clock, less what the three clocks (client, server, Redis) may disagree about the
 // length of that interval. No assumption about how long a message spent on the way: a confirmation
 // that arrives late only yields a deadline that is already past.
+//
+// clients/conformance/lease-deadline.json holds the cases every SDK's deadline runs.
 
 /**
  * Clock-rate allowance: 5 ms, plus 100 ppm of the interval counted (client, server and Redis
@@ -26,6 +28,22 @@ export function driftMarginMs(countedMs: number): number {
 export function leaseDeadline(sentAt: number, leaseStartedAfterMs: number, ttlMs: number): number {
   const countedMs = leaseStartedAfterMs + ttlMs;
   return sentAt + countedMs - driftMarginMs(countedMs);
+}
+
+/**
+ * The deadline a lease keeps after a confirmation whose own deadline is `confirmed`: the later of
+ * the two. The server never shortens a lease (lua/renew-3.lua), so an earlier one says nothing new.
+ */
+export function laterDeadline(kept: number, confirmed: number): number {
+  return Math.max(kept, confirmed);
+}
+
+/**
+ * Whether a lease with this deadline is (or may be) lost at `now`: from its deadline on it may be
+ * someone else's, so a confirmation arriving then, or a look at the clock, finds it lost.
+ */
+export function deadlinePassed(deadline: number, now: number): boolean {
+  return now >= deadline;
 }
 
 /** A performance.now() moment as epoch milliseconds. */

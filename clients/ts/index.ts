@@ -12,3 +12,4 @@ export { Lock, type ReleaseResult } from './lock';
 export { isServiceError, type UnaryCalls } from './rpc';
 export { acquireRequest, holdRequest, type AcquireOptions, type HoldOptions, type LockOptions } from './options';
 export { LockMode, LostReason } from './gen/holdfast/v1/lock';
+export * from './fencing';

@@ -5,10 +5,11 @@
 // quiet and no `lost` event can arrive (Chubby's clients keep such a local lease timeout). Each
 // confirmation (acquired, renewed) can only move that deadline forward; one whose deadline has
 // already passed when it arrives means the lease may be someone else's by now, so it counts as lost.
-import { status, type ClientReadableStream, type StatusObject } from '@grpc/grpc-js';
+import { status, type ClientReadableStream, type Metadata, type StatusObject } from '@grpc/grpc-js';
 import type { HoldAcquired, HoldResponse } from './gen/holdfast/v1/lock';
-import { leaseDeadline, toEpochMs } from './deadline';
+import { deadlinePassed, laterDeadline, leaseDeadline, toEpochMs } from './deadline';
 import { LeaseLostError } from './errors';
+import { attachFenceHeaders, attachFenceMetadata, type HeaderTarget } from './fencing/attach';
 import type { UnaryCalls } from './rpc';
 
 type State = 'held' | 'lost' | 'released';
@@ -64,7 +65,7 @@ export class Lease {
   }
 
   private checkDeadline(): void {
-    if (this.state === 'held' && performance.now() >= this.deadline) this.lose(this.deadlinePassed());
+    if (this.state === 'held' && deadlinePassed(this.deadline, performance.now())) this.lose(this.deadlinePassed());
   }
 
   /** The timer alone would let code that runs first after a pause see a stale "held". */
@@ -126,6 +127,19 @@ export class Lease {
     await this.rpc.setValue({ name: this.name, token: this.token, value });
   }
 
+  /**
+   * Adds this grant's fence (Holdfast-Fence-Lock, Holdfast-Fence-Token) to a request's `headers`
+   * and returns them; a guarded resource refuses it once a newer grant wrote (docs/fencing.md).
+   */
+  fence<T extends HeaderTarget>(headers: T): T {
+    return attachFenceHeaders(headers, this.name, this.fencingToken);
+  }
+
+  /** Adds this grant's fence to gRPC `metadata` (a new Metadata by default) and returns it. */
+  fenceMetadata(metadata?: Metadata): Metadata {
+    return attachFenceMetadata(this.name, this.fencingToken, metadata);
+  }
+
   /** Called by the stream for every event after `acquired`. */
   onEvent(event: HoldResponse): void {
     if (event.renewed) this.confirmed(Number(event.renewed.leaseStartedAfterMs), Number(event.renewed.ttlMs), 'a renewal');
@@ -140,8 +154,8 @@ export class Lease {
 
   private confirmed(leaseStartedAfterMs: number, ttlMs: number, what: string): void {
     if (this.state !== 'held') return;
-    this.deadline = Math.max(this.deadline, leaseDeadline(this.sentAt, leaseStartedAfterMs, ttlMs));
-    if (this.deadline <= performance.now()) {
+    this.deadline = laterDeadline(this.deadline, leaseDeadline(this.sentAt, leaseStartedAfterMs, ttlMs));
+    if (deadlinePassed(this.deadline, performance.now())) {
       this.lose(new LeaseLostError(this.name, `${what} arrived after the lease could have ended`, 'deadline'));
       return;
     }

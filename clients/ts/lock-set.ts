@@ -1,9 +1,10 @@
 // Several locks at once, all or nothing (AcquireSet, HoldSet, ReleaseSet). The server takes the
 // names in one canonical order, so overlapping sets asked for in any order never deadlock.
-import type { ClientReadableStream } from '@grpc/grpc-js';
+import type { ClientReadableStream, Metadata } from '@grpc/grpc-js';
 import type { HoldAcquired, HoldResponse, HoldSetAcquired, HoldSetRequest, LockServiceClient, SetMember } from './gen/holdfast/v1/lock';
 import { leaseDeadline, toEpochMs } from './deadline';
 import { NotAcquiredError } from './errors';
+import { attachFenceHeaders, attachFenceMetadata, type HeaderTarget } from './fencing/attach';
 import { openStream } from './hold';
 import { Lease } from './lease';
 import { int64Field, lockFields, type AcquireOptions, type HoldOptions } from './options';
@@ -85,6 +86,25 @@ export class LeaseSet extends Lease {
     const member = this.members.find((m) => m.name === name);
     if (!member) throw new RangeError(`"${name}" is not a member of this set`);
     return member.fencingToken;
+  }
+
+  /** A set holds several locks, each with its own token: fence with one member's (fenceMember). */
+  override fence(_headers?: HeaderTarget): never {
+    throw new RangeError('a LeaseSet holds several locks: use fenceMember(headers, name) or fenceMemberMetadata(name)');
+  }
+
+  override fenceMetadata(_metadata?: Metadata): never {
+    return this.fence();
+  }
+
+  /** Adds member `name`'s fence to `headers` and returns them. */
+  fenceMember<T extends HeaderTarget>(headers: T, name: string): T {
+    return attachFenceHeaders(headers, name, this.memberFencingToken(name));
+  }
+
+  /** Member `name`'s fence as gRPC metadata (added to `metadata` when given). */
+  fenceMemberMetadata(name: string, metadata?: Metadata): Metadata {
+    return attachFenceMetadata(name, this.memberFencingToken(name), metadata);
   }
 
   protected override async giveBack(): Promise<void> {

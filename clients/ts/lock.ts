@@ -1,6 +1,8 @@
 // A grant from the unary Acquire: nothing renews it; it lasts ttlMs unless renewed or released.
+import type { Metadata } from '@grpc/grpc-js';
 import type { AcquireResponse } from './gen/holdfast/v1/lock';
-import { leaseDeadline, toEpochMs } from './deadline';
+import { attachFenceHeaders, attachFenceMetadata, type HeaderTarget } from './fencing/attach';
+import { laterDeadline, leaseDeadline, toEpochMs } from './deadline';
 import { int64Field } from './options';
 import type { UnaryCalls } from './rpc';
 
@@ -60,12 +62,25 @@ export class Lock {
     await this.rpc.setValue({ name: this.name, token: this.token, value });
   }
 
+  /**
+   * Adds this grant's fence (Holdfast-Fence-Lock, Holdfast-Fence-Token) to a request's `headers`
+   * and returns them; a guarded resource refuses it once a newer grant wrote (docs/fencing.md).
+   */
+  fence<T extends HeaderTarget>(headers: T): T {
+    return attachFenceHeaders(headers, this.name, this.fencingToken);
+  }
+
+  /** Adds this grant's fence to gRPC `metadata` (a new Metadata by default) and returns it. */
+  fenceMetadata(metadata?: Metadata): Metadata {
+    return attachFenceMetadata(this.name, this.fencingToken, metadata);
+  }
+
   /** Extends the lease to `ttlMs` from now (0: the grant's own lease length); resolves with the lease left in ms. */
   async renew(ttlMs = 0): Promise<number> {
     const sentAt = performance.now();
     const res = await this.rpc.renew({ name: this.name, token: this.token, ttlMs: int64Field('ttlMs', ttlMs) });
     const leftMs = Number(res.ttlMs);
-    this.deadline = Math.max(this.deadline, leaseDeadline(sentAt, 0, leftMs));
+    this.deadline = laterDeadline(this.deadline, leaseDeadline(sentAt, 0, leftMs));
     return leftMs;
   }
 }

@@ -37,6 +37,12 @@ function readyWithin(redis: { once(event: 'ready' | 'error', cb: () => void): un
   });
 }
 
+async function identifiedWithin(guard: { identified(): boolean }, ms: number): Promise<void> {
+  for (const until = performance.now() + ms; !guard.identified() && performance.now() < until; ) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 function redisTarget(config: ServerConfig): RedisTarget | undefined {
   if (config.redisClusterNodes?.length) return { clusterNodes: config.redisClusterNodes };
   if (config.redisSentinels?.length) return { sentinels: config.redisSentinels, masterName: config.redisMaster ?? 'mymaster' };
@@ -126,6 +132,9 @@ export async function startRedisBackend(config: ServerConfig, limits: ServerLimi
     onChange();
   });
   if (!redisReady) await readyWithin(redis.commands, REDIS_STARTUP_WAIT_MS);
+  // Listen once the master is identified (milliseconds): a try-once Acquire sent right after the
+  // start would otherwise be told UNAVAILABLE while the server checks which master it writes to.
+  if (redisReady && guard) await identifiedWithin(guard, REDIS_STARTUP_WAIT_MS);
   if (redisReady) await loadLockFunctions();
 
   const problem = await replicaSettingsProblem(redis.commands, { syncReplicas: !!config.syncReplicas, quarantine: quarantine > 0, quarantineMarginMs });

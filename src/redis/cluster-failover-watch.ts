@@ -75,6 +75,11 @@ export class ClusterFailoverWatch {
     return Math.max(0, ...[...this.watches.values()].map((w) => w.resumeInMs()));
   }
 
+  /** Every master serving slots has a watch that has identified it. */
+  identified(): boolean {
+    return this.synced && this.watches.size > 0 && [...this.watches.values()].every((w) => w.isVerified);
+  }
+
   lastFailoverAt(slot: number): number {
     return this.watchOf(slot)?.lastFailoverAt ?? -Infinity;
   }

@@ -33,6 +33,8 @@ export interface WriteGuard {
   lastFailoverAt(key: string): number;
   /** The server reconnected and does not know yet whether `key`'s master changed (lastFailoverAt may still move). */
   verifying(key: string): boolean;
+  /** Every master grants go to has been identified at least once (false while none has, or none is known yet). */
+  identified(): boolean;
   /**
    * The run_id of the master a grant on `key` must be made on, checked by the script itself
    * ('' for no check). Only on a Cluster, where the client may follow MOVED to an unchecked node.
@@ -91,6 +93,7 @@ export function createWriteGuard(redis: Redis | Cluster, options: GuardOptions):
       grantsResumeInMs: (key) => shards.resumeInMs(slot(key)),
       lastFailoverAt: (key) => shards.lastFailoverAt(calculateSlot(key)),
       verifying: (key) => shards.verifying(calculateSlot(key)),
+      identified: () => shards.identified(),
       expectedMaster: (key) => shards.expectedMaster(calculateSlot(key)),
       close: () => {
         acks?.close();
@@ -118,6 +121,7 @@ export function createWriteGuard(redis: Redis | Cluster, options: GuardOptions):
     grantsResumeInMs: () => watch?.resumeInMs() ?? 0,
     lastFailoverAt: () => watch?.lastFailoverAt ?? -Infinity,
     verifying: () => (watch ? !watch.isVerified : false),
+    identified: () => (watch ? watch.isVerified : true),
     expectedMaster: () => '',
     close: () => {
       acks?.close();

@@ -21,7 +21,7 @@ beforeAll(() => {
 }, 120_000);
 
 describe('examples (short mode)', () => {
-  it.each(['singleton-job', 'market', 'read-mostly-config'])('%s runs and passes its checks', async (name) => {
+  it.each(['singleton-job', 'market', 'read-mostly-config', 'fenced-storage'])('%s runs and passes its checks', async (name) => {
     const { code, output } = await runExample(name);
     expect(output).not.toContain('FAILED');
     expect(output).toContain('ok: ');

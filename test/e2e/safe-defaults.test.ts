@@ -167,3 +167,21 @@ describe('Redis trouble as a user meets it', () => {
     await waitFor('the cause to be logged', () => server.logs.some((l) => l.includes('cannot reach Redis at no-such-host.invalid:6379: host name not found (ENOTFOUND)')));
   });
 });
+
+describe('an embedded data dir that may have lost grants', () => {
+  it('is quarantined: one written by a Redis that did not fsync every write (an older holdfast)', async () => {
+    const dataDir = join(dir, 'older');
+    const { startEmbeddedRedis } = await import('../../src/redis/embedded');
+    const older = await startEmbeddedRedis({ dataDir: join(dataDir, 'redis'), args: ['--appendonly', 'no', '--save', '60 1'] });
+    const { Redis } = await import('ioredis');
+    const c = new Redis(older.url);
+    await c.set('hf:something', '1');
+    await c.save();
+    c.disconnect();
+    await older.stop();
+    const server = await serve(undefined, ['--data-dir', dataDir]);
+    expect(server.logs.some((l) => l.includes('"holdsEveryGrant":false'))).toBe(true);
+    await waitFor('the quarantine to be logged', () => server.logs.some((l) => l.includes('quarantine: no new grants for 61 s')));
+    expect(await healthStatus(server.addr)).toBe('NOT_SERVING');
+  });
+});

@@ -12,10 +12,12 @@ let server: ServerProcess;
 let client: TestClient;
 
 beforeAll(async () => {
-  group = await startTestSentinels();
+  // Three failovers in a row leave the last master without replicas: min-replicas-to-write 0 and
+  // --sync-replicas 0 let it grant (what these tests follow is the master, not replica acknowledgement).
+  group = await startTestSentinels({ nodeArgs: ['--min-replicas-to-write', '0'] });
   // Default safety with a 15 s lease cap: each failover's quarantine lasts 16 s, not 61; a held lock
   // outlives it because its Hold renews it (renewals go on through a quarantine; new grants wait).
-  server = await startServerProcess(undefined, ['--redis-sentinels', group.sentinelAddrs.join(','), '--redis-master', MASTER_NAME, '--max-ttl-ms', '15000', '--default-ttl-ms', '5000']);
+  server = await startServerProcess(undefined, ['--redis-sentinels', group.sentinelAddrs.join(','), '--redis-master', MASTER_NAME, '--max-ttl-ms', '15000', '--default-ttl-ms', '5000', '--sync-replicas', '0']);
   client = connect(server.addr);
 }, 60_000);
 afterAll(async () => {

@@ -10,6 +10,7 @@ on this side's monotonic clock, whatever the network did meanwhile. That deadlin
 forward. When it passes, the lease counts as lost even though no `lost` event came; a grant or
 renewal that arrives after its own deadline makes the lease lost at once (it is never reported
 held). A server that sends no lease_started_after_ms (0) only makes the deadline earlier.
+clients/conformance/lease-deadline.json holds the cases every SDK's deadline runs.
 """
 
 import threading
@@ -48,6 +49,18 @@ def lease_deadline(sent_at, lease_started_after_ms, ttl_ms):
     """The conservative end of a lease in time.monotonic() seconds; sent_at is when the request was sent."""
     counted_ms = lease_started_after_ms + ttl_ms
     return sent_at + (counted_ms - drift_margin_ms(counted_ms)) / 1000.0
+
+
+def later_deadline(kept, confirmed):
+    """The deadline a lease keeps after a confirmation whose own deadline is `confirmed` (kept is None
+    before the grant): the later of the two, as the server never shortens a lease."""
+    return confirmed if kept is None else max(kept, confirmed)
+
+
+def deadline_passed(deadline, now):
+    """Whether a lease with this deadline is (or may be) lost at `now`: from its deadline on it may be
+    someone else's, so a confirmation arriving then, or a look at the clock, finds it lost."""
+    return now >= deadline
 
 
 # Why a lease counts as lost when nothing but the local clock said so.
@@ -103,8 +116,8 @@ class LeaseState:
         else:
             return None
         deadline = lease_deadline(self._sent_at, confirmed.lease_started_after_ms, confirmed.ttl_ms)
-        self._deadline = deadline if self._deadline is None else max(self._deadline, deadline)
-        if self._deadline <= time.monotonic():
+        self._deadline = later_deadline(self._deadline, deadline)
+        if deadline_passed(self._deadline, time.monotonic()):
             return f"{what} arrived after the lease could have ended", lock_pb2.LOST_REASON_UNSPECIFIED
         return None
 
@@ -132,7 +145,7 @@ class LeaseState:
 
     def check(self):
         """Raises LeaseLost when the lease is lost (a fencing point before a side effect)."""
-        if self.lost.is_set() or time.monotonic() >= (self.deadline or 0):
+        if self.lost.is_set() or deadline_passed(self.deadline or 0, time.monotonic()):
             self._lose(PAST_DEADLINE, lock_pb2.LOST_REASON_UNSPECIFIED)
             raise LeaseLost(f'lock "{self.name}": {self.lost_reason}')
 

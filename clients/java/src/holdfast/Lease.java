@@ -158,7 +158,7 @@ public final class Lease implements AutoCloseable {
       if (lost != null || closing) {
         return lost;
       }
-      past = hasDeadline && System.nanoTime() - deadline >= 0;
+      past = hasDeadline && LeaseDeadline.passed(deadline, System.nanoTime());
     }
     if (past) {
       lose(PAST_DEADLINE, LostReason.LOST_REASON_UNSPECIFIED);
@@ -304,15 +304,15 @@ public final class Lease implements AutoCloseable {
     }
     if (what == null) {
       lose(response.getLost().getReason(), response.getLost().getCode());
-    } else if (System.nanoTime() - deadlineNanos() >= 0) {
+    } else if (LeaseDeadline.passed(deadlineNanos(), System.nanoTime())) {
       lose(what + " arrived after the lease could have ended", LostReason.LOST_REASON_UNSPECIFIED);
     }
   }
 
   private void moveDeadline(long leaseStartedAfterMs, long ttl) {
     long next = LeaseDeadline.of(sentAt, leaseStartedAfterMs, ttl);
-    if (hasDeadline && next - deadline <= 0) {
-      return;
+    if (hasDeadline && LeaseDeadline.later(deadline, next) == deadline) {
+      return; // it would not move forward
     }
     deadline = next;
     hasDeadline = true;

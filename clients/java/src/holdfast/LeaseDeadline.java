@@ -13,7 +13,7 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>on this side's clock. The same rule as the TypeScript, Python and Go clients: no assumption about
  * how long a message spent on the way, as a confirmation that arrives late only yields a deadline that
- * is already past.
+ * is already past. clients/conformance/lease-deadline.json holds the cases every SDK's deadline runs.
  */
 public final class LeaseDeadline {
   /** Clock-rate allowance, fixed part: the client, server and Redis clocks may disagree this much. */
@@ -36,5 +36,22 @@ public final class LeaseDeadline {
     double countedMs = leaseStartedAfterMs + ttlMs;
     double leaseMs = countedMs - driftMarginMs(countedMs);
     return sentAtNanos + (long) (leaseMs * TimeUnit.MILLISECONDS.toNanos(1));
+  }
+
+  /**
+   * The deadline a lease keeps after a confirmation whose own deadline is {@code confirmed}: the later
+   * of the two, as the server never shortens a lease. {@link System#nanoTime()} values compare by
+   * their difference (they may wrap).
+   */
+  static long later(long kept, long confirmed) {
+    return confirmed - kept > 0 ? confirmed : kept;
+  }
+
+  /**
+   * Whether a lease with this deadline is (or may be) lost at {@code now}: from its deadline on it may
+   * be someone else's, so a confirmation arriving then, or a look at the clock, finds it lost.
+   */
+  static boolean passed(long deadline, long now) {
+    return now - deadline >= 0;
   }
 }

@@ -116,6 +116,9 @@ class LockServiceServicer(object):
 
     def CheckFencingToken(self, request, context):
         """Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer).
+        Check-then-act: the holder can lose the lock between this answer and its write. To close that
+        window the protected resource compares tokens itself, as each request arrives (the fencing wire
+        convention at AcquireResponse.fencing_token; docs/fencing.md).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

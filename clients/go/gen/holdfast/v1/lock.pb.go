@@ -352,6 +352,16 @@ type AcquireResponse struct {
 	// The secret token that releases and renews this grant.
 	Token string `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
 	// Strictly greater than every earlier grant's fencing token for this name.
+	//
+	// Fencing wire convention (clients/conformance/fencing.json is its source of truth): a holder sends
+	// the lock's name and this token with every request to a protected resource, as gRPC metadata
+	// `holdfast-fence-lock` and `holdfast-fence-token`, or HTTP headers `Holdfast-Fence-Lock` and
+	// `Holdfast-Fence-Token`. The name is percent-encoded UTF-8 (as JavaScript's encodeURIComponent
+	// writes it); the token is unsigned decimal without sign or leading zeros (it passes 2^53: never
+	// a float). The resource's guard compares it with the newest token it has recorded for that name:
+	// older is refused (gRPC FAILED_PRECONDITION, HTTP 409, naming the lock and both tokens); equal (the
+	// same holder again) or newer is accepted and recorded, in one atomic step. A missing or malformed
+	// fence is refused with gRPC INVALID_ARGUMENT, HTTP 400, naming the header. See docs/fencing.md.
 	FencingToken uint64 `protobuf:"varint,3,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
 	// The lease left, in milliseconds, when the grant was made.
 	TtlMs int64 `protobuf:"varint,4,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
@@ -913,7 +923,7 @@ type HoldAcquired struct {
 
 	// The grant's token; it also works with Release and Renew.
 	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
-	// The grant's fencing token.
+	// The grant's fencing token: send it to protected resources as AcquireResponse.fencing_token says.
 	FencingToken uint64 `protobuf:"varint,2,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
 	// The lease length in milliseconds.
 	TtlMs int64 `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`

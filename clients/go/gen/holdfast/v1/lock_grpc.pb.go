@@ -31,6 +31,9 @@ type LockServiceClient interface {
 	// Inspects a lock: its holders, waiters and last fencing token. Never returns a token.
 	Inspect(ctx context.Context, in *InspectRequest, opts ...grpc.CallOption) (*InspectResponse, error)
 	// Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer).
+	// Check-then-act: the holder can lose the lock between this answer and its write. To close that
+	// window the protected resource compares tokens itself, as each request arrives (the fencing wire
+	// convention at AcquireResponse.fencing_token; docs/fencing.md).
 	CheckFencingToken(ctx context.Context, in *CheckFencingTokenRequest, opts ...grpc.CallOption) (*CheckFencingTokenResponse, error)
 	// Replaces the value a live grant publishes to watchers (Holder.value); a token that holds nothing is answered with NOT_FOUND.
 	SetValue(ctx context.Context, in *SetValueRequest, opts ...grpc.CallOption) (*SetValueResponse, error)
@@ -243,6 +246,9 @@ type LockServiceServer interface {
 	// Inspects a lock: its holders, waiters and last fencing token. Never returns a token.
 	Inspect(context.Context, *InspectRequest) (*InspectResponse, error)
 	// Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer).
+	// Check-then-act: the holder can lose the lock between this answer and its write. To close that
+	// window the protected resource compares tokens itself, as each request arrives (the fencing wire
+	// convention at AcquireResponse.fencing_token; docs/fencing.md).
 	CheckFencingToken(context.Context, *CheckFencingTokenRequest) (*CheckFencingTokenResponse, error)
 	// Replaces the value a live grant publishes to watchers (Holder.value); a token that holds nothing is answered with NOT_FOUND.
 	SetValue(context.Context, *SetValueRequest) (*SetValueResponse, error)

@@ -2275,6 +2275,15 @@ public final class Lock {
     /**
      * <pre>
      * Strictly greater than every earlier grant's fencing token for this name.
+     * Fencing wire convention (clients/conformance/fencing.json is its source of truth): a holder sends
+     * the lock's name and this token with every request to a protected resource, as gRPC metadata
+     * `holdfast-fence-lock` and `holdfast-fence-token`, or HTTP headers `Holdfast-Fence-Lock` and
+     * `Holdfast-Fence-Token`. The name is percent-encoded UTF-8 (as JavaScript's encodeURIComponent
+     * writes it); the token is unsigned decimal without sign or leading zeros (it passes 2^53: never
+     * a float). The resource's guard compares it with the newest token it has recorded for that name:
+     * older is refused (gRPC FAILED_PRECONDITION, HTTP 409, naming the lock and both tokens); equal (the
+     * same holder again) or newer is accepted and recorded, in one atomic step. A missing or malformed
+     * fence is refused with gRPC INVALID_ARGUMENT, HTTP 400, naming the header. See docs/fencing.md.
      * </pre>
      *
      * <code>uint64 fencing_token = 3 [json_name = "fencingToken"];</code>
@@ -2425,6 +2434,15 @@ public final class Lock {
     /**
      * <pre>
      * Strictly greater than every earlier grant's fencing token for this name.
+     * Fencing wire convention (clients/conformance/fencing.json is its source of truth): a holder sends
+     * the lock's name and this token with every request to a protected resource, as gRPC metadata
+     * `holdfast-fence-lock` and `holdfast-fence-token`, or HTTP headers `Holdfast-Fence-Lock` and
+     * `Holdfast-Fence-Token`. The name is percent-encoded UTF-8 (as JavaScript's encodeURIComponent
+     * writes it); the token is unsigned decimal without sign or leading zeros (it passes 2^53: never
+     * a float). The resource's guard compares it with the newest token it has recorded for that name:
+     * older is refused (gRPC FAILED_PRECONDITION, HTTP 409, naming the lock and both tokens); equal (the
+     * same holder again) or newer is accepted and recorded, in one atomic step. A missing or malformed
+     * fence is refused with gRPC INVALID_ARGUMENT, HTTP 400, naming the header. See docs/fencing.md.
      * </pre>
      *
      * <code>uint64 fencing_token = 3 [json_name = "fencingToken"];</code>
@@ -3068,6 +3086,15 @@ public final class Lock {
       /**
        * <pre>
        * Strictly greater than every earlier grant's fencing token for this name.
+       * Fencing wire convention (clients/conformance/fencing.json is its source of truth): a holder sends
+       * the lock's name and this token with every request to a protected resource, as gRPC metadata
+       * `holdfast-fence-lock` and `holdfast-fence-token`, or HTTP headers `Holdfast-Fence-Lock` and
+       * `Holdfast-Fence-Token`. The name is percent-encoded UTF-8 (as JavaScript's encodeURIComponent
+       * writes it); the token is unsigned decimal without sign or leading zeros (it passes 2^53: never
+       * a float). The resource's guard compares it with the newest token it has recorded for that name:
+       * older is refused (gRPC FAILED_PRECONDITION, HTTP 409, naming the lock and both tokens); equal (the
+       * same holder again) or newer is accepted and recorded, in one atomic step. A missing or malformed
+       * fence is refused with gRPC INVALID_ARGUMENT, HTTP 400, naming the header. See docs/fencing.md.
        * </pre>
        *
        * <code>uint64 fencing_token = 3 [json_name = "fencingToken"];</code>
@@ -3080,6 +3107,15 @@ public final class Lock {
       /**
        * <pre>
        * Strictly greater than every earlier grant's fencing token for this name.
+       * Fencing wire convention (clients/conformance/fencing.json is its source of truth): a holder sends
+       * the lock's name and this token with every request to a protected resource, as gRPC metadata
+       * `holdfast-fence-lock` and `holdfast-fence-token`, or HTTP headers `Holdfast-Fence-Lock` and
+       * `Holdfast-Fence-Token`. The name is percent-encoded UTF-8 (as JavaScript's encodeURIComponent
+       * writes it); the token is unsigned decimal without sign or leading zeros (it passes 2^53: never
+       * a float). The resource's guard compares it with the newest token it has recorded for that name:
+       * older is refused (gRPC FAILED_PRECONDITION, HTTP 409, naming the lock and both tokens); equal (the
+       * same holder again) or newer is accepted and recorded, in one atomic step. A missing or malformed
+       * fence is refused with gRPC INVALID_ARGUMENT, HTTP 400, naming the header. See docs/fencing.md.
        * </pre>
        *
        * <code>uint64 fencing_token = 3 [json_name = "fencingToken"];</code>
@@ -3096,6 +3132,15 @@ public final class Lock {
       /**
        * <pre>
        * Strictly greater than every earlier grant's fencing token for this name.
+       * Fencing wire convention (clients/conformance/fencing.json is its source of truth): a holder sends
+       * the lock's name and this token with every request to a protected resource, as gRPC metadata
+       * `holdfast-fence-lock` and `holdfast-fence-token`, or HTTP headers `Holdfast-Fence-Lock` and
+       * `Holdfast-Fence-Token`. The name is percent-encoded UTF-8 (as JavaScript's encodeURIComponent
+       * writes it); the token is unsigned decimal without sign or leading zeros (it passes 2^53: never
+       * a float). The resource's guard compares it with the newest token it has recorded for that name:
+       * older is refused (gRPC FAILED_PRECONDITION, HTTP 409, naming the lock and both tokens); equal (the
+       * same holder again) or newer is accepted and recorded, in one atomic step. A missing or malformed
+       * fence is refused with gRPC INVALID_ARGUMENT, HTTP 400, naming the header. See docs/fencing.md.
        * </pre>
        *
        * <code>uint64 fencing_token = 3 [json_name = "fencingToken"];</code>
@@ -9229,7 +9274,7 @@ public final class Lock {
 
     /**
      * <pre>
-     * The grant's fencing token.
+     * The grant's fencing token: send it to protected resources as AcquireResponse.fencing_token says.
      * </pre>
      *
      * <code>uint64 fencing_token = 2 [json_name = "fencingToken"];</code>
@@ -9385,7 +9430,7 @@ public final class Lock {
     private long fencingToken_ = 0L;
     /**
      * <pre>
-     * The grant's fencing token.
+     * The grant's fencing token: send it to protected resources as AcquireResponse.fencing_token says.
      * </pre>
      *
      * <code>uint64 fencing_token = 2 [json_name = "fencingToken"];</code>
@@ -10031,7 +10076,7 @@ public final class Lock {
       private long fencingToken_ ;
       /**
        * <pre>
-       * The grant's fencing token.
+       * The grant's fencing token: send it to protected resources as AcquireResponse.fencing_token says.
        * </pre>
        *
        * <code>uint64 fencing_token = 2 [json_name = "fencingToken"];</code>
@@ -10043,7 +10088,7 @@ public final class Lock {
       }
       /**
        * <pre>
-       * The grant's fencing token.
+       * The grant's fencing token: send it to protected resources as AcquireResponse.fencing_token says.
        * </pre>
        *
        * <code>uint64 fencing_token = 2 [json_name = "fencingToken"];</code>
@@ -10059,7 +10104,7 @@ public final class Lock {
       }
       /**
        * <pre>
-       * The grant's fencing token.
+       * The grant's fencing token: send it to protected resources as AcquireResponse.fencing_token says.
        * </pre>
        *
        * <code>uint64 fencing_token = 2 [json_name = "fencingToken"];</code>

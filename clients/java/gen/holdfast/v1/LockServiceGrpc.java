@@ -466,6 +466,9 @@ public final class LockServiceGrpc {
     /**
      * <pre>
      * Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer).
+     * Check-then-act: the holder can lose the lock between this answer and its write. To close that
+     * window the protected resource compares tokens itself, as each request arrives (the fencing wire
+     * convention at AcquireResponse.fencing_token; docs/fencing.md).
      * </pre>
      */
     public void checkFencingToken(holdfast.v1.Lock.CheckFencingTokenRequest request,
@@ -689,6 +692,9 @@ public final class LockServiceGrpc {
     /**
      * <pre>
      * Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer).
+     * Check-then-act: the holder can lose the lock between this answer and its write. To close that
+     * window the protected resource compares tokens itself, as each request arrives (the fencing wire
+     * convention at AcquireResponse.fencing_token; docs/fencing.md).
      * </pre>
      */
     public void checkFencingToken(holdfast.v1.Lock.CheckFencingTokenRequest request,
@@ -832,6 +838,9 @@ public final class LockServiceGrpc {
     /**
      * <pre>
      * Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer).
+     * Check-then-act: the holder can lose the lock between this answer and its write. To close that
+     * window the protected resource compares tokens itself, as each request arrives (the fencing wire
+     * convention at AcquireResponse.fencing_token; docs/fencing.md).
      * </pre>
      */
     public holdfast.v1.Lock.CheckFencingTokenResponse checkFencingToken(holdfast.v1.Lock.CheckFencingTokenRequest request) {
@@ -963,6 +972,9 @@ public final class LockServiceGrpc {
     /**
      * <pre>
      * Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer).
+     * Check-then-act: the holder can lose the lock between this answer and its write. To close that
+     * window the protected resource compares tokens itself, as each request arrives (the fencing wire
+     * convention at AcquireResponse.fencing_token; docs/fencing.md).
      * </pre>
      */
     public com.google.common.util.concurrent.ListenableFuture<holdfast.v1.Lock.CheckFencingTokenResponse> checkFencingToken(

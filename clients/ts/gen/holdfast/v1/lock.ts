@@ -265,7 +265,19 @@ export interface AcquireResponse {
   acquired: boolean;
   /** The secret token that releases and renews this grant. */
   token: string;
-  /** Strictly greater than every earlier grant's fencing token for this name. */
+  /**
+   * Strictly greater than every earlier grant's fencing token for this name.
+   *
+   * Fencing wire convention (clients/conformance/fencing.json is its source of truth): a holder sends
+   * the lock's name and this token with every request to a protected resource, as gRPC metadata
+   * `holdfast-fence-lock` and `holdfast-fence-token`, or HTTP headers `Holdfast-Fence-Lock` and
+   * `Holdfast-Fence-Token`. The name is percent-encoded UTF-8 (as JavaScript's encodeURIComponent
+   * writes it); the token is unsigned decimal without sign or leading zeros (it passes 2^53: never
+   * a float). The resource's guard compares it with the newest token it has recorded for that name:
+   * older is refused (gRPC FAILED_PRECONDITION, HTTP 409, naming the lock and both tokens); equal (the
+   * same holder again) or newer is accepted and recorded, in one atomic step. A missing or malformed
+   * fence is refused with gRPC INVALID_ARGUMENT, HTTP 400, naming the header. See docs/fencing.md.
+   */
   fencingToken: string;
   /** The lease left, in milliseconds, when the grant was made. */
   ttlMs: string;
@@ -364,7 +376,7 @@ export interface HoldResponse {
 export interface HoldAcquired {
   /** The grant's token; it also works with Release and Renew. */
   token: string;
-  /** The grant's fencing token. */
+  /** The grant's fencing token: send it to protected resources as AcquireResponse.fencing_token says. */
   fencingToken: string;
   /** The lease length in milliseconds. */
   ttlMs: string;
@@ -4036,7 +4048,12 @@ export const LockServiceService = {
     responseSerialize: (value: InspectResponse): Buffer => Buffer.from(InspectResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): InspectResponse => InspectResponse.decode(value),
   },
-  /** Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer). */
+  /**
+   * Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer).
+   * Check-then-act: the holder can lose the lock between this answer and its write. To close that
+   * window the protected resource compares tokens itself, as each request arrives (the fencing wire
+   * convention at AcquireResponse.fencing_token; docs/fencing.md).
+   */
   checkFencingToken: {
     path: "/holdfast.v1.LockService/CheckFencingToken" as const,
     requestStream: false as const,
@@ -4131,7 +4148,12 @@ export interface LockServiceServer extends UntypedServiceImplementation {
   hold: handleServerStreamingCall<HoldRequest, HoldResponse>;
   /** Inspects a lock: its holders, waiters and last fencing token. Never returns a token. */
   inspect: handleUnaryCall<InspectRequest, InspectResponse>;
-  /** Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer). */
+  /**
+   * Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer).
+   * Check-then-act: the holder can lose the lock between this answer and its write. To close that
+   * window the protected resource compares tokens itself, as each request arrives (the fencing wire
+   * convention at AcquireResponse.fencing_token; docs/fencing.md).
+   */
   checkFencingToken: handleUnaryCall<CheckFencingTokenRequest, CheckFencingTokenResponse>;
   /** Replaces the value a live grant publishes to watchers (Holder.value); a token that holds nothing is answered with NOT_FOUND. */
   setValue: handleUnaryCall<SetValueRequest, SetValueResponse>;
@@ -4233,7 +4255,12 @@ export interface LockServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: InspectResponse) => void,
   ): ClientUnaryCall;
-  /** Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer). */
+  /**
+   * Checks whether a fencing token belongs to a live holder right now (Chubby's CheckSequencer).
+   * Check-then-act: the holder can lose the lock between this answer and its write. To close that
+   * window the protected resource compares tokens itself, as each request arrives (the fencing wire
+   * convention at AcquireResponse.fencing_token; docs/fencing.md).
+   */
   checkFencingToken(
     request: CheckFencingTokenRequest,
     callback: (error: ServiceError | null, response: CheckFencingTokenResponse) => void,

@@ -1,0 +1,119 @@
+// `npm run bench:fencing`: what the fencing guard adds to an HTTP request, per store, against the
+// same server without the guard, in one run. The server is a child process; its stores are real:
+// a durable redis-server (appendonly yes, appendfsync always, as the Redis store requires) and a
+// private PostgreSQL (fsync on, each check a committed statement). The holder writes again and
+// again with one token (the common case). Rounds interleave the routes (each starting at another), so load drifts hit all alike.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { attachFenceHeaders } from '../clients/ts/fencing';
+import { startEmbeddedRedis } from '../src/redis/embedded';
+import { fixed, machineNote, markdownTable, quantile, ROOT, setting, stopChild, writeResult } from './support';
+
+const REQUESTS = setting('requests', 'HOLDFAST_BENCH_REQUESTS', 4000);
+const CONCURRENCY = setting('concurrency', 'HOLDFAST_BENCH_CONCURRENCY', 8);
+const ROUNDS = setting('rounds', 'HOLDFAST_BENCH_ROUNDS', 4);
+const ROUTES = ['/plain', '/memory', '/redis', '/postgres'];
+const POSTGRES_SH = join(ROOT, 'test', 'support', 'postgres.sh');
+
+/** `REQUESTS` PUTs to `path`, `CONCURRENCY` at a time on kept-alive connections: µs per request (wall time / requests) and latencies. */
+async function drive(port: number, path: string, lock: string): Promise<{ usPerRequest: number; latenciesUs: number[] }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  const headers = attachFenceHeaders({ 'content-length': '1' }, lock, 42n);
+  const latenciesUs: number[] = [];
+  let sent = 0;
+  const one = () =>
+    new Promise<void>((resolve, reject) => {
+      const started = process.hrtime.bigint();
+      const req = request({ host: '127.0.0.1', port, path, method: 'PUT', agent, headers }, (res) => {
+        if (res.statusCode !== 200) reject(new Error(`${path}: HTTP ${res.statusCode}`));
+        res.resume().on('end', () => {
+          latenciesUs.push(Number(process.hrtime.bigint() - started) / 1000);
+          resolve();
+        });
+      });
+      req.on('error', reject);
+      req.end('x');
+    });
+  const worker = async () => {
+    while (sent++ < REQUESTS) await one();
+  };
+  const start = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  const usPerRequest = Number(process.hrtime.bigint() - start) / 1000 / REQUESTS;
+  agent.destroy();
+  return { usPerRequest, latenciesUs };
+}
+
+async function main(): Promise<void> {
+  const note = machineNote();
+  const redisDir = mkdtempSync(join(tmpdir(), 'holdfast-bench-fence-redis-'));
+  const pgDir = join(mkdtempSync(join(tmpdir(), 'holdfast-bench-fence-pg-')), 'pg');
+  const redis = await startEmbeddedRedis({ dataDir: redisDir, args: ['--appendonly', 'yes', '--appendfsync', 'always', '--save', ''] });
+  const pgUrl = /PGURL=(\S+)/.exec(execFileSync('bash', [POSTGRES_SH, 'start', pgDir], { encoding: 'utf8' }))![1];
+  const server = spawn(process.execPath, [join(__dirname, 'fencing-server.js'), redis.url, pgUrl], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      server.stdout!.on('data', (chunk: Buffer) => {
+        const m = /listening (\d+)/.exec(chunk.toString());
+        if (m) resolve(Number(m[1]));
+      });
+      void exited.then(() => reject(new Error('the bench server exited before listening')));
+    });
+    const per = new Map<string, { us: number[]; lat: number[] }>(ROUTES.map((r) => [r, { us: [], lat: [] }]));
+    for (const route of ROUTES) await drive(port, route, `warm-up${route}`); // JIT, connections, the PostgreSQL table
+    for (let round = 0; round < ROUNDS; round++) {
+      // Each round starts at another route, so no route is always the one after the warm-up.
+      for (const route of [...ROUTES.slice(round % ROUTES.length), ...ROUTES.slice(0, round % ROUTES.length)]) {
+        const { usPerRequest, latenciesUs } = await drive(port, route, `bench-${round}${route}`);
+        per.get(route)!.us.push(usPerRequest);
+        per.get(route)!.lat.push(...latenciesUs);
+      }
+    }
+    const plain = quantile(per.get('/plain')!.us, 0.5);
+    const plainP50 = quantile(per.get('/plain')!.lat, 0.5);
+    const rows = ROUTES.map((route) => {
+      const { us, lat } = per.get(route)!;
+      const median = quantile(us, 0.5);
+      const p50 = quantile(lat, 0.5);
+      return [
+        route === '/plain' ? 'no guard' : `guard, ${route.slice(1)} store`,
+        fixed(median, 1),
+        route === '/plain' ? '-' : fixed(median - plain, 1),
+        fixed(median / plain, 2),
+        fixed(p50, 0),
+        route === '/plain' ? '-' : fixed(p50 / plainP50, 2),
+        fixed(quantile(lat, 0.99), 0),
+      ];
+    });
+    const text = [
+      '# The fencing guard per HTTP request (`npm run bench:fencing`)',
+      '',
+      note,
+      '',
+      `${REQUESTS} PUTs per route and round, ${CONCURRENCY} at a time on kept-alive connections, ${ROUNDS} rounds interleaved, each starting at another route; one token per lock (a holder writing again). ` +
+        'µs per request = wall time / requests (median of the rounds); latency over all rounds. Redis: appendonly yes, appendfsync always; PostgreSQL: fsync on, each check its own commit.',
+      '',
+      markdownTable(['route', 'µs per request', 'added µs', 'ratio', 'p50 latency (µs)', 'p50 ratio', 'p99 latency (µs)'], rows),
+    ].join('\n');
+    console.log(text);
+    console.log(`written to ${writeResult('fencing.md', text)}`);
+  } finally {
+    await stopChild(server, exited, 5000);
+    execFileSync('bash', [POSTGRES_SH, 'stop', pgDir], { stdio: 'ignore' });
+    rmSync(join(pgDir, '..'), { recursive: true, force: true });
+    await redis.stop();
+    rmSync(redisDir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,97 @@
+// The real processes behind the fence stores in tests: a redis-server (durable by default:
+// appendonly yes, appendfsync always), a private PostgreSQL (test/support/postgres.sh), and a
+// holdfast server for the holders. Each starts on free loopback ports and stops by PID.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { Pool } from 'pg';
+import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
+import { startServerProcess, type ServerProcess } from '../support/server';
+
+export const DURABLE_REDIS = ['--appendonly', 'yes', '--appendfsync', 'always', '--save', ''];
+
+export interface FenceRedis {
+  url: string;
+  client: Redis;
+  /** SIGKILLs redis-server (no shutdown save) and starts it on the same port and data dir. */
+  killAndRestart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startFenceRedis(args: string[] = DURABLE_REDIS): Promise<FenceRedis> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'holdfast-fence-redis-'));
+  let server: EmbeddedRedis = await startEmbeddedRedis({ dataDir, args });
+  const client = new Redis(server.url, { maxRetriesPerRequest: 20 });
+  client.on('error', () => {});
+  return {
+    url: server.url,
+    client,
+    async killAndRestart() {
+      const exited = new Promise((resolve) => server.process.once('exit', resolve));
+      server.process.kill('SIGKILL');
+      await exited;
+      server = await startEmbeddedRedis({ dataDir, port: server.port, args });
+    },
+    async stop() {
+      client.disconnect();
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+const POSTGRES_SH = join(__dirname, '..', 'support', 'postgres.sh');
+
+export interface FencePostgres {
+  url: string;
+  /** Replaced by a new pool after crashAndRestart. */
+  pool: Pool;
+  /** `pg_ctl restart -m immediate`: the postmaster quits without a checkpoint (as in a crash) and starts again on the same data dir, recovering from its WAL. Then a new `pool`. */
+  crashAndRestart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startFencePostgres(): Promise<FencePostgres> {
+  const parent = mkdtempSync(join(tmpdir(), 'holdfast-fence-pg-'));
+  const dir = join(parent, 'pg');
+  const out = execFileSync('bash', [POSTGRES_SH, 'start', dir], { encoding: 'utf8' });
+  const url = /PGURL=(\S+)/.exec(out)![1];
+  const newPool = () => new Pool({ connectionString: url, max: 8 }).on('error', () => {}); // idle clients cut by a restart
+  const handle: FencePostgres = {
+    url,
+    pool: newPool(),
+    async crashAndRestart() {
+      const bin = execFileSync('bash', ['-c', 'ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1'], { encoding: 'utf8' }).trim();
+      const asOwner = process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--'] : [];
+      const [cmd, ...args] = [...asOwner, join(bin, 'pg_ctl'), '-D', join(dir, 'data'), '-l', join(dir, 'server.log'), '-m', 'immediate', '-w', '-t', '60', 'restart'];
+      execFileSync(cmd, args, { stdio: 'ignore' });
+      await handle.pool.end().catch(() => {});
+      handle.pool = newPool(); // as a resource's process reconnects
+    },
+    async stop() {
+      await handle.pool.end().catch(() => {});
+      execFileSync('bash', [POSTGRES_SH, 'stop', dir], { stdio: 'ignore' });
+      rmSync(parent, { recursive: true, force: true });
+    },
+  };
+  return handle;
+}
+
+/**
+ * A holdfast server on its own embedded Redis in a fresh data dir (it provably holds no lease, so
+ * it serves at once). The one place these tests start holdfast. Keepalive 1000/1000 ms: a frozen
+ * holder's stream is found dead in about two seconds (default: 15), then its lease runs out.
+ */
+export async function startFenceHoldfast(): Promise<{ server: ServerProcess; stop(): Promise<void> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'holdfast-fence-server-'));
+  const server = await startServerProcess(undefined, ['--data-dir', dataDir, '--keepalive-time-ms', '1000', '--keepalive-timeout-ms', '1000']);
+  return {
+    server,
+    async stop() {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
