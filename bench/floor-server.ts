@@ -33,9 +33,15 @@ function acquire(call: ServerUnaryCall<AcquireRequest, AcquireResponse>, callbac
   let lock = locks.get(name);
   if (!lock) locks.set(name, (lock = { token: '', fence: 0, queue: [] }));
   const token = String(++nextToken);
-  if (lock.token === '') return callback(null, granted(lock, token, ttlMs));
+  if (lock.token === '') {
+    callback(null, granted(lock, token, ttlMs));
+    return;
+  }
   const waitMs = Number(waitTimeoutMs);
-  if (waitMs <= 0) return callback(null, NOT_ACQUIRED);
+  if (waitMs <= 0) {
+    callback(null, NOT_ACQUIRED);
+    return;
+  }
   const held = lock;
   const waiter: Waiter = {
     respond: (t) => callback(null, granted(held, t, ttlMs)),
@@ -49,7 +55,10 @@ function acquire(call: ServerUnaryCall<AcquireRequest, AcquireResponse>, callbac
 
 function release(call: ServerUnaryCall<ReleaseRequest, ReleaseResponse>, callback: sendUnaryData<ReleaseResponse>): void {
   const lock = locks.get(call.request.name);
-  if (!lock || lock.token !== call.request.token) return callback({ code: status.NOT_FOUND, details: 'the token holds nothing' });
+  if (!lock || lock.token !== call.request.token) {
+    callback({ code: status.NOT_FOUND, details: 'the token holds nothing' });
+    return;
+  }
   const next = lock.queue.shift();
   if (next) {
     clearTimeout(next.timer);

@@ -9,7 +9,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { freePort } from '../src/redis/embedded';
-import { acquireLatencies, cpuSeconds, fixed, lockClient, machineNote, markdownTable, nowMs, quantile, setting, startBenchRedis, startHoldfast, uncontendedPairs, writeResult, type HoldfastProcess, type LockClient } from './support';
+import { acquireLatencies, cpuSeconds, fixed, lockClient, machineNote, markdownTable, quantile, setting, startBenchRedis, startHoldfast, uncontendedPairs, writeResult, type HoldfastProcess, type LockClient } from './support';
 
 const ROUNDS = setting('rounds', 'HOLDFAST_BENCH_ROUNDS', 3);
 const PAIRS = setting('pairs', 'HOLDFAST_BENCH_PAIRS', 1000);

@@ -128,7 +128,7 @@ async function variants(client: Redis): Promise<Variant[]> {
   const evalsha = (sha: string, lock: number, args: (string | number)[]): Call => ['evalsha', sha, 4, ...lockKeys(lock), ...args];
   const cad = await load("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0");
   const empty = await load('return 1');
-  const helpers = await load(asEvalScript('includes/begin') + '\nreturn 1');
+  const helpers = await load(`${asEvalScript('includes/begin')}\nreturn 1`);
   const acquireEval = await load(asEvalScript('acquire-4'));
   const releaseEval = await load(asEvalScript('release-4'));
   const tenCalls = await load(`for i = 1, 10 do redis.call('PTTL', KEYS[1]) end return 1`);

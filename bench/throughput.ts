@@ -94,7 +94,7 @@ function rawRedisContender(url: string): Contender {
     name: 'raw Redis SET NX PX + compare-and-delete (ioredis)',
     serverPids: [],
     redis: true,
-    setup(workers) {
+    setup() {
       const client = new Redis(url, { maxRetriesPerRequest: 1 });
       client.on('error', () => {});
       client.defineCommand('compareAndDelete', { numberOfKeys: 1, lua: COMPARE_AND_DELETE });

@@ -89,6 +89,7 @@ step() {
 example_name="example-$RANDOM$RANDOM"
 step "typescript example" node clients/ts/dist/examples/with-lock.js
 step "typescript package installs into an empty project" bash clients/ts/test-install.sh
+step "python lint (pyflakes)" clients/python/lint.sh
 step "python unit tests" "$PYTHON" -m unittest discover -s clients/python/tests -v
 step "python example" "$PYTHON" clients/python/examples/example.py --addr "$addr" "py-$example_name"
 step "python asyncio example" "$PYTHON" clients/python/examples/async_example.py --addr "$addr" "pyaio-$example_name"

@@ -138,7 +138,7 @@ function allText(doc) {
   return [...doc.prose, ...doc.spans, ...doc.blocks.flatMap((b) => b.lines)];
 }
 
-function checkNpmScripts(root, page, doc, scripts, problems) {
+function checkNpmScripts(page, doc, scripts, problems) {
   for (const { n, text } of allText(doc)) {
     for (const m of text.matchAll(/\bnpm run(?:-script)? ([\w:.-]+)/g)) {
       if (!scripts.has(m[1])) problems.push(`${page}:${n}: npm run ${m[1]}: no such script in package.json`);
@@ -236,7 +236,7 @@ export async function checkDocs({ root, cli }) {
   for (const [page, doc] of docs) {
     checkLinks(root, page, doc, docs, problems);
     checkPaths(root, page, doc, problems);
-    checkNpmScripts(root, page, doc, scripts, problems);
+    checkNpmScripts(page, doc, scripts, problems);
     await checkFlags(root, page, doc, flagsOf, problems);
   }
   return problems;

@@ -1,9 +1,9 @@
 // HoldfastClient: the TypeScript SDK's entry point.
-import { type ChannelCredentials, type ClientOptions } from '@grpc/grpc-js';
+import type { ChannelCredentials, ClientOptions } from '@grpc/grpc-js';
 import { checkAddress } from './address';
 import { explainConnectionErrors } from './connection-errors';
 import { secureChannel, type ConnectionSecurity } from './credentials';
-import { LockServiceClient } from './gen/holdfast/v1/lock';
+import type { LockServiceClient } from './gen/holdfast/v1/lock';
 import { holderInfo, type HolderInfo } from './holders';
 import { NotAcquiredError } from './errors';
 import { openLease } from './hold';

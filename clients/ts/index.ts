@@ -6,7 +6,7 @@ export { checkAddress, InvalidAddressError } from './address';
 export { explainConnectionFailure, type ConnectionKind } from './connection-errors';
 export { Lease } from './lease';
 export { Leadership, campaign, observe, type Leader, type CampaignOptions, type ObserveOptions } from './election';
-export { type LockChange, type WatchEventName } from './watch';
+export type { LockChange, WatchEventName } from './watch';
 export { LeaseSet, LockSet, type SetMemberInfo } from './lock-set';
 export { Lock, type ReleaseResult } from './lock';
 export { isServiceError, type UnaryCalls } from './rpc';

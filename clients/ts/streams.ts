@@ -9,7 +9,7 @@
 // - spends the cancels of each connection from a budget a little under the guard's, and parks
 //   the rest until the budget refills (the caller learns at once that its call is over; the
 //   server hears of it a little later).
-import { type ChannelCredentials, type ClientOptions } from '@grpc/grpc-js';
+import type { ChannelCredentials, ClientOptions } from '@grpc/grpc-js';
 import { LockServiceClient } from './gen/holdfast/v1/lock';
 
 /** Waiting Holds per connection: aborting all of them at once uses under half the burst. */

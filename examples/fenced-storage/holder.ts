@@ -6,7 +6,7 @@
 import { HoldfastClient } from '../../clients/ts/index';
 
 const [addr, lock, ttlMs, storageUrl, label] = process.argv.slice(2);
-const print = (line: object): void => void process.stdout.write(JSON.stringify(line) + '\n');
+const print = (line: object): void => void process.stdout.write(`${JSON.stringify(line)}\n`);
 
 async function main(): Promise<void> {
   const client = new HoldfastClient(addr);

@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { HoldfastClient } from '../../clients/ts/index';
 
 const [addr, redisUrl, job, id, ttlMs] = process.argv.slice(2);
-const print = (line: object) => process.stdout.write(JSON.stringify({ id, ...line }) + '\n');
+const print = (line: object) => process.stdout.write(`${JSON.stringify({ id, ...line })}\n`);
 
 // The downstream's fencing check: one script, so the check and the write are one step.
 const DRAW = `

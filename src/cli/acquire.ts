@@ -1,7 +1,6 @@
 import { Command } from 'commander';
 import { acquireRequest, NotAcquiredError } from '@holdfast/client';
 import { exitWith, reportError, withClient, withLockFlags, type LockFlags } from './client-options';
-import { EXIT } from './exit-codes';
 import { printJson } from './print-json';
 
 export function acquireCommand(): Command {

@@ -1,6 +1,6 @@
 // What the client commands share: the server address and how to reach it securely, the lock
 // request flags, and error output.
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { status } from '@grpc/grpc-js';
 import { checkAddress, HoldfastClient, InvalidAddressError, isServiceError, LeaseLostError, NotAcquiredError, type ConnectionSecurity } from '@holdfast/client';
 import { readOptionFile } from '../tls/option-file';

@@ -63,5 +63,5 @@ export function renderOverview(overview: Overview, source: string, lengths: Leas
   lines.push(formatTable(rows).trimEnd());
   const more = page.next === '0' ? '' : ', more on later pages (narrow with --prefix)';
   lines.push('', `${page.locks.length} lock${page.locks.length === 1 ? '' : 's'} with holders or waiters${more}`);
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }

@@ -3,5 +3,5 @@ import { lockModeToJSON } from '../../clients/ts/gen/holdfast/v1/lock';
 
 export function printJson(message: object): void {
   const line = JSON.stringify(message, (key, value) => (key === 'mode' && typeof value === 'number' ? lockModeToJSON(value) : value));
-  process.stdout.write(line + '\n');
+  process.stdout.write(`${line}\n`);
 }

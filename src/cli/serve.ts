@@ -194,7 +194,7 @@ export function serveCommand(): Command {
       let shutdown = (signal: string) => void (signalledDuringStart ??= signal);
       process.once('SIGTERM', () => shutdown('SIGTERM'));
       process.once('SIGINT', () => shutdown('SIGINT'));
-      let server;
+      let server: Awaited<ReturnType<typeof startServer>>;
       try {
         server = await startServer({
           listen: opts.listen,

@@ -48,7 +48,7 @@ export function watchCommand(): Command {
             }
             return 0;
           }
-          for await (const change of client.watch(name, { signal: stop.signal })) process.stdout.write(describeChange(change) + '\n');
+          for await (const change of client.watch(name, { signal: stop.signal })) process.stdout.write(`${describeChange(change)}\n`);
           return 0;
         }),
       ),

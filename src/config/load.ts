@@ -21,7 +21,7 @@ export interface ResolvedConfig {
 
 const NOT_FROM_FILE = new Set(['config', 'printConfig']);
 
-const kebab = (camel: string) => camel.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
+const kebab = (camel: string) => camel.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 const camel = (kebabName: string) => kebabName.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
 function isBoolean(option: Option): boolean {

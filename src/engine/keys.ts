@@ -10,7 +10,7 @@ export interface LockKeys {
 
 // Names may contain '{' and '}', which would cut the hash tag short: percent-encode them.
 function tagOf(name: string): string {
-  return name.replace(/[%{}]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+  return name.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
 function untag(tag: string): string {
@@ -19,7 +19,7 @@ function untag(tag: string): string {
 
 /** Escapes Redis glob characters (SCAN MATCH). */
 function globEscape(text: string): string {
-  return text.replace(/[*?[\]\\]/g, (c) => '\\' + c);
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }
 
 /** A SCAN MATCH pattern for the holder and queue keys of the locks whose names start with `namePrefix`. */

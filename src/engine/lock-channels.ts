@@ -40,7 +40,7 @@ export class LockChannels {
 
   leave(channel: string, listener: ChannelListener): void {
     const entry = this.entries.get(channel);
-    if (!entry || !entry.listeners.delete(listener) || entry.listeners.size > 0) return;
+    if (!entry?.listeners.delete(listener) || entry.listeners.size > 0) return;
     this.entries.delete(channel);
     this.subscriber.sunsubscribe(channel).then(
       () => {

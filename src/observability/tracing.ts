@@ -15,7 +15,7 @@ import {
   type Tracer,
   type TracerProvider,
 } from '@opentelemetry/api';
-import { Metadata, ServerInterceptingCall, status, type ServerInterceptingCallInterface, type ServerInterceptor } from '@grpc/grpc-js';
+import { type Metadata, ServerInterceptingCall, status, type ServerInterceptingCallInterface, type ServerInterceptor } from '@grpc/grpc-js';
 import type { AcquireOutcome, EngineObserver, Probe, ScriptRun } from '../engine/observer';
 import { NO_OBSERVER } from '../engine/observer';
 

@@ -3,7 +3,7 @@
 // pair into its listening sockets (setSecureContext): connections already open keep the
 // certificate they were made with, so open Hold streams are not dropped.
 import { createSecureContext } from 'node:tls';
-import { experimental, ServerCredentials } from '@grpc/grpc-js';
+import { experimental, type ServerCredentials } from '@grpc/grpc-js';
 import { readOptionFile, TlsFilesError } from './option-file';
 
 export interface ServerTlsFiles {

@@ -11,7 +11,7 @@ import {
   type ServerInterceptingCallInterface,
   type ServerInterceptor,
 } from '@grpc/grpc-js';
-import { Credentials, presentedKey, type Presented, type Principal } from '../auth/credentials';
+import { type Credentials, presentedKey, type Presented, type Principal } from '../auth/credentials';
 import { needsCredentials, roleAllows } from '../auth/roles';
 import { DEFAULT_NAMESPACE } from '../engine/keys';
 import { clientCertificateSubject } from '../tls/peer';

@@ -10,7 +10,7 @@ export const MAX_NAME_BYTES = 512;
 export const MAX_VALUE_BYTES = 1024;
 const MAX_ID_BYTES = 512;
 const MAX_TOKEN_LENGTH = 128;
-// C0 and C1 control characters and DEL.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: it finds C0 and C1 control characters and DEL on purpose
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 function invalid(message: string): LockError {

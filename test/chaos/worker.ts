@@ -31,7 +31,7 @@ const agent = new Agent({ keepAlive: true, maxSockets: config.loops + 1 });
 let stopping = false;
 
 function record(event: WorkerEvent): void {
-  writeSync(logFd, JSON.stringify(event) + '\n');
+  writeSync(logFd, `${JSON.stringify(event)}\n`);
 }
 
 function tell(message: FromWorker): void {

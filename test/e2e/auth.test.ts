@@ -40,7 +40,7 @@ const keys = {
 };
 
 function configText(list: Key[]): string {
-  return 'api-keys:\n' + list.map((k) => `  - { name: ${k.name}, sha256: ${hashApiKey(k.key)}, namespace: ${k.namespace}, role: ${k.role} }\n`).join('');
+  return `api-keys:\n${list.map((k) => `  - { name: ${k.name}, sha256: ${hashApiKey(k.key)}, namespace: ${k.namespace}, role: ${k.role} }\n`).join('')}`;
 }
 
 const firstKeys = [keys.aLock, keys.aRead, keys.aAdmin, keys.bLock, keys.cKeep, keys.cGone, keys.dflt];
@@ -93,7 +93,7 @@ describe('authentication and roles', () => {
     expect(await codeOf(as().acquire({ name }))).toBe(status.UNAUTHENTICATED);
     expect(await codeOf(as().inspect({ name }))).toBe(status.UNAUTHENTICATED);
     expect(await codeOf(as(newApiKey()).acquire({ name }))).toBe(status.UNAUTHENTICATED);
-    expect(await codeOf(as(keys.aLock.key + 'x').release({ name, token: 'x' }))).toBe(status.UNAUTHENTICATED);
+    expect(await codeOf(as(`${keys.aLock.key}x`).release({ name, token: 'x' }))).toBe(status.UNAUTHENTICATED);
     const hold = as(newApiKey()).hold({ name });
     expect((await hold.ended).code).toBe(status.UNAUTHENTICATED);
     expect(hold.events).toEqual([]);

@@ -19,7 +19,6 @@ import { startServerProcess, type ServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
 
 const MAX_TTL_MS = 6000;
-const QUARANTINE_MS = MAX_TTL_MS + 500;
 
 let cluster: TestCluster;
 let guarded: ServerProcess;

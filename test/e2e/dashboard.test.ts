@@ -21,7 +21,7 @@ import { startServerProcess, type ServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
 
 /** Where the screenshot is saved (a CI artifact; the README shows a copy in docs/). */
-export const ARTIFACTS = join(__dirname, '..', '..', 'artifacts');
+const ARTIFACTS = join(__dirname, '..', '..', 'artifacts');
 const WAIT_MS = 15_000;
 
 let redis: TestRedis;

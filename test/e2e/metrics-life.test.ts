@@ -67,6 +67,7 @@ let last: Counters;
  * (plus what `run` returns: the calls it made to wait for a state). Fails at once when a
  * counter moved that should not have, or moved too far.
  */
+// biome-ignore lint/suspicious/noConfusingVoidType: most steps are `async () => { ... }` returning nothing, which only `void` admits
 async function step(what: string, expected: Record<string, number>, run: () => Promise<Record<string, number> | void>): Promise<void> {
   const extra = (await run()) ?? {};
   const want = { ...expected };

@@ -60,7 +60,7 @@ async function serve(redisUrl: string | undefined, args: string[] = [], env: Nod
   return server;
 }
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The details of the UNAVAILABLE an Acquire through `server` gets. */
 async function unavailableDetails(server: ServerProcess): Promise<string> {
@@ -114,8 +114,8 @@ describe('Redis over TLS with an ACL user', () => {
     expect(await lockRoundTrip(wrongCa)).toBe(status.UNAVAILABLE);
     const where = `Redis at 127.0.0.1:${tlsRedis.port} (TLS)`;
     // The client's status and the log name the address and the cause in words, never ioredis's text.
-    expect(await unavailableDetails(wrongPassword)).toMatch(new RegExp(`: ${escape(where)} is unavailable: authentication failed`));
-    expect(await unavailableDetails(wrongCa)).toMatch(new RegExp(`: ${escape(where)} is unavailable: TLS handshake failed`));
+    expect(await unavailableDetails(wrongPassword)).toMatch(new RegExp(`: ${escapeRegExp(where)} is unavailable: authentication failed`));
+    expect(await unavailableDetails(wrongCa)).toMatch(new RegExp(`: ${escapeRegExp(where)} is unavailable: TLS handshake failed`));
     const notReachable = wrongPassword.logs.find((l) => l.includes(`cannot reach ${where}`));
     expect(JSON.parse(notReachable!).cause).toMatch(/^authentication failed/);
     expect(wrongCa.logs.some((l) => l.includes(`cannot reach ${where}: TLS handshake failed`))).toBe(true);

@@ -1,6 +1,6 @@
 // Standard services and Redis faults: reflection (what grpcurl uses), health, UNAVAILABLE while
 // Redis is down and recovery when it is back (scripts reloaded after NOSCRIPT).
-import { credentials, makeGenericClientConstructor, status, type Client, type ServiceError } from '@grpc/grpc-js';
+import { credentials, makeGenericClientConstructor, status, type Client, type ServiceClientConstructor, type ServiceError } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { GrpcReflection } from 'grpc-js-reflection-client';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -49,7 +49,7 @@ describe('server reflection', () => {
   it('describes LockService well enough to make the README’s grpcurl calls with no .proto file', async () => {
     const reflection = new GrpcReflection(server.addr, credentials.createInsecure());
     const descriptor = await reflection.getDescriptorBySymbol('holdfast.v1.LockService');
-    const pkg = descriptor.getPackageObject({ longs: String, enums: String, defaults: true }) as any;
+    const pkg = descriptor.getPackageObject({ longs: String, enums: String, defaults: true }) as unknown as { holdfast: { v1: { LockService: ServiceClientConstructor } } };
     const LockService = pkg.holdfast.v1.LockService;
     const lockService: Client = new LockService(server.addr, credentials.createInsecure());
     try {

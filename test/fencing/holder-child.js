@@ -6,7 +6,7 @@
 const { HoldfastClient } = require('@holdfast/client');
 
 const [addr, lock, ttlMs, storageUrl, label] = process.argv.slice(2);
-const print = (line) => process.stdout.write(JSON.stringify(line) + '\n');
+const print = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
 
 (async () => {
   const client = new HoldfastClient(addr);

@@ -33,7 +33,9 @@ export async function startRawGrpc(interceptors: ServerInterceptor[]): Promise<R
   });
   const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
   const Ctor = makeGenericClientConstructor(SERVICE, 'Storage');
-  const client = new Ctor(`127.0.0.1:${port}`, credentials.createInsecure()) as unknown as Client & { Put: Function };
+  const client = new Ctor(`127.0.0.1:${port}`, credentials.createInsecure()) as unknown as Client & {
+    Put(value: Buffer, metadata: Metadata, done: (err: ServiceError | null) => void): void;
+  };
   return {
     stored,
     put: (value, metadata) =>

@@ -156,6 +156,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const rememberName = (method: 'acquire' | 'hold', body: Buffer) => {
     try {
       const name = (method === 'acquire' ? AcquireRequest : HoldRequest).decode(body).name;
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: the names the server accepts have no control characters
       if (name.length > 0 && Buffer.byteLength(name) <= 512 && !/[\u0000-\u001f\u007f-\u009f]/.test(name)) report.names.add(name);
     } catch {
       // Not a message: the server refused it before it reached a lock.

@@ -8,7 +8,6 @@ import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
 
 let redis: TestRedis;
 let runId: string;
-type Call = (...args: unknown[]) => Promise<any>;
 
 beforeAll(async () => {
   redis = await startTestRedis();
@@ -17,9 +16,9 @@ beforeAll(async () => {
 });
 afterAll(() => redis.cleanup());
 
-function acquireOnMaster(name: string, token: string, expected: string): Promise<any> {
+function acquireOnMaster(name: string, token: string, expected: string): Promise<unknown[]> {
   const k = lockKeys('hf', name);
-  return lockLibrary().call(redis.client, 'acquire', [k.holders, k.queue, k.data, k.channel], [token, '', 10000, 1, 1, '', '', 3000, '', expected], true);
+  return lockLibrary().call(redis.client, 'acquire', [k.holders, k.queue, k.data, k.channel], [token, '', 10000, 1, 1, '', '', 3000, '', expected], true) as Promise<unknown[]>;
 }
 
 it('grants on the master it names, with the grant the plain script would make', async () => {

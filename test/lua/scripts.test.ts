@@ -6,10 +6,10 @@ import { lockKeys } from '../../src/engine/keys';
 import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
 
 let redis: TestRedis;
-type Call = (...args: unknown[]) => Promise<any>;
 const call = (script: string, name: string, n: number, ...args: unknown[]) => {
   const k = lockKeys('hf', name);
   const keys = [k.holders, k.queue, k.data, k.channel].slice(0, n);
+  // biome-ignore lint/suspicious/noExplicitAny: a Lua reply is nested arrays whose shape each test asserts by indexing into it
   return lockLibrary().call(redis.client, script as ScriptName, keys, args as (string | number)[]) as Promise<any>;
 };
 type AcquireArgs = { owner?: string; ttl?: number; mode?: number; limit?: number; rid?: string; waiter?: string; hold?: string; maxWaiters?: number };

@@ -4,7 +4,7 @@
 const { HoldfastClient } = require('@holdfast/client');
 
 const [addr, name, ttlMs, value] = process.argv.slice(2);
-const print = (line) => process.stdout.write(JSON.stringify(line) + '\n');
+const print = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
 const client = new HoldfastClient(addr);
 const quit = new AbortController();
 let leadership;

@@ -6,8 +6,8 @@ const { LockServiceClient } = require('../../dist/clients/ts/gen/holdfast/v1/loc
 const [addr, name, ttlMs] = process.argv.slice(2);
 const client = new LockServiceClient(addr, credentials.createInsecure());
 const call = client.hold({ name, owner: `child-${process.pid}`, ttlMs, waitTimeoutMs: '10000', mode: 0, limit: 0, maxHoldMs: '0' });
-call.on('data', (event) => process.stdout.write(JSON.stringify(event) + '\n'));
+call.on('data', (event) => process.stdout.write(`${JSON.stringify(event)}\n`));
 call.on('error', (err) => {
-  process.stdout.write(JSON.stringify({ ended: err.code }) + '\n');
+  process.stdout.write(`${JSON.stringify({ ended: err.code })}\n`);
   process.exit(0);
 });

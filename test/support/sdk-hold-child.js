@@ -6,7 +6,7 @@ const { HoldfastClient } = require('@holdfast/client');
 
 const [addr, name, ttlMs] = process.argv.slice(2);
 const FROZEN_GAP_MS = 500;
-const print = (line) => process.stdout.write(JSON.stringify(line) + '\n');
+const print = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
 
 (async () => {
   const client = new HoldfastClient(addr);

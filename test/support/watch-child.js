@@ -7,9 +7,9 @@ const client = new HoldfastClient(addr);
 (async () => {
   for await (const change of client.watch(name)) {
     const holders = change.holders.map((h) => h.owner);
-    process.stdout.write(JSON.stringify({ event: change.event, owner: change.holder?.owner ?? null, holders }) + '\n');
+    process.stdout.write(`${JSON.stringify({ event: change.event, owner: change.holder?.owner ?? null, holders })}\n`);
   }
 })().catch((err) => {
-  process.stdout.write(JSON.stringify({ event: 'error', message: String(err) }) + '\n');
+  process.stdout.write(`${JSON.stringify({ event: 'error', message: String(err) })}\n`);
   process.exit(1);
 });

@@ -41,7 +41,7 @@ describe('credentials', () => {
   it('knows a key by its hash, and no other', () => {
     expect(credentials.principalOf(presentedKey(key))).toEqual({ name: 'app', namespace: 'a', role: 'lock' });
     expect(credentials.principalOf(presentedKey(other))).toMatchObject({ name: 'first' });
-    expect(credentials.principalOf(presentedKey(key + 'x'))).toBeUndefined();
+    expect(credentials.principalOf(presentedKey(`${key}x`))).toBeUndefined();
     expect(credentials.principalOf(presentedKey(hashApiKey(key)))).toBeUndefined(); // the hash is not the key
   });
 

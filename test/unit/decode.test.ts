@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MethodDefinition } from '@grpc/grpc-js';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LockServiceService } from '../../clients/ts/gen/holdfast/v1/lock';
 import { guardRequests } from '../../src/transport/decode';
 import { checkMessageBytes, readRequestShapes, type MessageShape } from '../../src/transport/wire';

@@ -1,7 +1,7 @@
 // The resource side over gRPC: a grpc-js server interceptor that checks every call's fence before
 // its handler sees it. An interceptor can refuse cleanly: its metadata listener holds the call
 // (messages wait) until the store answers, then either lets the call go on or ends it with a status.
-import { Metadata, ResponderBuilder, ServerInterceptingCall, ServerListenerBuilder, status, type ServerInterceptor } from '@grpc/grpc-js';
+import { type Metadata, ResponderBuilder, ServerInterceptingCall, ServerListenerBuilder, status, type ServerInterceptor } from '@grpc/grpc-js';
 import type { Refusal } from './refusal';
 import { STORE_FAILED_MESSAGE, staleMessage } from './refusal';
 import type { FenceStore } from './store';

@@ -52,13 +52,13 @@ function reply(res: ServerResponse, statusCode: number, body: object): void {
  */
 export function httpFenceGuard(store: FenceStore, options: HttpFenceGuardOptions = {}): HttpFenceGuard {
   const guard = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void): void => {
-    if (options.guards && !options.guards(req)) return next();
+    if (options.guards && !options.guards(req)) return void next();
     let fence: Fence;
     try {
       fence = fenceFromHeaders(req.headersDistinct);
     } catch (err) {
       if (!(err instanceof FenceError)) throw err;
-      return reply(res, 400, badFenceBody(err));
+      return void reply(res, 400, badFenceBody(err));
     }
     store.check(fence.lock, fence.token).then(
       (decision) => {

@@ -1,6 +1,6 @@
 // What a guard answers when it turns a request away, worded as clients/conformance/fencing.json
 // `refusal` says, so every language's guard reads the same.
-import { FenceError } from './wire';
+import type { FenceError } from './wire';
 
 /** A stale token: the message of the gRPC FAILED_PRECONDITION status. */
 export function staleMessage(lock: string, token: bigint, newest: bigint): string {
