@@ -32,7 +32,10 @@ import {
 
 const SECONDS = setting('seconds', 'HOLDFAST_BENCH_SECONDS', 5);
 const ROUNDS = Math.max(1, setting('rounds', 'HOLDFAST_BENCH_ROUNDS', 3));
-const WORKER_COUNTS = (process.env.HOLDFAST_BENCH_WORKERS ?? '8,32').split(',').map(Number).filter((n) => n > 0);
+const WORKER_COUNTS = (process.env.HOLDFAST_BENCH_WORKERS ?? '8,32')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 /** Run only the contenders whose library name contains this, e.g. "holdfast". */
 const ONLY = process.env.HOLDFAST_BENCH_ONLY ?? '';
 /** Extra node flags for the server processes, e.g. "--cpu-prof" to profile them. */
@@ -63,10 +66,13 @@ function lockService(library: string, config: string, servers: { addr: string; p
     setup(lock, workers) {
       const shared = servers.map((s) => lockClient(s.addr));
       const clients = Array.from({ length: workers }, (_, i) => (channelPerWorker ? lockClient(servers[i % servers.length].addr) : shared[i % shared.length]));
-      const acquires = clients.map((c): Acquire => async () => {
-        const grant = await c.acquire({ name: lock, ttlMs: String(LEASE_MS), waitTimeoutMs: String(WAIT_MS) }, WAIT_MS + 5000);
-        return grant.acquired ? () => c.release({ name: lock, token: grant.token }) : null;
-      });
+      const acquires = clients.map(
+        (c): Acquire =>
+          async () => {
+            const grant = await c.acquire({ name: lock, ttlMs: String(LEASE_MS), waitTimeoutMs: String(WAIT_MS) }, WAIT_MS + 5000);
+            return grant.acquired ? () => c.release({ name: lock, token: grant.token }) : null;
+          },
+      );
       return { acquires, close: async () => new Set([...shared, ...clients]).forEach((c) => c.close()) };
     },
   };
@@ -80,10 +86,13 @@ function etcd(server: EtcdProcess): Contender {
     setup(lock, workers) {
       const client = etcdLockClient(server.addr);
       const leases = Array.from({ length: workers }, () => client.grantLease(120));
-      const acquires = leases.map((lease): Acquire => async () => {
-        const key = await client.lock(lock, await lease);
-        return () => client.unlock(key);
-      });
+      const acquires = leases.map(
+        (lease): Acquire =>
+          async () => {
+            const key = await client.lock(lock, await lease);
+            return () => client.unlock(key);
+          },
+      );
       return { acquires, close: async () => client.close() };
     },
   };
@@ -106,10 +115,13 @@ function redlock(url: string, config: string, settings: { retryDelay?: number; r
       const clients = redisClients(url, workers);
       // retryCount -1 (unbounded): the workload waits as long as it takes, like the others.
       const locks = clients.map((c) => new Redlock([c], { retryCount: -1, ...settings }));
-      const acquires = locks.map((r): Acquire => async () => {
-        const held = await r.acquire([lock], LEASE_MS);
-        return () => held.release();
-      });
+      const acquires = locks.map(
+        (r): Acquire =>
+          async () => {
+            const held = await r.acquire([lock], LEASE_MS);
+            return () => held.release();
+          },
+      );
       return { acquires, close: async () => clients.forEach((c) => c.disconnect()) };
     },
   };
@@ -122,11 +134,14 @@ function semaphore(url: string, config: string, retryInterval?: number): Contend
     serverPids: [],
     setup(lock, workers) {
       const clients = redisClients(url, workers);
-      const acquires = clients.map((c): Acquire => async () => {
-        const mutex = new Mutex(c, lock, { acquireTimeout: WAIT_MS, lockTimeout: LEASE_MS, ...(retryInterval ? { retryInterval } : {}) });
-        await mutex.acquire();
-        return () => mutex.release();
-      });
+      const acquires = clients.map(
+        (c): Acquire =>
+          async () => {
+            const mutex = new Mutex(c, lock, { acquireTimeout: WAIT_MS, lockTimeout: LEASE_MS, ...(retryInterval ? { retryInterval } : {}) });
+            await mutex.acquire();
+            return () => mutex.release();
+          },
+      );
       return { acquires, close: async () => clients.forEach((c) => c.disconnect()) };
     },
   };
@@ -348,10 +363,15 @@ async function main(): Promise<void> {
         const list = outcomes.get(`${contender.library}|${contender.config}|${workers}`) ?? [];
         const outcome = medianOf(list);
         rows.push(row(contender, workers, outcome, floorOutcome, list));
-        if (contender.library === 'holdfast') notes.push(`holdfast, ${contender.config}, ${workers} workers: Redis commands per grant (INFO commandstats, script-internal included): ${outcome.commandsPerGrant}.`);
+        if (contender.library === 'holdfast')
+          notes.push(
+            `holdfast, ${contender.config}, ${workers} workers: Redis commands per grant (INFO commandstats, script-internal included): ${outcome.commandsPerGrant}.`,
+          );
         const beforeReply = list.reduce((n, o) => n + o.grantBeforeReply, 0);
         if (beforeReply > 0) {
-          notes.push(`${contender.library} ${contender.config}, ${workers} workers: ${beforeReply} of ${list.reduce((n, o) => n + o.fromReply.length, 0)} grants arrived before the previous holder's Release reply (counted as 0 in "from reply").`);
+          notes.push(
+            `${contender.library} ${contender.config}, ${workers} workers: ${beforeReply} of ${list.reduce((n, o) => n + o.fromReply.length, 0)} grants arrived before the previous holder's Release reply (counted as 0 in "from reply").`,
+          );
         }
         for (const e of list.flatMap((o) => o.errorSample).slice(0, 3)) notes.push(`${contender.library} ${contender.config}, ${workers} workers: error: ${e}`);
       }

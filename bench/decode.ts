@@ -23,9 +23,28 @@ function microbench(): string[][] {
   const guarded = guardRequests(LockServiceService, {}, { shapes, onRejected: () => {} }).service;
   const token = 'q3JzYWx0ZWQtdG9rZW4tMTIzNA';
   const messages = {
-    acquire: LockServiceService.acquire.requestSerialize({ name: 'orders/42', owner: 'worker-1', ttlMs: '30000', waitTimeoutMs: '5000', mode: 0, limit: 0, requestId: randomUUID(), value: '' }),
+    acquire: LockServiceService.acquire.requestSerialize({
+      name: 'orders/42',
+      owner: 'worker-1',
+      ttlMs: '30000',
+      waitTimeoutMs: '5000',
+      mode: 0,
+      limit: 0,
+      requestId: randomUUID(),
+      value: '',
+    }),
     release: LockServiceService.release.requestSerialize({ name: 'orders/42', token, holdId: '' }),
-    hold: LockServiceService.hold.requestSerialize({ name: 'orders/42', owner: 'worker-1', ttlMs: '30000', waitTimeoutMs: '5000', mode: 0, limit: 0, maxHoldMs: '0', releaseOnDisconnect: false, value: '' }),
+    hold: LockServiceService.hold.requestSerialize({
+      name: 'orders/42',
+      owner: 'worker-1',
+      ttlMs: '30000',
+      waitTimeoutMs: '5000',
+      mode: 0,
+      limit: 0,
+      maxHoldMs: '0',
+      releaseOnDisconnect: false,
+      value: '',
+    }),
   };
   const rows: string[][] = [];
   for (const [method, bytes] of Object.entries(messages) as [keyof typeof messages, Buffer][]) {
@@ -46,7 +65,14 @@ function microbench(): string[][] {
       }
     }
     const [g, c, w] = [quantile(ns.generated, 0.5), quantile(ns.guarded, 0.5), quantile(ns['check alone'], 0.5)];
-    rows.push([method, String(bytes.length), fixed(g, 0), fixed(c, 0), `${c >= g ? '+' : ''}${fixed(c - g, 0)} (${fixed(((c - g) / g) * 100, 0)}%)`, fixed(w, 0)]);
+    rows.push([
+      method,
+      String(bytes.length),
+      fixed(g, 0),
+      fixed(c, 0),
+      `${c >= g ? '+' : ''}${fixed(c - g, 0)} (${fixed(((c - g) / g) * 100, 0)}%)`,
+      fixed(w, 0),
+    ]);
   }
   return rows;
 }
@@ -91,7 +117,7 @@ async function roundTrips(beforeCli: string): Promise<string[][]> {
     String(rtt.length),
     fixed(quantile(rtt, 0.5) * 1000, 0),
     fixed(quantile(rtt, 0.99) * 1000, 0),
-    fixed(rtt.reduce((a, b) => a + b, 0) / rtt.length * 1000, 0),
+    fixed((rtt.reduce((a, b) => a + b, 0) / rtt.length) * 1000, 0),
     fixed(quantile(cpuUs, 0.5), 0),
     cpuUs.map((c) => fixed(c, 0)).join(' / '),
   ]);

@@ -10,7 +10,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/redis/embedded';
 import { vouchFor } from '../src/redis/vouch';
-import { acquireLatencies, fixed, lockClient, machineNote, markdownTable, median, quantile, setting, startHoldfast, uncontendedPairs, writeResult, type HoldfastProcess, type LockClient } from './support';
+import {
+  acquireLatencies,
+  fixed,
+  lockClient,
+  machineNote,
+  markdownTable,
+  median,
+  quantile,
+  setting,
+  startHoldfast,
+  uncontendedPairs,
+  writeResult,
+  type HoldfastProcess,
+  type LockClient,
+} from './support';
 
 const ROUNDS = setting('rounds', 'HOLDFAST_BENCH_ROUNDS', 3);
 const PAIRS = setting('pairs', 'HOLDFAST_BENCH_PAIRS', 500);

@@ -32,9 +32,22 @@ export async function startEtcd(): Promise<EtcdProcess> {
   const child: ChildProcess = spawn(
     'etcd',
     [
-      '--name', 'bench', '--data-dir', dataDir, '--log-level', 'error',
-      '--listen-client-urls', client, '--advertise-client-urls', client,
-      '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer, '--initial-cluster', `bench=${peer}`,
+      '--name',
+      'bench',
+      '--data-dir',
+      dataDir,
+      '--log-level',
+      'error',
+      '--listen-client-urls',
+      client,
+      '--advertise-client-urls',
+      client,
+      '--listen-peer-urls',
+      peer,
+      '--initial-advertise-peer-urls',
+      peer,
+      '--initial-cluster',
+      `bench=${peer}`,
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
@@ -96,7 +109,7 @@ export function etcdLockClient(addr: string, channel?: Client) {
   const lock = new loaded.v3lockpb.Lock(addr, credentials.createInsecure(), { channelOverride: lease.getChannel() });
   const call = (client: Client, method: string, req: object, deadlineMs = 120_000) =>
     new Promise<Record<string, unknown>>((resolve, reject) =>
-      ((client as unknown as Record<string, Unary>)[method]).call(client, req, new Metadata(), { deadline: Date.now() + deadlineMs }, (err, res) =>
+      (client as unknown as Record<string, Unary>)[method].call(client, req, new Metadata(), { deadline: Date.now() + deadlineMs }, (err, res) =>
         err ? reject(err) : resolve(res),
       ),
     );

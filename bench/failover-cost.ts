@@ -12,7 +12,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/redis/embedded';
-import { acquireLatencies, fixed, lockClient, machineNote, markdownTable, quantile, setting, sleep, startHoldfast, uncontendedPairs, writeResult, type HoldfastProcess, type LockClient } from './support';
+import {
+  acquireLatencies,
+  fixed,
+  lockClient,
+  machineNote,
+  markdownTable,
+  quantile,
+  setting,
+  sleep,
+  startHoldfast,
+  uncontendedPairs,
+  writeResult,
+  type HoldfastProcess,
+  type LockClient,
+} from './support';
 
 const ROUNDS = setting('rounds', 'HOLDFAST_BENCH_ROUNDS', 3);
 const PAIRS = setting('pairs', 'HOLDFAST_BENCH_PAIRS', 1000);
@@ -42,7 +56,10 @@ async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs 
 }
 
 async function startGroup(root: string): Promise<EmbeddedRedis[]> {
-  const master = await startEmbeddedRedis({ dataDir: join(root, 'master'), args: ['--save', '', '--min-replicas-to-write', '1', '--repl-diskless-sync-delay', '0'] });
+  const master = await startEmbeddedRedis({
+    dataDir: join(root, 'master'),
+    args: ['--save', '', '--min-replicas-to-write', '1', '--repl-diskless-sync-delay', '0'],
+  });
   const replicas = await Promise.all(
     [1, 2].map((i) => startEmbeddedRedis({ dataDir: join(root, `replica-${i}`), args: ['--save', '', '--replicaof', '127.0.0.1', String(master.port)] })),
   );

@@ -51,7 +51,17 @@ function reply(message: unknown): void {
 
 /** Opens one Hold stream; resolves once `acquired` arrives (or rejects when the stream ends first). */
 function openHold(client: LockClient, name: string, ttlMs: number): Promise<void> {
-  const request: HoldRequest = { name, owner: '', ttlMs: String(ttlMs), waitTimeoutMs: '0', mode: 0, limit: 0, maxHoldMs: '0', releaseOnDisconnect: false, value: '' };
+  const request: HoldRequest = {
+    name,
+    owner: '',
+    ttlMs: String(ttlMs),
+    waitTimeoutMs: '0',
+    mode: 0,
+    limit: 0,
+    maxHoldMs: '0',
+    releaseOnDisconnect: false,
+    value: '',
+  };
   const call = client.client.hold(request, new Metadata(), {});
   const entry: Held = { name, call, acquired: false, cancelled: false, ended: false };
   held.set(name, entry);

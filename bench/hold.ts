@@ -117,7 +117,13 @@ async function main(): Promise<void> {
     await sleep(2000);
 
     // The measurement window: nothing happens but renewals.
-    const before = { at: nowMs(), cpu: cpuSeconds(server.pid), redisCpu: cpuSeconds(redis.pid), redis: await redisCounters(redis.client), clients: await allStats(workers) };
+    const before = {
+      at: nowMs(),
+      cpu: cpuSeconds(server.pid),
+      redisCpu: cpuSeconds(redis.pid),
+      redis: await redisCounters(redis.client),
+      clients: await allStats(workers),
+    };
     const rssSamples: number[] = [];
     const windowEnd = before.at + SECONDS * 1000;
     while (nowMs() < windowEnd) {
@@ -126,7 +132,13 @@ async function main(): Promise<void> {
       const s = await allStats(workers);
       log(`t+${fixed((nowMs() - before.at) / 1000, 0)} s: ${s.alive} alive, ${s.renewed} renewed events, ${s.lost} lost, RSS ${rssSamples.at(-1)} KiB`);
     }
-    const after = { at: nowMs(), cpu: cpuSeconds(server.pid), redisCpu: cpuSeconds(redis.pid), redis: await redisCounters(redis.client), clients: await allStats(workers) };
+    const after = {
+      at: nowMs(),
+      cpu: cpuSeconds(server.pid),
+      redisCpu: cpuSeconds(redis.pid),
+      redis: await redisCounters(redis.client),
+      clients: await allStats(workers),
+    };
     // RSS moves with the garbage collector's cycle, so the held figure is the mean of the samples.
     const rssHeld = rssSamples.reduce((a, b) => a + b, 0) / rssSamples.length;
 
@@ -208,17 +220,42 @@ function summarize(m: Measured): string {
   const p99 = quantile(m.latencies, 0.99);
   const verdict = (ok: boolean) => (ok ? 'met' : '**missed**');
   const rows = [
-    ['held streams', `${m.acquired} of ${HOLDS} (opened in ${fixed(m.openSeconds, 1)} s), ${m.aliveAtEnd} alive at the end of the window`, '10 000 stable for 60 s', verdict(m.acquired === HOLDS && m.aliveAtEnd === HOLDS && SECONDS >= 60 && HOLDS >= 10_000)],
-    ['leases lost / streams ended unexpectedly', `${m.final.lost} / ${m.final.unexpectedEnds}`, '0', verdict(m.final.lost === 0 && m.final.unexpectedEnds === 0)],
+    [
+      'held streams',
+      `${m.acquired} of ${HOLDS} (opened in ${fixed(m.openSeconds, 1)} s), ${m.aliveAtEnd} alive at the end of the window`,
+      '10 000 stable for 60 s',
+      verdict(m.acquired === HOLDS && m.aliveAtEnd === HOLDS && SECONDS >= 60 && HOLDS >= 10_000),
+    ],
+    [
+      'leases lost / streams ended unexpectedly',
+      `${m.final.lost} / ${m.final.unexpectedEnds}`,
+      '0',
+      verdict(m.final.lost === 0 && m.final.unexpectedEnds === 0),
+    ],
     ['renewal function calls (FCALL) per second', fixed(perSecond('fcall'), 0), `expected ${fixed(HOLDS / (TTL_MS / 3000), 0)} (one per lease per ttl/3)`, ''],
     ['`renewed` events received per second', fixed(m.renewedEvents / m.seconds, 0), '', ''],
     ['Redis commands processed per second (INFO total_commands_processed)', fixed((m.after.commands - m.before.commands) / m.seconds, 0), '', ''],
     ['Redis commandstats per second', commandRates || '-', '', ''],
     ['redis-server CPU', `${fixed(m.redisCpuPerSecond * 1000, 0)} ms/s`, '', ''],
     ['server CPU', `${fixed(m.serverCpuPerSecond * 1000, 0)} ms/s`, '', ''],
-    ['server RSS idle / held (mean of samples every 5 s) / peak / 3 s after release', `${fixed(m.rssIdle / 1024)} / ${fixed(m.rssHeld / 1024)} / ${fixed(m.rssPeak / 1024)} / ${fixed(m.rssAfterRelease / 1024)} MiB`, '', ''],
-    ['server RSS per held stream (mean; at peak)', `${fixed(perStreamKiB, 1)} KiB; ${fixed((m.rssPeak - m.rssIdle) / Math.max(1, m.acquired), 1)} KiB`, '< 16 KiB', verdict(perStreamKiB < 16)],
-    ['cancel-to-free p50 / p99 / max', `${fixed(p50, 2)} / ${fixed(p99, 2)} / ${fixed(Math.max(...m.latencies), 2)} ms (n=${m.latencies.length}${m.sampleFailures.length ? `, ${m.sampleFailures.length} failed` : ''})`, 'p99 < 20 ms', verdict(p99 < 20 && m.sampleFailures.length === 0)],
+    [
+      'server RSS idle / held (mean of samples every 5 s) / peak / 3 s after release',
+      `${fixed(m.rssIdle / 1024)} / ${fixed(m.rssHeld / 1024)} / ${fixed(m.rssPeak / 1024)} / ${fixed(m.rssAfterRelease / 1024)} MiB`,
+      '',
+      '',
+    ],
+    [
+      'server RSS per held stream (mean; at peak)',
+      `${fixed(perStreamKiB, 1)} KiB; ${fixed((m.rssPeak - m.rssIdle) / Math.max(1, m.acquired), 1)} KiB`,
+      '< 16 KiB',
+      verdict(perStreamKiB < 16),
+    ],
+    [
+      'cancel-to-free p50 / p99 / max',
+      `${fixed(p50, 2)} / ${fixed(p99, 2)} / ${fixed(Math.max(...m.latencies), 2)} ms (n=${m.latencies.length}${m.sampleFailures.length ? `, ${m.sampleFailures.length} failed` : ''})`,
+      'p99 < 20 ms',
+      verdict(p99 < 20 && m.sampleFailures.length === 0),
+    ],
   ];
   const notes = [
     ...m.openFailures.map((f) => `open failure: ${f}`),

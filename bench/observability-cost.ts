@@ -9,7 +9,22 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { freePort } from '../src/redis/embedded';
-import { acquireLatencies, cpuSeconds, fixed, lockClient, machineNote, markdownTable, quantile, setting, startBenchRedis, startHoldfast, uncontendedPairs, writeResult, type HoldfastProcess, type LockClient } from './support';
+import {
+  acquireLatencies,
+  cpuSeconds,
+  fixed,
+  lockClient,
+  machineNote,
+  markdownTable,
+  quantile,
+  setting,
+  startBenchRedis,
+  startHoldfast,
+  uncontendedPairs,
+  writeResult,
+  type HoldfastProcess,
+  type LockClient,
+} from './support';
 
 const ROUNDS = setting('rounds', 'HOLDFAST_BENCH_ROUNDS', 3);
 const PAIRS = setting('pairs', 'HOLDFAST_BENCH_PAIRS', 1000);
@@ -54,7 +69,16 @@ async function main(): Promise<void> {
       const args = v.metricsPort ? ['--metrics-listen', `127.0.0.1:${v.metricsPort}`] : [];
       v.server = await startHoldfast(redis.url, args, [], v.traces ? otlp : {});
       v.clients = Array.from({ length: WORKERS }, () => lockClient(v.server!.addr));
-      if (v.metricsPort) scrapes.push(setInterval(() => void fetch(`http://127.0.0.1:${v.metricsPort}/metrics`).then((r) => r.text()).catch(() => {}), 1000));
+      if (v.metricsPort)
+        scrapes.push(
+          setInterval(
+            () =>
+              void fetch(`http://127.0.0.1:${v.metricsPort}/metrics`)
+                .then((r) => r.text())
+                .catch(() => {}),
+            1000,
+          ),
+        );
     }
     for (const v of variants) await acquireLatencies(v.clients[0], `warm-${v.label}`, PAIRS); // JIT warm-up
     for (let round = 0; round < ROUNDS; round++) {
@@ -83,7 +107,10 @@ async function main(): Promise<void> {
       '',
       `${note}. One redis-server (loopback), ${ROUNDS} alternating rounds; latency over ${ROUNDS * PAIRS} acquires per server, pairs/s and server CPU per pair the median round of ${SECONDS} s with ${WORKERS} workers. /metrics scraped once a second; ${spans} OTLP export requests received.`,
       '',
-      markdownTable(['server', 'Acquire p50 (ms)', 'Acquire p99 (ms)', 'p50 added', `pairs/s, ${WORKERS} workers`, 'vs none', 'server CPU µs/pair', 'vs none'], rows),
+      markdownTable(
+        ['server', 'Acquire p50 (ms)', 'Acquire p99 (ms)', 'p50 added', `pairs/s, ${WORKERS} workers`, 'vs none', 'server CPU µs/pair', 'vs none'],
+        rows,
+      ),
       '',
     ].join('\n');
     process.stdout.write(text);

@@ -106,17 +106,20 @@ async function handOffVariant(
 ): Promise<Variant> {
   const cycle = new Array<number>(HANDOFF_LOCKS).fill(0);
   const token = (lock: number, k: number) => `h${lock}.${k}`.padEnd(22, 'x');
-  const queue = (lock: number, k: number) => call('acquire', lockKeys(lock, space), [token(lock, k), '', LEASE_MS, 1, 1, '', `srv1.${lock}.${k}`, 600_000, '', '', '']);
+  const queue = (lock: number, k: number) =>
+    call('acquire', lockKeys(lock, space), [token(lock, k), '', LEASE_MS, 1, 1, '', `srv1.${lock}.${k}`, 600_000, '', '', '']);
   const setup = client.pipeline();
   for (let lock = 0; lock < HANDOFF_LOCKS; lock++) for (let k = 0; k <= HANDOFF_WAITERS; k++) setup.call(...queue(lock, k));
-  for (const [err, reply] of (await setup.exec()) ?? []) if (err || !Array.isArray(reply) || (reply[0] !== 1 && reply[0] !== 2)) throw new Error(`${label}: setup ${String(err ?? reply)}`);
+  for (const [err, reply] of (await setup.exec()) ?? [])
+    if (err || !Array.isArray(reply) || (reply[0] !== 1 && reply[0] !== 2)) throw new Error(`${label}: setup ${String(err ?? reply)}`);
   return {
     label,
     pair(lock) {
       const k = cycle[lock]++;
       return [call('release', lockKeys(lock, space), [token(lock, k), '', '0', 0, '', 'srv1', '']), queue(lock, k + HANDOFF_WAITERS + 1)];
     },
-    check: (released, queued) => Array.isArray(released) && released[0] === 1 && Array.isArray(released[3]) && released[3].length === 1 && Array.isArray(queued) && queued[0] === 2,
+    check: (released, queued) =>
+      Array.isArray(released) && released[0] === 1 && Array.isArray(released[3]) && released[3].length === 1 && Array.isArray(queued) && queued[0] === 2,
     pipelined: [],
     single: [],
     scriptUs: [],
@@ -139,7 +142,13 @@ async function variants(client: Redis): Promise<Variant[]> {
   const quiet = libraryWithoutWatchNotice();
   await shipped.load(client);
   await quiet.load(client);
-  const fcall = (library: LockLibrary, script: 'acquire' | 'release', lock: number, args: (string | number)[]): Call => ['fcall', library.functionName(script), 4, ...lockKeys(lock), ...args];
+  const fcall = (library: LockLibrary, script: 'acquire' | 'release', lock: number, args: (string | number)[]): Call => [
+    'fcall',
+    library.functionName(script),
+    4,
+    ...lockKeys(lock),
+    ...args,
+  ];
   const made = (label: string, pair: Variant['pair'], check: Variant['check'] = (a, r) => granted(a) && granted(r)): Variant => ({
     label,
     pair,
@@ -166,14 +175,46 @@ async function variants(client: Redis): Promise<Variant[]> {
     ),
     made('two empty EVAL scripts', (lock, i) => [evalsha(empty, lock, acquireArgs(i)), evalsha(empty, lock, releaseArgs(i))], ok),
     made('two EVAL scripts that only define the helpers', (lock, i) => [evalsha(helpers, lock, acquireArgs(i)), evalsha(helpers, lock, releaseArgs(i))], ok),
-    made('holdfast as shipped (acquire + release functions)', (lock, i) => [fcall(shipped, 'acquire', lock, acquireArgs(i)), fcall(shipped, 'release', lock, releaseArgs(i))]),
-    made('holdfast without the Watch notice (SPUBLISH)', (lock, i) => [fcall(quiet, 'acquire', lock, acquireArgs(i)), fcall(quiet, 'release', lock, releaseArgs(i))]),
-    made('holdfast as EVAL scripts (before the library)', (lock, i) => [evalsha(acquireEval, lock, acquireArgs(i)), evalsha(releaseEval, lock, releaseArgs(i))]),
+    made('holdfast as shipped (acquire + release functions)', (lock, i) => [
+      fcall(shipped, 'acquire', lock, acquireArgs(i)),
+      fcall(shipped, 'release', lock, releaseArgs(i)),
+    ]),
+    made('holdfast without the Watch notice (SPUBLISH)', (lock, i) => [
+      fcall(quiet, 'acquire', lock, acquireArgs(i)),
+      fcall(quiet, 'release', lock, releaseArgs(i)),
+    ]),
+    made('holdfast as EVAL scripts (before the library)', (lock, i) => [
+      evalsha(acquireEval, lock, acquireArgs(i)),
+      evalsha(releaseEval, lock, releaseArgs(i)),
+    ]),
     made('two EVAL scripts that make 10 `redis.call`s each (PTTL)', (lock) => [evalsha(tenCalls, lock, []), evalsha(tenCalls, lock, [])], ok),
     handOff,
-    { ...(await handOffVariant(client, 'the same hand-off as EVAL scripts', 'bench-handoff-e', (script, keys, args) => ['evalsha', script === 'acquire' ? acquireEval : releaseEval, 4, ...keys, ...args])), versus: handOff },
-    made('grant record, cjson decode + encode, 2 scripts', () => [['evalsha', cjsonRecord, 0, GRANT_RECORD], ['evalsha', cjsonRecord, 0, GRANT_RECORD]], ok),
-    made('grant record, cmsgpack unpack + pack, 2 scripts', () => [['evalsha', msgpackRecord, 0, msgpacked], ['evalsha', msgpackRecord, 0, msgpacked]], ok),
+    {
+      ...(await handOffVariant(client, 'the same hand-off as EVAL scripts', 'bench-handoff-e', (script, keys, args) => [
+        'evalsha',
+        script === 'acquire' ? acquireEval : releaseEval,
+        4,
+        ...keys,
+        ...args,
+      ])),
+      versus: handOff,
+    },
+    made(
+      'grant record, cjson decode + encode, 2 scripts',
+      () => [
+        ['evalsha', cjsonRecord, 0, GRANT_RECORD],
+        ['evalsha', cjsonRecord, 0, GRANT_RECORD],
+      ],
+      ok,
+    ),
+    made(
+      'grant record, cmsgpack unpack + pack, 2 scripts',
+      () => [
+        ['evalsha', msgpackRecord, 0, msgpacked],
+        ['evalsha', msgpackRecord, 0, msgpacked],
+      ],
+      ok,
+    ),
   ];
 }
 
@@ -264,7 +305,17 @@ async function main(): Promise<void> {
       'Redis CPU per uncontended acquire + release, by part',
       `${PAIRS} pairs per variant and mode, ${ROUNDS} rounds, variants interleaved within each round; medians over the rounds. "Pipelined": batches of ${BATCH} acquires then their ${BATCH} releases, so per-call I/O is shared and the figure is the calls' own CPU. "Single": ${WORKERS} workers, each call waits for its reply (one read and one write per call, as a holdfast server's connection sees at low load). Redis CPU from /proc/<pid>/stat of redis-server (10 ms ticks over ${PAIRS} pairs); script µs from INFO commandstats (EVALSHA, FCALL). Ratios are to holdfast as shipped in the same run (the EVAL hand-off: to the hand-off as shipped).`,
       machine,
-      markdownTable(['variant (a pair: its two calls)', 'Redis CPU µs/pair, pipelined', 'script µs/pair (commandstats)', 'ratio', 'Redis CPU µs/pair, single calls', 'ratio'], rows),
+      markdownTable(
+        [
+          'variant (a pair: its two calls)',
+          'Redis CPU µs/pair, pipelined',
+          'script µs/pair (commandstats)',
+          'ratio',
+          'Redis CPU µs/pair, single calls',
+          'ratio',
+        ],
+        rows,
+      ),
       [],
     );
   } finally {

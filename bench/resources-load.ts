@@ -109,7 +109,9 @@ export async function startLoad(job: LoadJob): Promise<Load> {
     children.forEach((child) => child.once('exit', (code) => reject(new Error(`load process exited with ${code} before it was ready`)))),
   );
   // Something that never answers: fail rather than wait for ever.
-  const tooLong = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the ${job.kind} were not all under way after ${LOAD_TIMEOUT_MS} ms`)), LOAD_TIMEOUT_MS).unref());
+  const tooLong = new Promise<never>((_, reject) =>
+    setTimeout(() => reject(new Error(`the ${job.kind} were not all under way after ${LOAD_TIMEOUT_MS} ms`)), LOAD_TIMEOUT_MS).unref(),
+  );
   try {
     await Promise.race([Promise.all(children.map((child) => ask(child, '', 'ready'))), died, tooLong]);
   } catch (err) {

@@ -37,7 +37,11 @@ const WAITERS = setting('waiters', 'HOLDFAST_BENCH_WAITERS', 10_000);
  * default: its queue refresh is one script over every entry each second, which on the shared
  * 2-core machine ran past the server's 1 s Redis command timeout (see docs/benchmarks.md, "Resources and limits").
  */
-const WAITERS_PER_LOCK = (process.argv.find((a) => a.startsWith('--waiters-per-lock='))?.split('=')[1] ?? process.env.HOLDFAST_BENCH_WAITERS_PER_LOCK ?? '1000,10')
+const WAITERS_PER_LOCK = (
+  process.argv.find((a) => a.startsWith('--waiters-per-lock='))?.split('=')[1] ??
+  process.env.HOLDFAST_BENCH_WAITERS_PER_LOCK ??
+  '1000,10'
+)
   .split(',')
   .map(Number)
   .filter((n) => n > 0);
@@ -211,7 +215,13 @@ function waitersRow(redis: BenchRedis, perLock: number, run: string): RowLoad {
     what: `queued waiters (Acquire), ${Math.round(WAITERS / locks)} per lock`,
     async start(server, observer) {
       const holders = await Promise.all(names.map((name) => observer.acquire({ name, ttlMs: '3600000' })));
-      const load = await startLoad({ kind: 'waits', addr: server.addr, names: Array.from({ length: WAITERS }, (_, i) => names[i % locks]), ttlMs: 0, perConnection: PER_CONNECTION });
+      const load = await startLoad({
+        kind: 'waits',
+        addr: server.addr,
+        names: Array.from({ length: WAITERS }, (_, i) => names[i % locks]),
+        ttlMs: 0,
+        perConnection: PER_CONNECTION,
+      });
       await until(`${WAITERS} waiters queued`, async () => (await queued()) + (await endedCount(load)) >= WAITERS);
       return {
         load,
@@ -238,7 +248,9 @@ function holdsRow(run: string): RowLoad {
 
 async function main(): Promise<void> {
   const machine = machineNote();
-  log(`${WAITERS} waiters (${WAITERS_PER_LOCK.join(', ')} per lock), ${HOLDS} holds (ttl ${TTL_MS} ms), ${PER_CONNECTION} calls per connection, ${SECONDS} s windows`);
+  log(
+    `${WAITERS} waiters (${WAITERS_PER_LOCK.join(', ')} per lock), ${HOLDS} holds (ttl ${TTL_MS} ms), ${PER_CONNECTION} calls per connection, ${SECONDS} s windows`,
+  );
   const redis = await startBenchRedis();
   await redis.client.config('SET', 'slowlog-max-len', '100000');
   const run = randomBytes(4).toString('hex');

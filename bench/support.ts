@@ -7,7 +7,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
-import { LockServiceClient, type AcquireRequest, type AcquireResponse, type InspectResponse, type ReleaseRequest, type ReleaseResponse } from '../clients/ts/gen/holdfast/v1/lock';
+import {
+  LockServiceClient,
+  type AcquireRequest,
+  type AcquireResponse,
+  type InspectResponse,
+  type ReleaseRequest,
+  type ReleaseResponse,
+} from '../clients/ts/gen/holdfast/v1/lock';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/redis/embedded';
 import { CLI, ROOT } from '../test/support/paths';
 import { launchServer } from '../test/support/server';
@@ -62,7 +69,12 @@ export interface HoldfastProcess {
  * (test/support/server.ts, the one launcher). Warnings after startup, and lines that are not the
  * JSON log (node's --trace-gc), are worth seeing; the rest of the log is dropped.
  */
-export async function startHoldfast(redisUrl: string, extraArgs: string[] = [], nodeArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<HoldfastProcess> {
+export async function startHoldfast(
+  redisUrl: string,
+  extraArgs: string[] = [],
+  nodeArgs: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+): Promise<HoldfastProcess> {
   let pid = 0;
   const server = await launchServer({
     redisUrl, // '' when extraArgs name the backend (--redlock)
@@ -176,7 +188,11 @@ export function nowMs(): number {
 
 export function machineNote(): string {
   const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-  return `Node ${process.version}, ${readFileSync('/proc/cpuinfo', 'utf8').split('\n').filter((l) => l.startsWith('processor')).length} cores, load average before the run ${load}`;
+  return `Node ${process.version}, ${
+    readFileSync('/proc/cpuinfo', 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('processor')).length
+  } cores, load average before the run ${load}`;
 }
 
 /** A LockService client with its own connection (no subchannel shared with other clients). */

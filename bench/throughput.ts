@@ -30,7 +30,10 @@ import {
 
 const SECONDS = setting('seconds', 'HOLDFAST_BENCH_SECONDS', 5);
 const ROUNDS = Math.max(1, setting('rounds', 'HOLDFAST_BENCH_ROUNDS', 3));
-const CONCURRENCY = (process.env.HOLDFAST_BENCH_CONCURRENCY ?? '1,16,64').split(',').map(Number).filter((n) => n > 0);
+const CONCURRENCY = (process.env.HOLDFAST_BENCH_CONCURRENCY ?? '1,16,64')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 const ONLY = process.env.HOLDFAST_BENCH_ONLY ?? '';
 const SERVER_NODE_ARGS = (process.env.HOLDFAST_BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const LEASE_MS = 10_000;
@@ -160,7 +163,8 @@ async function main(): Promise<void> {
   const redis = await startBenchRedis();
   const floor = await startFloor();
   const single = await startHoldfast(redis.url, [], SERVER_NODE_ARGS);
-  const multi = ONLY && !'holdfast --workers 2'.includes(ONLY) ? undefined : await startHoldfast(redis.url, ['--workers', '2'], SERVER_NODE_ARGS).catch(() => undefined);
+  const multi =
+    ONLY && !'holdfast --workers 2'.includes(ONLY) ? undefined : await startHoldfast(redis.url, ['--workers', '2'], SERVER_NODE_ARGS).catch(() => undefined);
   const etcd = etcdInstalled() ? await startEtcd() : undefined;
   const notes: string[] = [];
   if (!etcd) notes.push('etcd is not installed (apt-get install -y etcd-server): its rows are missing.');
@@ -202,9 +206,22 @@ async function main(): Promise<void> {
         fixed(median(rates), 0),
         `${fixed(median(rates) / floorMedian, 2)}x`,
         rates.map((r) => fixed(r, 0)).join(', '),
-        fixed(pick((s) => s.serverCpuUsPerPair), 0),
-        contender.redis ? fixed(pick((s) => s.redisCpuUsPerPair), 1) : '-',
-        contender.redis ? fixed(pick((s) => s.redisCommandsPerPair), 1) : '-',
+        fixed(
+          pick((s) => s.serverCpuUsPerPair),
+          0,
+        ),
+        contender.redis
+          ? fixed(
+              pick((s) => s.redisCpuUsPerPair),
+              1,
+            )
+          : '-',
+        contender.redis
+          ? fixed(
+              pick((s) => s.redisCommandsPerPair),
+              1,
+            )
+          : '-',
         String(list.reduce((n, s) => n + s.errors, 0)),
       ]);
     }

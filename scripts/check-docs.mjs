@@ -66,7 +66,11 @@ function pages(root) {
 /** GitHub's heading anchors (github-slugger): lower case, punctuation dropped, spaces to hyphens. */
 export function slug(heading) {
   const text = heading.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1');
-  return text.trim().toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
+  return text
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '')
+    .replace(/ /g, '-');
 }
 
 /**
@@ -84,7 +88,7 @@ function parse(text) {
     const n = i + 1;
     const fence = /^\s*(```|~~~)/.exec(line);
     if (block) {
-      if (fence && line.trim().startsWith(block.marker)) (blocks.push(block), (block = undefined));
+      if (fence && line.trim().startsWith(block.marker)) blocks.push(block), (block = undefined);
       else block.lines.push({ n, text: line });
       return;
     }
@@ -246,6 +250,8 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const args = parseArgs(process.argv.slice(2));
   const problems = await checkDocs(args);
   for (const p of problems) console.error(p);
-  console.log(problems.length ? `check-docs: ${problems.length} problem(s)` : `check-docs: ${pages(args.root).length} pages, all links, paths, scripts and flags found`);
+  console.log(
+    problems.length ? `check-docs: ${problems.length} problem(s)` : `check-docs: ${pages(args.root).length} pages, all links, paths, scripts and flags found`,
+  );
   process.exitCode = problems.length ? 1 : 0;
 }

@@ -16,20 +16,40 @@ export const RULES = [
   { from: 'src/config/', to: ['src/'], except: ['src/config/'], why: 'config sits at the bottom: every layer reads it' },
   {
     from: 'src/engine/',
-    to: ['src/transport/', 'src/backend/', 'src/redis/', 'src/redlock/', 'src/server', 'src/cli', 'src/http/', 'src/observability/', 'src/dashboard/', 'src/overview/'],
+    to: [
+      'src/transport/',
+      'src/backend/',
+      'src/redis/',
+      'src/redlock/',
+      'src/server',
+      'src/cli',
+      'src/http/',
+      'src/observability/',
+      'src/dashboard/',
+      'src/overview/',
+    ],
     packages: ['@grpc/grpc-js', 'cluster-key-slot'],
     symbols: { ioredis: ['Cluster'] },
     why: 'the engine knows lock rules only: no transport, no gRPC, no topology',
   },
-  { from: 'src/redis/', to: ['src/transport/', 'src/backend/', 'src/server', 'src/cli', 'src/http/', 'src/observability/'], why: 'storage knows no transport or wiring' },
-  { from: 'src/redlock/', to: ['src/transport/', 'src/backend/', 'src/server', 'src/cli', 'src/http/', 'src/observability/'], why: 'storage knows no transport or wiring' },
+  {
+    from: 'src/redis/',
+    to: ['src/transport/', 'src/backend/', 'src/server', 'src/cli', 'src/http/', 'src/observability/'],
+    why: 'storage knows no transport or wiring',
+  },
+  {
+    from: 'src/redlock/',
+    to: ['src/transport/', 'src/backend/', 'src/server', 'src/cli', 'src/http/', 'src/observability/'],
+    why: 'storage knows no transport or wiring',
+  },
   { from: 'src/backend/', to: ['src/transport/', 'src/server', 'src/cli'], why: 'backends are wired by the server, never the other way round' },
   { from: 'src/observability/', to: ['src/transport/', 'src/server', 'src/cli'], why: 'metrics and traces watch the engine, not the handlers' },
   { from: 'src/transport/', to: ['src/server', 'src/cli'], why: 'handlers are wired by the server' },
   { from: 'clients/ts/', to: ['src/'], why: 'the SDK never reaches into the server' },
 ];
 
-const IMPORT = /(?:^|\n)\s*(?:import|export)\s+(type\s+)?([^'";]*?)\s*from\s*['"]([^'"]+)['"]|(?:^|\n)\s*import\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+const IMPORT =
+  /(?:^|\n)\s*(?:import|export)\s+(type\s+)?([^'";]*?)\s*from\s*['"]([^'"]+)['"]|(?:^|\n)\s*import\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
 const SKIP = /(?:^|\/)(?:dist|node_modules|gen|install-test|examples)(?:\/|$)/;
 
 function sourceFiles(dir, repo) {
@@ -57,7 +77,11 @@ export function importsOf(file, repo) {
   const found = [];
   for (const m of text.matchAll(IMPORT)) {
     const spec = m[3] ?? m[4] ?? m[5];
-    const names = (m[2] ?? '').replace(/[{}]/g, ' ').split(/[\s,]+/).filter(Boolean).filter((n) => n !== 'type');
+    const names = (m[2] ?? '')
+      .replace(/[{}]/g, ' ')
+      .split(/[\s,]+/)
+      .filter(Boolean)
+      .filter((n) => n !== 'type');
     if (spec.startsWith('.')) {
       const target = resolveLocal(file, spec);
       if (target) found.push({ target: relative(repo, target), pkg: null, names });

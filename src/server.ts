@@ -99,11 +99,17 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const tracing = startTracing(config.tracerProvider);
   const grants = new GrantRate(); // for the dashboard: a few empty calls per grant when nobody looks
   const observer = [metrics, tracing?.observer].reduce<EngineObserver>((both, one) => (one ? bothObservers(both, one) : both), countGrants(grants));
-  backend = config.redlock ? await startRedlockBackend(config, refreshHealth, observer) : await startRedisBackend(config, limits.maxWaitersPerLock, refreshHealth, observer);
+  backend = config.redlock
+    ? await startRedlockBackend(config, refreshHealth, observer)
+    : await startRedisBackend(config, limits.maxWaitersPerLock, refreshHealth, observer);
   refreshHealth();
   const { engine } = backend;
   const running = backend;
-  metrics?.watch({ stats: () => namespaces.stats(), redisUp: () => running.redisUp?.() ?? running.serving(), grantsBlocked: () => !!running.grantsBlocked?.() });
+  metrics?.watch({
+    stats: () => namespaces.stats(),
+    redisUp: () => running.redisUp?.() ?? running.serving(),
+    grantsBlocked: () => !!running.grantsBlocked?.(),
+  });
 
   const calls = new CallCounter();
   const auth = new AuthGate(config.credentials ?? new Credentials());
@@ -113,7 +119,13 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     // reaches only those before it: RPC metrics and traces first (they see every status, refusals
     // included), the count of calls in flight, authentication, then the caps on waiters and Hold
     // streams (per namespace: known once authenticated; a refused call is never counted).
-    interceptors: [...(metrics ? [metrics.rpcInterceptor] : []), ...(tracing ? [tracing.interceptor] : []), calls.interceptor, auth.interceptor, callLimits.interceptor],
+    interceptors: [
+      ...(metrics ? [metrics.rpcInterceptor] : []),
+      ...(tracing ? [tracing.interceptor] : []),
+      calls.interceptor,
+      auth.interceptor,
+      callLimits.interceptor,
+    ],
     ...serverOptionsFor(limits),
     'grpc.keepalive_time_ms': config.keepaliveTimeMs,
     'grpc.keepalive_timeout_ms': config.keepaliveTimeoutMs,
@@ -135,7 +147,11 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       log.warn({ lock: name, ...where, holdId, reason, detail: message }, reason === 'stream_lost' ? 'hold stream ended without a cancel' : 'lease lost');
     },
   });
-  const namespaces = new Namespaces(engine, (namespace) => running.engineForNamespace(namespace), (e, namespace) => lockService(e, serviceOptions(namespace)) as unknown as UntypedServiceImplementation);
+  const namespaces = new Namespaces(
+    engine,
+    (namespace) => running.engineForNamespace(namespace),
+    (e, namespace) => lockService(e, serviceOptions(namespace)) as unknown as UntypedServiceImplementation,
+  );
   const guarded = guardRequests(
     LockServiceService,
     namespaces.dispatch(LockServiceService, (call) => auth.namespaceOf(call.metadata)),

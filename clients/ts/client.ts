@@ -51,7 +51,6 @@ export interface FencingTokenCheck {
 
 const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 
-
 export class HoldfastClient {
   /** The generated grpc-js stub, for anything the SDK does not wrap. */
   readonly stub: LockServiceClient;

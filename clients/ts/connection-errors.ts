@@ -20,11 +20,20 @@ type Cause = [RegExp, string | ((kind: ConnectionKind) => string)];
 const CAUSES: Cause[] = [
   [/ECONNREFUSED/, 'connection refused: nothing listens on that port'],
   [/Name resolution failed|ENOTFOUND|EAI_AGAIN/, 'the host name does not resolve'],
-  [/Protocol error/, "it does not speak gRPC: is that an HTTP port (holdfast's --http-listen, for the dashboard and /metrics) instead of the gRPC --listen port?"],
+  [
+    /Protocol error/,
+    "it does not speak gRPC: is that an HTTP port (holdfast's --http-listen, for the dashboard and /metrics) instead of the gRPC --listen port?",
+  ],
   [/wrong version number|packet length too long|http request/i, 'it speaks plaintext, and this client asked for TLS'],
-  [/certificate required|bad certificate|unknown ca|alert handshake failure/i, 'the server wants a client certificate it trusts (mutual TLS): give tls.cert and tls.key (--tls-cert and --tls-key)'],
+  [
+    /certificate required|bad certificate|unknown ca|alert handshake failure/i,
+    'the server wants a client certificate it trusts (mutual TLS): give tls.cert and tls.key (--tls-cert and --tls-key)',
+  ],
   [/altnames|does not match certificate/i, 'its TLS certificate is not for that host name: give the name it carries as tls.serverName (--tls-server-name)'],
-  [/unable to verify|self[- ]signed|unable to get (local )?issuer|certificate has expired|not yet valid/i, 'its TLS certificate is not trusted: give the CA that signed it as tls.ca (--tls-ca)'],
+  [
+    /unable to verify|self[- ]signed|unable to get (local )?issuer|certificate has expired|not yet valid/i,
+    'its TLS certificate is not trusted: give the CA that signed it as tls.ca (--tls-ca)',
+  ],
   [/ETIMEDOUT|EHOSTUNREACH|ENETUNREACH/, 'no answer from that address (unreachable or timed out)'],
   [
     /Failed to connect|Connection dropped|ECONNRESET|socket hang up/,

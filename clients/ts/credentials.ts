@@ -33,7 +33,10 @@ function bearer(apiKey: string): Interceptor {
 }
 
 /** The channel credentials and options that `security` calls for, added to `options`. */
-export function secureChannel(security: ConnectionSecurity, options: Partial<ClientOptions> = {}): { creds: ChannelCredentials; options: Partial<ClientOptions> } {
+export function secureChannel(
+  security: ConnectionSecurity,
+  options: Partial<ClientOptions> = {},
+): { creds: ChannelCredentials; options: Partial<ClientOptions> } {
   const { tls, apiKey } = security;
   const creds = tls ? credentials.createSsl(tls.ca ?? null, tls.key ?? null, tls.cert ?? null) : credentials.createInsecure();
   const withName = tls?.serverName ? { 'grpc.ssl_target_name_override': tls.serverName, 'grpc.default_authority': tls.serverName } : {};

@@ -12,13 +12,7 @@ import { ResetBudget } from './streams';
  * (the stream is cancelled, which frees the hold if the server still keeps it), and with the
  * stream's ServiceError for anything else.
  */
-export function openLease(
-  stub: LockServiceClient,
-  rpc: UnaryCalls,
-  request: HoldRequest,
-  cancel?: AbortSignal,
-  resets = new ResetBudget(),
-): Promise<Lease> {
+export function openLease(stub: LockServiceClient, rpc: UnaryCalls, request: HoldRequest, cancel?: AbortSignal, resets = new ResetBudget()): Promise<Lease> {
   return openStream<HoldAcquired>(
     {
       name: request.name,

@@ -63,7 +63,9 @@ run(async () => {
       const pausedAt = Date.now();
       const b = start('b');
       const bToken = (await b.next((l) => l.event === 'acquired')).token;
-      console.log(`holder A paused; holder B got the lock ${Date.now() - pausedAt} ms later (A's stream found dead, then its lease ran out), fencing token ${bToken}`);
+      console.log(
+        `holder A paused; holder B got the lock ${Date.now() - pausedAt} ms later (A's stream found dead, then its lease ran out), fencing token ${bToken}`,
+      );
       check((await b.next(wrote('b-1'))).status === 200, `round ${round}: holder B wrote b-1`);
       a.process.kill('SIGCONT');
       a.process.kill('SIGUSR2');
@@ -76,7 +78,10 @@ run(async () => {
       for (const h of [a, b]) h.process.kill('SIGKILL');
     }
     check(service.refusals.length === ROUNDS, `the service reported ${ROUNDS} stale write(s), one per round`);
-    check(service.writes.every((w) => !w.value.startsWith('a-') || w.value === 'a-1'), 'no stale write was applied');
+    check(
+      service.writes.every((w) => !w.value.startsWith('a-') || w.value === 'a-1'),
+      'no stale write was applied',
+    );
   } finally {
     for (const h of holders) {
       h.process.kill('SIGCONT');

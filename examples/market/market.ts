@@ -73,12 +73,7 @@ export async function purchaseItem(version: Version, m: Market, buyer: string, i
   const k = keys(m);
   const member = `${item}.${seller}`;
   const transfer = (price: number) =>
-    m.redis
-      .multi()
-      .hincrby(k.user(seller), 'funds', price)
-      .hincrby(k.user(buyer), 'funds', -price)
-      .sadd(k.inventory(buyer), item)
-      .zrem(k.market, member);
+    m.redis.multi().hincrby(k.user(seller), 'funds', price).hincrby(k.user(buyer), 'funds', -price).sadd(k.inventory(buyer), item).zrem(k.market, member);
   const affordable = async () => {
     const [price, funds] = await Promise.all([m.redis.zscore(k.market, member), m.redis.hget(k.user(buyer), 'funds')]);
     return price !== null && Number(price) <= Number(funds) ? Number(price) : null;

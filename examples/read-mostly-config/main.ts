@@ -68,5 +68,8 @@ run(async () => {
   console.log(`${reads} reads by ${READERS} readers, ${writerWaits.length} writes in ${SECONDS} s; writer waited p50 ${p50} ms, at most ${worst} ms`);
   check(mostAtOnce > 1, `readers do not block each other (${mostAtOnce} held the shared lock at once)`);
   check(torn === 0, 'no reader saw a half-written configuration');
-  check(writerWaits.length >= (SECONDS * 1000) / (WRITE_EVERY_MS + WRITER_WAIT_BOUND_MS) && Math.max(...writerWaits) < WRITER_WAIT_BOUND_MS, `the writer is not starved (every write waited under ${WRITER_WAIT_BOUND_MS} ms)`);
+  check(
+    writerWaits.length >= (SECONDS * 1000) / (WRITE_EVERY_MS + WRITER_WAIT_BOUND_MS) && Math.max(...writerWaits) < WRITER_WAIT_BOUND_MS,
+    `the writer is not starved (every write waited under ${WRITER_WAIT_BOUND_MS} ms)`,
+  );
 });

@@ -18,7 +18,11 @@ interface Child {
 }
 
 function start(script: string, args: string[]): Child {
-  const child: Child = { process: spawn(process.execPath, [join(__dirname, script), ...args], { stdio: ['ignore', 'pipe', 'inherit'] }), lines: [], waiters: [] };
+  const child: Child = {
+    process: spawn(process.execPath, [join(__dirname, script), ...args], { stdio: ['ignore', 'pipe', 'inherit'] }),
+    lines: [],
+    waiters: [],
+  };
   let buffer = '';
   child.process.stdout!.on('data', (chunk: Buffer) => {
     buffer += chunk.toString();
@@ -57,7 +61,9 @@ run(async () => {
   };
   const children: Child[] = [];
   try {
-    const instances = Array.from({ length: INSTANCES }, (_, i) => start('instance.js', [stack.servers[i % 2].addr, stack.redis.url, job, String(i + 1), String(TTL_MS)]));
+    const instances = Array.from({ length: INSTANCES }, (_, i) =>
+      start('instance.js', [stack.servers[i % 2].addr, stack.redis.url, job, String(i + 1), String(TTL_MS)]),
+    );
     const observers = [0, 1].map((s) => start('observer.js', [stack.servers[s].addr, job]));
     children.push(...instances, ...observers);
     let leader = await nextLine(instances, (l) => l.event === 'leader', 20_000);

@@ -81,7 +81,8 @@ export async function startRedisBackend(config: BackendConfig, maxWaitersPerLock
           shardEpochKey: (tag) => shardEpochKey(config.keyPrefix, tag),
           // The embedded Redis on a new data dir, or one that fsyncs every write, lost nothing.
           startsComplete: embedded?.holdsEveryGrant,
-          onQuarantine: (why, ms) => log.warn({ why, ms }, `quarantine: no new grants for ${Math.ceil(ms / 1000)} s, until every lease the old master may have granted has run out`),
+          onQuarantine: (why, ms) =>
+            log.warn({ why, ms }, `quarantine: no new grants for ${Math.ceil(ms / 1000)} s, until every lease the old master may have granted has run out`),
           onError: (err) => log.debug({ err: String((err as Error)?.message ?? err) }, 'could not check which Redis master this is'),
         }
       : undefined,
@@ -99,17 +100,18 @@ export async function startRedisBackend(config: BackendConfig, maxWaitersPerLock
   });
   // One engine per namespace, all on this store's connections; each wait room listens on the one
   // subscriber for its own channels (a message goes to every room, which ignores others').
-  const engineWithPrefix = (keyPrefix: string) => new LockEngine(store, {
-    observer,
-    keyPrefix,
-    maxTtlMs,
-    maxWaitersPerLock,
-    onBackgroundError: (err) => {
-      const message = String((err as Error)?.message ?? err);
-      if (message !== lastBackgroundError) log.warn({ err: message }, 'background Redis call failed');
-      lastBackgroundError = message;
-    },
-  });
+  const engineWithPrefix = (keyPrefix: string) =>
+    new LockEngine(store, {
+      observer,
+      keyPrefix,
+      maxTtlMs,
+      maxWaitersPerLock,
+      onBackgroundError: (err) => {
+        const message = String((err as Error)?.message ?? err);
+        if (message !== lastBackgroundError) log.warn({ err: message }, 'background Redis call failed');
+        lastBackgroundError = message;
+      },
+    });
   const engine = engineWithPrefix(config.keyPrefix);
   redis.subscriber.setMaxListeners(0);
 
@@ -120,9 +122,7 @@ export async function startRedisBackend(config: BackendConfig, maxWaitersPerLock
   // --sync-replicas that grant's WAIT would otherwise also wait for the replicas to take in the
   // library. (A call that finds them missing loads them too.)
   const loadLockFunctions = () =>
-    store
-      .loadFunctions()
-      .catch((err: unknown) => log.debug({ err: String((err as Error)?.message ?? err) }, 'could not load the lock functions yet'));
+    store.loadFunctions().catch((err: unknown) => log.debug({ err: String((err as Error)?.message ?? err) }, 'could not load the lock functions yet'));
   redis.commands.on('ready', () => {
     lastBackgroundError = '';
     redisReady = true;
@@ -153,7 +153,10 @@ export async function startRedisBackend(config: BackendConfig, maxWaitersPerLock
   if (problem) log.warn(problem.message);
   const listed = typeof config.syncReplicas === 'number' && config.syncReplicas > 0 ? await listedReplicas(redis.commands) : undefined;
   if (listed !== undefined && listed < (config.syncReplicas as number)) {
-    log.warn({ listed, syncReplicas: config.syncReplicas }, '--sync-replicas: the master lists fewer replicas than asked for; every grant is answered UNAVAILABLE until enough are connected');
+    log.warn(
+      { listed, syncReplicas: config.syncReplicas },
+      '--sync-replicas: the master lists fewer replicas than asked for; every grant is answered UNAVAILABLE until enough are connected',
+    );
   }
 
   return {

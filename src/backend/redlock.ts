@@ -17,7 +17,8 @@ export async function startRedlockBackend(config: BackendConfig, onChange: () =>
     nodeTimeoutMs: config.redlockNodeTimeoutMs ?? 100,
     trustRestarts: config.redlockTrustRestarts,
     epochKey: epochKey(config.keyPrefix),
-    onQuarantine: (url, why, ms) => log.warn({ node: redactRedisUrl(url), why, ms }, 'Redlock: this master votes for no new grant until every lease it may have granted has run out'),
+    onQuarantine: (url, why, ms) =>
+      log.warn({ node: redactRedisUrl(url), why, ms }, 'Redlock: this master votes for no new grant until every lease it may have granted has run out'),
     onChange,
     observer,
   });

@@ -20,7 +20,9 @@ export function hashKeyCommand(): Command {
       }
       const key = readFileSync(0, 'utf8').replace(/\r?\n$/, '');
       if (key.length < MIN_KEY_LENGTH || /\s/.test(key)) {
-        process.stderr.write(`holdfast: an API key must be at least ${MIN_KEY_LENGTH} characters of random text without spaces; holdfast hash-key --generate makes one\n`);
+        process.stderr.write(
+          `holdfast: an API key must be at least ${MIN_KEY_LENGTH} characters of random text without spaces; holdfast hash-key --generate makes one\n`,
+        );
         process.exit(EXIT_BAD_CONFIG);
       }
       process.stdout.write(`${hashApiKey(key)}\n`);

@@ -39,7 +39,8 @@ function rowsOf(info: LockInfo): string[][] {
 /** The table of the named locks, with the quarantine line when grants are held back. */
 function namedLocksTable(infos: LockInfo[]): string {
   const pausedMs = Math.max(0, ...infos.map((info) => info.grantsResumeInMs));
-  const quarantine = pausedMs > 0 ? `quarantine after a Redis failover: no new grants for ${seconds(pausedMs)} (until ${new Date(Date.now() + pausedMs).toISOString()})\n` : '';
+  const quarantine =
+    pausedMs > 0 ? `quarantine after a Redis failover: no new grants for ${seconds(pausedMs)} (until ${new Date(Date.now() + pausedMs).toISOString()})\n` : '';
   return quarantine + formatTable([HEADER, ...infos.flatMap(rowsOf)]);
 }
 
@@ -85,10 +86,14 @@ function positive(value: string): number {
 
 export function statusCommand(): Command {
   return withConnectionFlags(new Command('status'))
-    .description('print a table of the holders and waiters of each NAME; --watch redraws it in place, and with --http and no NAME shows the dashboard\'s picture')
+    .description(
+      "print a table of the holders and waiters of each NAME; --watch redraws it in place, and with --http and no NAME shows the dashboard's picture",
+    )
     .argument('[name...]', 'lock names')
     .option('--watch', 'redraw in place until Ctrl-C')
-    .addOption(new Option('--http <host:port>', "the server's --http-listen address: --watch without NAME follows its dashboard stream").env('HOLDFAST_HTTP_ADDR'))
+    .addOption(
+      new Option('--http <host:port>', "the server's --http-listen address: --watch without NAME follows its dashboard stream").env('HOLDFAST_HTTP_ADDR'),
+    )
     .addOption(new Option('--prefix <prefix>', 'with --http: only locks whose names start with this').default(''))
     .addOption(new Option('--interval-ms <ms>', 'with NAME and --watch: how often to redraw').argParser(positive).default(1000))
     .action((names: string[], flags: StatusFlags) => {
@@ -97,9 +102,11 @@ export function statusCommand(): Command {
         process.exit(EXIT.FAILED);
       }
       if (flags.watch) return names.length > 0 ? watchNamed(names, flags) : watchOverview(flags);
-      return exitWith(() => withClient(flags, async (client) => {
-        process.stdout.write(namedLocksTable(await Promise.all(names.map((name) => client.inspect(name)))));
-        return 0;
-      }));
+      return exitWith(() =>
+        withClient(flags, async (client) => {
+          process.stdout.write(namedLocksTable(await Promise.all(names.map((name) => client.inspect(name)))));
+          return 0;
+        }),
+      );
     });
 }

@@ -13,7 +13,10 @@ const NO_ENV = new Set(['printConfig']);
 
 /** HOLDFAST_MAX_TTL_MS for --max-ttl-ms. */
 export function envNameOf(option: Option): string {
-  return `HOLDFAST_${option.attributeName().replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+  return `HOLDFAST_${option
+    .attributeName()
+    .replace(/[A-Z]/g, (c) => `_${c}`)
+    .toUpperCase()}`;
 }
 
 /** Gives every option that has none an environment variable named after its flag. */

@@ -81,7 +81,8 @@ export function fileSettings(path: string, options: Option[]): Record<string, un
     if (option && NOT_FROM_FILE.has(option.attributeName())) throw new ConfigError(`invalid setting ${at}: only given as a flag`);
     if (!option) {
       if (camel(key) in fileOnlySettings && kebab(camel(key)) === key) settings[camel(key)] = value;
-      else if (byName.has(kebab(key)) || kebab(key) in fileOnlySettings) throw new ConfigError(`unknown setting ${at}: settings are spelled as the flags are (${kebab(key)})`);
+      else if (byName.has(kebab(key)) || kebab(key) in fileOnlySettings)
+        throw new ConfigError(`unknown setting ${at}: settings are spelled as the flags are (${kebab(key)})`);
       else throw new ConfigError(`unknown setting ${at}`);
       continue;
     }
@@ -139,7 +140,9 @@ function checkConflicts(command: Command, sources: Record<string, Source>, file?
     if (sources[name] === 'default') continue;
     for (const other of (option as Option & { conflictsWith: string[] }).conflictsWith ?? []) {
       if (sources[other] && sources[other] !== 'default' && (sources[name] === 'file' || sources[other] === 'file')) {
-        throw new ConfigError(`invalid setting ${settingName([name], command, sources, file)}: cannot be used with ${settingName([other], command, sources, file)}`);
+        throw new ConfigError(
+          `invalid setting ${settingName([name], command, sources, file)}: cannot be used with ${settingName([other], command, sources, file)}`,
+        );
       }
     }
   }

@@ -25,19 +25,22 @@ export function urlWithPassword<T extends z.ZodType>(schema: T): T {
 const ms = z.number().int().min(0);
 
 /** A Redis URL (redis:// or rediss://); the value is echoed only when it holds no credentials. */
-const redisUrl = z.string().min(1).superRefine((value, ctx) => {
-  let ok = false;
-  try {
-    const url = new URL(value);
-    ok = (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
-  } catch {
-    ok = false;
-  }
-  if (!ok) {
-    const shown = value.includes('@') ? '' : ` (got "${value}")`;
-    ctx.addIssue({ code: 'custom', message: `must be a Redis URL such as redis://127.0.0.1:6379 or rediss://host:6380${shown}` });
-  }
-});
+const redisUrl = z
+  .string()
+  .min(1)
+  .superRefine((value, ctx) => {
+    let ok = false;
+    try {
+      const url = new URL(value);
+      ok = (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
+    } catch {
+      ok = false;
+    }
+    if (!ok) {
+      const shown = value.includes('@') ? '' : ` (got "${value}")`;
+      ctx.addIssue({ code: 'custom', message: `must be a Redis URL such as redis://127.0.0.1:6379 or rediss://host:6380${shown}` });
+    }
+  });
 const count = z.number().int().min(0);
 const hostPorts = z.array(z.string().min(1)).min(1);
 
@@ -48,9 +51,7 @@ export type Role = (typeof ROLES)[number];
  * A namespace names a tenant's own key prefix; `default` is the one unauthenticated servers use
  * (the keys as they were before namespaces). Kept to characters that need no escaping in a key.
  */
-export const namespaceName = z
-  .string()
-  .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'a namespace is 1-63 of a-z, 0-9, _ and -, starting with a letter or digit');
+export const namespaceName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'a namespace is 1-63 of a-z, 0-9, _ and -, starting with a letter or digit');
 
 const grant = { namespace: namespaceName, role: z.enum(ROLES) };
 
@@ -69,7 +70,9 @@ export const apiKeyEntry = z.strictObject({
 /** A client certificate (mTLS) whose subject has every attribute given here. */
 export const clientCertificateEntry = z.strictObject({
   name: z.string().min(1).max(128),
-  subject: z.record(z.string().regex(/^[A-Za-z][A-Za-z0-9.]*$/, 'a subject attribute such as CN or O'), z.string()).refine((s) => Object.keys(s).length > 0, 'subject needs at least one attribute, e.g. CN'),
+  subject: z
+    .record(z.string().regex(/^[A-Za-z][A-Za-z0-9.]*$/, 'a subject attribute such as CN or O'), z.string())
+    .refine((s) => Object.keys(s).length > 0, 'subject needs at least one attribute, e.g. CN'),
   ...grant,
 });
 
@@ -130,8 +133,14 @@ export const serveSettings = {
   maxWaitersPerLock: count,
   minPingIntervalMs: ms,
   maxPingStrikes: count,
-  httpListen: z.string().regex(/^(\[[^\]]*\]|[^:\s]*):\d{1,5}$/, 'HOST:PORT, for example 127.0.0.1:9464').optional(),
-  metricsListen: z.string().regex(/^(\[[^\]]*\]|[^:\s]*):\d{1,5}$/, 'HOST:PORT, for example 127.0.0.1:9464').optional(),
+  httpListen: z
+    .string()
+    .regex(/^(\[[^\]]*\]|[^:\s]*):\d{1,5}$/, 'HOST:PORT, for example 127.0.0.1:9464')
+    .optional(),
+  metricsListen: z
+    .string()
+    .regex(/^(\[[^\]]*\]|[^:\s]*):\d{1,5}$/, 'HOST:PORT, for example 127.0.0.1:9464')
+    .optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   workers: z.union([z.literal('auto'), count.min(1)]),
   optimizeForSize: z.boolean(),
@@ -145,12 +154,17 @@ export function derivedDefaults(s: Record<string, unknown>, isDefault: (name: st
 /** Rules between settings; `path` names the setting at fault. */
 function crossChecks(s: Record<string, unknown>, ctx: z.RefinementCtx): void {
   if (s.allowMinReplicasZero && !s.unsafeNoFailoverSafety) {
-    ctx.addIssue({ code: 'custom', path: ['allowMinReplicasZero'], message: `lets a master cut off from its replicas go on granting: it needs ${UNSAFE_FLAG}, which says so` });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['allowMinReplicasZero'],
+      message: `lets a master cut off from its replicas go on granting: it needs ${UNSAFE_FLAG}, which says so`,
+    });
   }
   if (s.failoverQuarantine && s.unsafeNoFailoverSafety) {
     ctx.addIssue({ code: 'custom', path: ['failoverQuarantine'], message: `is the default; it cannot go with ${UNSAFE_FLAG}, which turns it off` });
   }
-  if (s.redlock && s.syncReplicas) ctx.addIssue({ code: 'custom', path: ['syncReplicas'], message: 'does not apply to --redlock (its masters have no replicas)' });
+  if (s.redlock && s.syncReplicas)
+    ctx.addIssue({ code: 'custom', path: ['syncReplicas'], message: 'does not apply to --redlock (its masters have no replicas)' });
   const { defaultTtlMs, maxTtlMs } = s as { defaultTtlMs: number; maxTtlMs: number };
   if (maxTtlMs < defaultTtlMs) ctx.addIssue({ code: 'custom', path: ['maxTtlMs'], message: `must be at least default-ttl-ms (${defaultTtlMs})` });
 }

@@ -85,7 +85,14 @@ function send(req: IncomingMessage, res: ServerResponse, type: string, body: Buf
 }
 
 /** Sends an overview now and every intervalMs after the last one went out, until the page goes away or loses the right. */
-function streamOverviews(req: IncomingMessage, res: ServerResponse, source: OverviewSource, request: PageRequest, intervalMs: number, stillAllowed: () => boolean): void {
+function streamOverviews(
+  req: IncomingMessage,
+  res: ServerResponse,
+  source: OverviewSource,
+  request: PageRequest,
+  intervalMs: number,
+  stillAllowed: () => boolean,
+): void {
   res.writeHead(200, { ...HEADERS, 'content-type': 'text/event-stream; charset=utf-8', connection: 'keep-alive' });
   let open = true;
   let timer: NodeJS.Timeout | undefined;

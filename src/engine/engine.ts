@@ -8,7 +8,20 @@ import { NO_OBSERVER, type EngineObserver } from './observer';
 import { conflictError, grantOf, notHeld, requestIdReused } from './replies';
 import { scriptKeyCount, type ScriptName } from './scripts';
 import type { LockStore, Reply } from './store';
-import type { AcquireParams, FenceCheck, Grant, HolderInfo, KeepRequest, KeptLease, LeaseEvents, LockInfo, LockScan, Mode, ReleaseOptions, ReleaseResult } from './types';
+import type {
+  AcquireParams,
+  FenceCheck,
+  Grant,
+  HolderInfo,
+  KeepRequest,
+  KeptLease,
+  LeaseEvents,
+  LockInfo,
+  LockScan,
+  Mode,
+  ReleaseOptions,
+  ReleaseResult,
+} from './types';
 import { LockChannels } from './lock-channels';
 import { randomId } from './random-ids';
 import { WaitRoom, type WaitRoomStats } from './wait-room';
@@ -176,11 +189,7 @@ export class LockEngine {
   }
 
   /** One run of acquire-4: granted, refused, or queued under waiterId (when not ''). */
-  async attempt(
-    params: AcquireParams,
-    token: string,
-    waiterId: string,
-  ): Promise<{ grant?: Grant; queued?: boolean; nextExpiryMs: number }> {
+  async attempt(params: AcquireParams, token: string, waiterId: string): Promise<{ grant?: Grant; queued?: boolean; nextExpiryMs: number }> {
     const { name, owner, ttlMs, mode, limit, requestId, holdId, value } = params;
     const blocked = this.grantsBlocked(name);
     if (blocked) throw new LockError('unavailable', `lock "${name}": ${blocked}`);
@@ -226,7 +235,10 @@ export class LockEngine {
     const args = [token, holdId, vanished ? 1 : 0, lockDelayMs, vanishedLeaseMs ?? '', handOffTo, why];
     const leaseStart = performance.now();
     // With replica acknowledgement, a hand-off is a grant: the WAIT goes in the same round trip.
-    const sent = handOffTo && this.store.confirmsWrites ? this.runConfirmed('release', name, args) : this.run('release', name, args).then((r) => ({ reply: r, confirmed: true }));
+    const sent =
+      handOffTo && this.store.confirmsWrites
+        ? this.runConfirmed('release', name, args)
+        : this.run('release', name, args).then((r) => ({ reply: r, confirmed: true }));
     const { reply } = await this.room.releasing(name, sent, leaseStart);
     if (reply[0] === ScriptCode.NOT_FOUND) {
       if (countGone) this.observer.tokenGone('release');
@@ -296,7 +308,8 @@ export class LockEngine {
       this.observer.tokenGone('renew');
       throw notHeld(name);
     }
-    if (!confirmed) throw new LockError('unavailable', `lock "${name}": the renewal was not confirmed by enough Redis replicas in time; count on the lease you had`);
+    if (!confirmed)
+      throw new LockError('unavailable', `lock "${name}": the renewal was not confirmed by enough Redis replicas in time; count on the lease you had`);
     return { ttlMs: Number(reply[1]) };
   }
 

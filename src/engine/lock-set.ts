@@ -131,11 +131,13 @@ const FRESH_ENOUGH = 0.1;
 export async function refreshSet(backend: LockBackend, members: SetMemberGrant[], ttlMs: number): Promise<void> {
   const now = performance.now();
   await Promise.all(
-    members.filter((m) => now - m.grant.leaseStart > ttlMs * FRESH_ENOUGH).map(async (member) => {
-      const sentAt = performance.now();
-      const { ttlMs: left } = await backend.renew(member.name, member.grant.token, ttlMs);
-      member.grant = { ...member.grant, ttlMs: left, leaseStart: sentAt };
-    }),
+    members
+      .filter((m) => now - m.grant.leaseStart > ttlMs * FRESH_ENOUGH)
+      .map(async (member) => {
+        const sentAt = performance.now();
+        const { ttlMs: left } = await backend.renew(member.name, member.grant.token, ttlMs);
+        member.grant = { ...member.grant, ttlMs: left, leaseStart: sentAt };
+      }),
   );
 }
 

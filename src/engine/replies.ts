@@ -31,13 +31,7 @@ export function conflictError(name: string, reply: Reply, limit: number): LockEr
     return new LockError('exhausted', `lock "${name}" has ${reply[1]} waiters queued, the most max-waiters-per-lock allows; try again later`);
   }
   if (reply[0] === ScriptCode.LIMIT_MISMATCH) {
-    return new LockError(
-      'conflict',
-      `lock "${name}" has limit ${reply[1]} while it has holders or waiters; this request asked for limit ${limit}`,
-    );
+    return new LockError('conflict', `lock "${name}" has limit ${reply[1]} while it has holders or waiters; this request asked for limit ${limit}`);
   }
-  return new LockError(
-    'conflict',
-    `lock "${name}": this owner holds it shared; upgrading to exclusive is refused (it deadlocks against other readers)`,
-  );
+  return new LockError('conflict', `lock "${name}": this owner holds it shared; upgrading to exclusive is refused (it deadlocks against other readers)`);
 }

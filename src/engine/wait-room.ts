@@ -158,8 +158,7 @@ export class WaitRoom {
       if (waiter) {
         if (waiter.servedAt === 0) waiter.servedAt = performance.now();
         void this.answer(waiter, grant, confirmed);
-      }
-      else if (this.expected.has(waiterId)) this.expected.set(waiterId, { grant, confirmed });
+      } else if (this.expected.has(waiterId)) this.expected.set(waiterId, { grant, confirmed });
       else if (confirmed) void this.giveBack(name, grant.token, String(entry[5]));
     }
   }
@@ -245,10 +244,7 @@ export class WaitRoom {
       while (line.wanted === 'all' || line.wanted.size > 0) {
         const wanted = line.wanted;
         line.wanted = new Set();
-        const waiters =
-          wanted === 'all'
-            ? [...line.waiters.values()]
-            : [...wanted].flatMap((id) => line.waiters.get(id) ?? []);
+        const waiters = wanted === 'all' ? [...line.waiters.values()] : [...wanted].flatMap((id) => line.waiters.get(id) ?? []);
         if (waiters.length === 0) continue;
         // No hand-off while grants are blocked (quarantine): look again when they resume.
         const blockedMs = this.engine.grantsResumeInMs(line.name);

@@ -114,8 +114,7 @@ export class Watchdog {
   async endAll(reason: LostReason, message: string): Promise<void> {
     const leases = [...this.leases];
     await Promise.all(leases.map((lease) => this.stop(lease, !lease.releaseOnDisconnect, 'server_shutdown')));
-    const after = (lease: Lease) =>
-      lease.releaseOnDisconnect ? 'the lock was released' : 'the lock stays held until its lease runs out';
+    const after = (lease: Lease) => (lease.releaseOnDisconnect ? 'the lock was released' : 'the lock stays held until its lease runs out');
     for (const lease of leases) lease.onLost(reason, `${message}; ${after(lease)}`);
   }
 
@@ -215,7 +214,11 @@ export class Watchdog {
     const probe = this.observer.scriptStart('renewBatch');
     // One replica acknowledgement for the whole batch; without it no renewal of it counts.
     const results = await this.store.runBatch('renew', calls);
-    this.observer.scriptEnd(probe, 'renewBatch', results.some(([err]) => err));
+    this.observer.scriptEnd(
+      probe,
+      'renewBatch',
+      results.some(([err]) => err),
+    );
     let failure: Error | null = null;
     due.forEach((lease, i) => {
       lease.inflight = false;

@@ -66,7 +66,11 @@ function otlpProvider(): TracerProvider & { shutdown(): Promise<void> } {
     .merge(resources.resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'holdfast' }))
     .merge(resources.detectResources({ detectors: [resources.envDetector] }));
   // The exporter reads its endpoint, headers and timeout from the OTEL_EXPORTER_OTLP_* variables.
-  return new sdk.TracerProvider({ resource, sampler: samplerFromEnv(sdk), spanProcessors: [new sdk.BatchSpanProcessor({ exporter: new OTLPTraceExporter() })] });
+  return new sdk.TracerProvider({
+    resource,
+    sampler: samplerFromEnv(sdk),
+    spanProcessors: [new sdk.BatchSpanProcessor({ exporter: new OTLPTraceExporter() })],
+  });
 }
 
 /**
@@ -76,7 +80,11 @@ function otlpProvider(): TracerProvider & { shutdown(): Promise<void> } {
 function samplerFromEnv(sdk: typeof import('@opentelemetry/sdk-trace'), env: NodeJS.ProcessEnv = process.env) {
   const name = (env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on').trim().toLowerCase();
   const ratio = Number(env.OTEL_TRACES_SAMPLER_ARG ?? '1');
-  const root = name.endsWith('always_off') ? new sdk.AlwaysOffSampler() : name.endsWith('traceidratio') ? new sdk.TraceIdRatioBasedSampler(Number.isFinite(ratio) ? ratio : 1) : new sdk.AlwaysOnSampler();
+  const root = name.endsWith('always_off')
+    ? new sdk.AlwaysOffSampler()
+    : name.endsWith('traceidratio')
+      ? new sdk.TraceIdRatioBasedSampler(Number.isFinite(ratio) ? ratio : 1)
+      : new sdk.AlwaysOnSampler();
   return name.startsWith('parentbased_') ? new sdk.ParentBasedSampler({ root }) : root;
 }
 
@@ -146,7 +154,11 @@ class TracingObserver implements EngineObserver {
 
   scriptStart(script: ScriptRun): Probe {
     const parent = script === 'claim' || script === 'renewBatch' ? ROOT_CONTEXT : context.active();
-    return this.tracer.startSpan(`redis ${script}`, { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': 'FCALL', 'holdfast.script': script } }, parent);
+    return this.tracer.startSpan(
+      `redis ${script}`,
+      { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': 'FCALL', 'holdfast.script': script } },
+      parent,
+    );
   }
 
   scriptEnd(probe: Probe, _script: ScriptRun, failed: boolean): void {

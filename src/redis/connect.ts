@@ -68,16 +68,13 @@ function sentinelClient(sentinels: string[], masterName: string, options: RedisO
 }
 
 function clusterClient(nodes: string[], options: RedisOptions, name: string, sharded: boolean): Cluster {
-  return new Cluster(
-    nodes.map(hostPort),
-    {
-      enableOfflineQueue: options.enableOfflineQueue,
-      enableAutoPipelining: options.enableAutoPipelining,
-      clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 1000),
-      redisOptions: { ...options, connectionName: name },
-      shardedSubscribers: sharded,
-    },
-  );
+  return new Cluster(nodes.map(hostPort), {
+    enableOfflineQueue: options.enableOfflineQueue,
+    enableAutoPipelining: options.enableAutoPipelining,
+    clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 1000),
+    redisOptions: { ...options, connectionName: name },
+    shardedSubscribers: sharded,
+  });
 }
 
 /** Credentials and TLS as ioredis options, leaving out what is not set. */

@@ -69,9 +69,7 @@ export function freePort(): Promise<number> {
 export function findRedisBinary(binary = 'redis-server'): string {
   const found = spawnSync(binary, ['--version'], { encoding: 'utf8' });
   if (found.error || found.status !== 0) {
-    throw new RedisBinaryMissing(
-      `${binary} not found: install it with "sudo apt-get install -y redis-server", or pass --redis URL`,
-    );
+    throw new RedisBinaryMissing(`${binary} not found: install it with "sudo apt-get install -y redis-server", or pass --redis URL`);
   }
   return binary;
 }
@@ -116,21 +114,34 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions): Promise
       binary,
       [
         ...(options.sentinelConfig ? [options.sentinelConfig, '--sentinel'] : []),
-        '--port', String(port),
-        '--bind', '127.0.0.1',
-        '--dir', options.dataDir,
-        '--save', '60 1',
-        '--appendonly', 'no',
-        '--daemonize', 'no',
-        '--pidfile', join(options.dataDir, PIDFILE),
-        '--loglevel', 'notice',
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        options.dataDir,
+        '--save',
+        '60 1',
+        '--appendonly',
+        'no',
+        '--daemonize',
+        'no',
+        '--pidfile',
+        join(options.dataDir, PIDFILE),
+        '--loglevel',
+        'notice',
         ...(options.durable ? DURABLE_ARGS : []),
         ...(options.args ?? []),
       ],
       { stdio: ['ignore', 'pipe', 'ignore'], env: options.env ? { ...process.env, ...options.env } : undefined },
     );
     let exited = false;
-    const exitedPromise = new Promise<void>((resolve) => child.once('exit', () => { exited = true; resolve(); }));
+    const exitedPromise = new Promise<void>((resolve) =>
+      child.once('exit', () => {
+        exited = true;
+        resolve();
+      }),
+    );
     let output = '';
     let collecting = true;
     // redis-server says when it accepts connections; no need to poll it with PING.

@@ -122,7 +122,12 @@ export class FailoverWatch {
       else if (this.options.tookOver) {
         this.lastFailoverAt = performance.now();
         this.quarantineUntil(redisNow + quarantineMs, redisNow, 'a replica was promoted to master of this shard');
-      } else this.quarantineUntil(redisNow + quarantineMs, redisNow, record.master ? 'Redis failed over before this server started' : 'this server cannot tell from Redis that no grant was lost (no epoch record)');
+      } else
+        this.quarantineUntil(
+          redisNow + quarantineMs,
+          redisNow,
+          record.master ? 'Redis failed over before this server started' : 'this server cannot tell from Redis that no grant was lost (no epoch record)',
+        );
     } else if (runId !== this.runId) {
       this.lastFailoverAt = performance.now();
       this.quarantineUntil(redisNow + quarantineMs, redisNow, 'Redis failed over to another master (or restarted)');

@@ -60,7 +60,10 @@ export async function replicaSettingsProblem(
   }
   if (asked.syncReplicas || !asked.quarantine) return undefined;
   if (settings.toWrite === 0) {
-    return { message: "the master's min-replicas-to-write is 0, so a master cut off by a partition may go on granting after a replica is promoted; set it to at least 1 on every node" };
+    return {
+      message:
+        "the master's min-replicas-to-write is 0, so a master cut off by a partition may go on granting after a replica is promoted; set it to at least 1 on every node",
+    };
   }
   if (settings.maxLagMs > asked.quarantineMarginMs) {
     return {

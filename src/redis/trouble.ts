@@ -29,7 +29,8 @@ export function causeInWords(err: unknown): string {
   if (e?.code && CAUSES[e.code]) return CAUSES[e.code];
   if (/^(WRONGPASS|NOAUTH)\b/.test(message)) return `authentication failed: Redis said "${message.replace(/\.$/, '')}" (check the user and password)`;
   if (/^NOPERM\b/.test(message)) return `the Redis user lacks a permission: ${message}`;
-  if (/ssl|tls|certificate|CERT_|self[- ]signed/i.test(`${e?.code ?? ''} ${message}`)) return `TLS handshake failed: ${message}${e?.code ? ` (${e.code})` : ''}`;
+  if (/ssl|tls|certificate|CERT_|self[- ]signed/i.test(`${e?.code ?? ''} ${message}`))
+    return `TLS handshake failed: ${message}${e?.code ? ` (${e.code})` : ''}`;
   if (/connect ETIMEDOUT|^connect timeout/i.test(message)) return CAUSES.ETIMEDOUT;
   if (/Command timed out/i.test(message)) return 'Redis did not answer within 1 s';
   if (/Stream isn't writeable|Connection is closed|enableOfflineQueue/i.test(message)) return 'the server is not connected to Redis';
@@ -79,7 +80,11 @@ export class RedisTrouble {
     if (!this.down) this.wentDown();
     const first = this.cause === undefined;
     this.cause = causeInWords(err);
-    if (first) this.log.warn({ redis: this.label, cause: this.cause }, `${this.everUp ? 'lost' : 'cannot reach'} ${this.label}: ${this.cause}; answering UNAVAILABLE until it is back`);
+    if (first)
+      this.log.warn(
+        { redis: this.label, cause: this.cause },
+        `${this.everUp ? 'lost' : 'cannot reach'} ${this.label}: ${this.cause}; answering UNAVAILABLE until it is back`,
+      );
   }
 
   private closed(): void {

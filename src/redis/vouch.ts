@@ -91,7 +91,11 @@ export async function recordCompleteMaster(url: string, prefix: string): Promise
     await redis.connect();
     const key = epochKey(prefix);
     const until = (await redis.hget(key, 'until')) ?? '0';
-    await redis.multi().hset(key, 'master', await runIdOf(redis), 'until', until).pexpire(key, VOUCH_KEEP_MS).exec();
+    await redis
+      .multi()
+      .hset(key, 'master', await runIdOf(redis), 'until', until)
+      .pexpire(key, VOUCH_KEEP_MS)
+      .exec();
   } finally {
     redis.disconnect();
   }

@@ -117,7 +117,10 @@ export class RedlockEngine implements LockBackend {
     this.quorum = Math.floor(this.nodes.length / 2) + 1;
     this.observer = options.observer ?? NO_OBSERVER;
     this.wakeUps = new WakeUps(this.nodes, options.nodeTimeoutMs);
-    this.leases = new LeaseKeeper({ renew: (name, token, ttlMs) => this.renewOnce(name, token, ttlMs), forget: (name, token) => this.forget(name, token) }, this.observer);
+    this.leases = new LeaseKeeper(
+      { renew: (name, token, ttlMs) => this.renewOnce(name, token, ttlMs), forget: (name, token) => this.forget(name, token) },
+      this.observer,
+    );
   }
 
   /** An engine for another key prefix (a namespace) on the same masters and connections. */

@@ -56,7 +56,11 @@ export function connectNodes(urls: string[], options: NodeOptions): { nodes: Red
       retryStrategy: (attempt) => Math.min(50 * attempt, 500),
       connectionName: 'holdfast-redlock',
     });
-    const subscriber = new Redis(url, { connectTimeout: 1000, retryStrategy: (attempt) => Math.min(50 * attempt, 500), connectionName: 'holdfast-redlock-sub' });
+    const subscriber = new Redis(url, {
+      connectTimeout: 1000,
+      retryStrategy: (attempt) => Math.min(50 * attempt, 500),
+      connectionName: 'holdfast-redlock-sub',
+    });
     commands.on('error', () => {}); // failures surface as a missing vote
     subscriber.on('error', () => {});
     subscriber.on('message', (channel: string) => options.onMessage(channel));

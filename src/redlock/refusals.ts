@@ -17,7 +17,10 @@ const REFUSED = {
 export type Refused = keyof typeof REFUSED;
 
 export function refusal(what: Refused): LockError {
-  return new LockError('conflict', `${REFUSED[what]} is not supported in Redlock mode (--redlock): it grants exclusive locks only, without reentrancy or request ids`);
+  return new LockError(
+    'conflict',
+    `${REFUSED[what]} is not supported in Redlock mode (--redlock): it grants exclusive locks only, without reentrancy or request ids`,
+  );
 }
 
 /** The refusal an acquire meets before any vote is asked for, or null. */

@@ -4,13 +4,7 @@
 // (mutual TLS). Missing or unknown: UNAUTHENTICATED; a role without the right: PERMISSION_DENIED.
 // Open calls are remembered with what their caller presented, so that a reload of the
 // credentials ends exactly the calls it takes the right from, and no other.
-import {
-  Metadata,
-  ServerInterceptingCall,
-  status,
-  type ServerInterceptingCallInterface,
-  type ServerInterceptor,
-} from '@grpc/grpc-js';
+import { Metadata, ServerInterceptingCall, status, type ServerInterceptingCallInterface, type ServerInterceptor } from '@grpc/grpc-js';
 import { type Credentials, presentedKey, type Presented, type Principal } from '../auth/credentials';
 import { needsCredentials, roleAllows } from '../auth/roles';
 import { DEFAULT_NAMESPACE } from '../engine/keys';
@@ -100,13 +94,17 @@ export class AuthGate {
     } else {
       const subject = clientCertificateSubject(call);
       if (!subject) {
-        return { code: status.UNAUTHENTICATED, details: 'this server requires an API key: send the metadata "authorization: Bearer <key>" (or connect with a client certificate it knows)' };
+        return {
+          code: status.UNAUTHENTICATED,
+          details: 'this server requires an API key: send the metadata "authorization: Bearer <key>" (or connect with a client certificate it knows)',
+        };
       }
       presented = { subject };
     }
     const principal = this.credentials.principalOf(presented);
     if (!principal) {
-      const details = 'keyHash' in presented ? 'unknown API key' : `the client certificate (${presented.subject.text}) is not known to this server, and no API key was sent`;
+      const details =
+        'keyHash' in presented ? 'unknown API key' : `the client certificate (${presented.subject.text}) is not known to this server, and no API key was sent`;
       return { code: status.UNAUTHENTICATED, details };
     }
     if (!roleAllows(principal.role, path)) return { code: status.PERMISSION_DENIED, details: `${who(principal, presented)} may not call ${method(path)}` };

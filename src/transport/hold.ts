@@ -9,7 +9,7 @@ import { newHoldId } from '../engine/engine';
 import { LockError } from '../engine/errors';
 import type { AcquireParams, LostReason as EngineLostReason } from '../engine/types';
 import { boundedWait, callScope } from './call-context';
-import { checkMaxHold, checkMillis, toAcquireParams } from './requests';
+import { checkMaxHold, toAcquireParams } from './requests';
 import { grantFields } from './responses';
 import { driftMarginMs } from '../../clients/ts/deadline';
 import { lostLeaseError, toServiceError } from './status';
@@ -102,8 +102,7 @@ async function hold(engine: LockBackend, options: HoldOptions, call: HoldCall): 
       releaseOnDisconnect: options.releaseOnDisconnect || call.request.releaseOnDisconnect,
     },
     {
-      onRenewed: (ttlMs, leaseStart) =>
-        call.write({ renewed: { ttlMs: String(ttlMs), leaseStartedAfterMs: sinceRequest(leaseStart) } }),
+      onRenewed: (ttlMs, leaseStart) => call.write({ renewed: { ttlMs: String(ttlMs), leaseStartedAfterMs: sinceRequest(leaseStart) } }),
       onLost: (reason, message) => {
         finish(); // the lease is over: closing the stream must not give anything back again
         if (reason === 'released') {

@@ -4,14 +4,7 @@
 // The caps on message size, concurrent streams and pings are grpc-js and HTTP/2 settings
 // (serverOptionsFor, ping-policy.ts); the cap on waiters per lock is kept in Redis (acquire-4).
 import type { Http2Session } from 'node:http2';
-import {
-  Metadata,
-  ServerInterceptingCall,
-  status,
-  type ServerInterceptingCallInterface,
-  type ServerInterceptor,
-  type ServerOptions,
-} from '@grpc/grpc-js';
+import { Metadata, ServerInterceptingCall, status, type ServerInterceptingCallInterface, type ServerInterceptor, type ServerOptions } from '@grpc/grpc-js';
 import { sessionOf } from './call-context';
 import type { LimitName } from '../config/limit-names';
 
@@ -58,7 +51,6 @@ export function serverOptionsFor(limits: ServerLimits): ServerOptions {
     'grpc.max_concurrent_streams': limits.maxConcurrentStreams,
   };
 }
-
 
 const refused = (limit: LimitName, details: string) => ({ limit, details });
 
@@ -186,16 +178,25 @@ export class CallLimits {
     const { limits } = this;
     const where = namespace === '' ? 'the default namespace' : `namespace "${namespace}"`;
     if (isHold && connection.holds >= limits.maxHoldsPerConnection) {
-      return refused('max-holds-per-connection', `this connection has ${connection.holds} Hold streams open, the most max-holds-per-connection allows; open another connection or end some`);
+      return refused(
+        'max-holds-per-connection',
+        `this connection has ${connection.holds} Hold streams open, the most max-holds-per-connection allows; open another connection or end some`,
+      );
     }
     if (waits && connection.waiters >= limits.maxWaitersPerConnection) {
-      return refused('max-waiters-per-connection', `this connection has ${connection.waiters} calls waiting for locks, the most max-waiters-per-connection allows; open another connection or wait for fewer locks at once`);
+      return refused(
+        'max-waiters-per-connection',
+        `this connection has ${connection.waiters} calls waiting for locks, the most max-waiters-per-connection allows; open another connection or wait for fewer locks at once`,
+      );
     }
     if (isHold && ns.holds >= limits.maxHoldsPerNamespace) {
       return refused('max-holds-per-namespace', `${where} has ${ns.holds} Hold streams open on this server, the most max-holds-per-namespace allows`);
     }
     if (waits && ns.waiters >= limits.maxWaitersPerNamespace) {
-      return refused('max-waiters-per-namespace', `${where} has ${ns.waiters} calls waiting for locks on this server, the most max-waiters-per-namespace allows`);
+      return refused(
+        'max-waiters-per-namespace',
+        `${where} has ${ns.waiters} calls waiting for locks on this server, the most max-waiters-per-namespace allows`,
+      );
     }
     return undefined;
   }

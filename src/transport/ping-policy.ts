@@ -28,7 +28,8 @@ const GOAWAY_GRACE_MS = 1000;
  */
 export function enforcePingPolicy(server: Server, policy: PingPolicy): void {
   const http2Servers = (server as unknown as { http2Servers?: Map<{ on(event: 'session', cb: (s: Http2Session) => void): void }, unknown> }).http2Servers;
-  if (!(http2Servers instanceof Map) || http2Servers.size === 0) throw new Error('enforcePingPolicy: grpc-js no longer keeps its HTTP/2 servers where holdfast looks (Server.http2Servers)');
+  if (!(http2Servers instanceof Map) || http2Servers.size === 0)
+    throw new Error('enforcePingPolicy: grpc-js no longer keeps its HTTP/2 servers where holdfast looks (Server.http2Servers)');
   for (const http2Server of http2Servers.keys()) http2Server.on('session', (session) => watchPings(session, policy));
 }
 

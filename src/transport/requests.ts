@@ -1,6 +1,13 @@
 // Checks wire requests and turns them into engine parameters. Every message names the proto
 // field at fault. Nothing invalid reaches the engine or Redis.
-import { LockMode, type AcquireRequest, type AcquireSetRequest, type HoldRequest, type HoldSetRequest, type ReleaseSetRequest } from '../../clients/ts/gen/holdfast/v1/lock';
+import {
+  LockMode,
+  type AcquireRequest,
+  type AcquireSetRequest,
+  type HoldRequest,
+  type HoldSetRequest,
+  type ReleaseSetRequest,
+} from '../../clients/ts/gen/holdfast/v1/lock';
 import { MAX_HOLD_MS, MAX_TTL_MS, MAX_WAIT_MS, MIN_TTL_MS } from '../config/bounds';
 import { LockError } from '../engine/errors';
 import { Mode, type AcquireParams } from '../engine/types';

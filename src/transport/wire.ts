@@ -146,8 +146,7 @@ function malformed(shape: MessageShape, why: string): WireProblem {
   return { kind: 'malformed', message: `request is not a valid ${shape.typeName}: ${why}` };
 }
 
-const lost = (shape: MessageShape, pos: number) =>
-  malformed(shape, pos === OVERLONG ? 'a varint is longer than 64 bits' : 'it ends inside a field');
+const lost = (shape: MessageShape, pos: number) => malformed(shape, pos === OVERLONG ? 'a varint is longer than 64 bits' : 'it ends inside a field');
 
 /**
  * Walks the bytes of one message once. Undefined when they are well-formed protobuf in which

@@ -50,4 +50,3 @@ export interface CheckInput {
 export function attribute(faults: Fault[], from: number, to = from): string {
   return faults.find((f) => f.start <= to && from <= f.until)?.cls ?? 'none';
 }
-

@@ -18,7 +18,9 @@ let negative: ChaosResult;
 describe('chaos, short run', () => {
   beforeAll(async () => {
     // The worker and storage processes run from test/chaos/dist (dist/ itself is built by globalSetup).
-    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'test', 'chaos', 'tsconfig.json')], { stdio: 'inherit' });
+    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'test', 'chaos', 'tsconfig.json')], {
+      stdio: 'inherit',
+    });
     [positive, negative] = await Promise.all([
       runChaos(defaultRun(40, SEED, { faults: SHORT_FAULTS, workers: 6, ttlMs: 1000, everyFaultOnce: true })),
       runChaos(negativeControl(25, SEED, { workers: 4 })),

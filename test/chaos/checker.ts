@@ -22,10 +22,12 @@ export function recordsByClient(records: StorageRecord[]): Map<string, StorageRe
 }
 
 function grantedOf(ops: Op[]): Granted[] {
-  return ops.flatMap((op) => {
-    const w = windowOf(op);
-    return w ? [{ op, w }] : [];
-  }).sort((a, b) => a.w.start - b.w.start);
+  return ops
+    .flatMap((op) => {
+      const w = windowOf(op);
+      return w ? [{ op, w }] : [];
+    })
+    .sort((a, b) => a.w.start - b.w.start);
 }
 
 /**
@@ -51,13 +53,33 @@ function checkOverlaps(lock: LockSpec, granted: Granted[], input: CheckInput, by
       if (lock.type === 'rw' && first.op.kind !== 'writer' && next.op.kind !== 'writer') continue;
       const [older, newer] = first.op.token! <= next.op.token! ? [first, next] : [next, first];
       const overlapMs = Math.min(first.w.end, next.w.end) - next.w.start;
-      const fault = attribute(input.faults, next.w.start) !== 'none' ? attribute(input.faults, next.w.start) : attribute(input.faults, first.w.start, first.w.end);
+      const fault =
+        attribute(input.faults, next.w.start) !== 'none' ? attribute(input.faults, next.w.start) : attribute(input.faults, first.w.start, first.w.end);
       const fencing = overlapFencing(older.op, newer.w, byClient);
       const pair = `${first.op.id} (${first.op.kind}, token ${first.op.token}) and ${next.op.id} (${next.op.kind}, token ${next.op.token})`;
-      anomalies.push({ check: 'overlap', lock: lock.name, type: lock.type, t: next.w.start, fault, ops: [first.op.id, next.op.id], fencing, overlapMs, detail: `${pair} overlap by ${overlapMs.toFixed(1)} ms; storage: ${fencing}` });
+      anomalies.push({
+        check: 'overlap',
+        lock: lock.name,
+        type: lock.type,
+        t: next.w.start,
+        fault,
+        ops: [first.op.id, next.op.id],
+        fencing,
+        overlapMs,
+        detail: `${pair} overlap by ${overlapMs.toFixed(1)} ms; storage: ${fencing}`,
+      });
       if (!heldAfter.has(first.op.id)) {
         heldAfter.add(first.op.id);
-        anomalies.push({ check: 'held-after-grant', lock: lock.name, type: lock.type, t: next.w.start, fault, ops: [first.op.id, next.op.id], overlapMs, detail: `${first.op.id} counted on its lease ${overlapMs.toFixed(1)} ms past the moment ${next.op.id} learned of its grant` });
+        anomalies.push({
+          check: 'held-after-grant',
+          lock: lock.name,
+          type: lock.type,
+          t: next.w.start,
+          fault,
+          ops: [first.op.id, next.op.id],
+          overlapMs,
+          detail: `${first.op.id} counted on its lease ${overlapMs.toFixed(1)} ms past the moment ${next.op.id} learned of its grant`,
+        });
       }
     }
     active.push(next);
@@ -78,8 +100,27 @@ function checkOverLimit(lock: LockSpec, granted: Granted[], input: CheckInput, b
       const fault = attribute(input.faults, next.w.start);
       const overlapMs = until - next.w.start;
       const ids = involved.map((g) => g.op.id);
-      anomalies.push({ check: 'over-limit', lock: lock.name, type: lock.type, t: next.w.start, fault, ops: ids, fencing: wrote ? 'unfenced' : 'quiet', overlapMs, detail: `${involved.length} holders of a limit-${lock.limit} semaphore for ${overlapMs.toFixed(1)} ms: ${ids.join(', ')}` });
-      anomalies.push({ check: 'held-after-grant', lock: lock.name, type: lock.type, t: next.w.start, fault, ops: ids, overlapMs, detail: `${active.length} leases still counted on when ${next.op.id} learned of its grant (limit ${lock.limit})` });
+      anomalies.push({
+        check: 'over-limit',
+        lock: lock.name,
+        type: lock.type,
+        t: next.w.start,
+        fault,
+        ops: ids,
+        fencing: wrote ? 'unfenced' : 'quiet',
+        overlapMs,
+        detail: `${involved.length} holders of a limit-${lock.limit} semaphore for ${overlapMs.toFixed(1)} ms: ${ids.join(', ')}`,
+      });
+      anomalies.push({
+        check: 'held-after-grant',
+        lock: lock.name,
+        type: lock.type,
+        t: next.w.start,
+        fault,
+        ops: ids,
+        overlapMs,
+        detail: `${active.length} leases still counted on when ${next.op.id} learned of its grant (limit ${lock.limit})`,
+      });
     }
     active.push(next);
   }
@@ -99,7 +140,16 @@ function checkTokens(lock: LockSpec, ops: Op[], input: CheckInput): Anomaly[] {
   let i = 0;
   for (const op of grants) {
     const twin = seen.get(op.token!);
-    if (twin) anomalies.push({ check: 'token-regression', lock: lock.name, type: lock.type, t: op.grantAt!, fault: attribute(input.faults, op.grantAt!), ops: [twin.id, op.id], detail: `${twin.id} and ${op.id} got the same fencing token ${op.token}` });
+    if (twin)
+      anomalies.push({
+        check: 'token-regression',
+        lock: lock.name,
+        type: lock.type,
+        t: op.grantAt!,
+        fault: attribute(input.faults, op.grantAt!),
+        ops: [twin.id, op.id],
+        detail: `${twin.id} and ${op.id} got the same fencing token ${op.token}`,
+      });
     seen.set(op.token!, op);
   }
   for (const op of grants) {
@@ -108,7 +158,15 @@ function checkTokens(lock: LockSpec, ops: Op[], input: CheckInput): Anomaly[] {
       i++;
     }
     if (highest && highest.token! >= op.token!) {
-      anomalies.push({ check: 'token-regression', lock: lock.name, type: lock.type, t: op.grantAt!, fault: attribute(input.faults, highest.grantAt!, op.grantAt!), ops: [highest.id, op.id], detail: `${op.id} asked after ${highest.id} had its grant (token ${highest.token}) but got token ${op.token}` });
+      anomalies.push({
+        check: 'token-regression',
+        lock: lock.name,
+        type: lock.type,
+        t: op.grantAt!,
+        fault: attribute(input.faults, highest.grantAt!, op.grantAt!),
+        ops: [highest.id, op.id],
+        detail: `${op.id} asked after ${highest.id} had its grant (token ${highest.token}) but got token ${op.token}`,
+      });
     }
   }
   return anomalies;
@@ -120,8 +178,20 @@ function checkHangs(ops: Op[], input: CheckInput, typeOf: Map<string, LockSpec['
     const abandoned = op.refused?.why === 'abandoned';
     const pending = op.endAt === undefined && !input.killed.has(op.worker) && input.stuck.has(op.worker);
     if (!abandoned && !pending) return [];
-    const detail = abandoned ? `${op.id} waited ${op.wait} ms for ${op.lock} and had no answer ${(op.refused!.t - op.start).toFixed(0)} ms later` : `${op.id} (${op.api} ${op.lock}) never ended; its process was still running at the end`;
-    return [{ check: 'hung-wait', lock: op.lock, type: typeOf.get(op.lock)!, t: op.start, fault: attribute(input.faults, op.start, op.start + op.wait), ops: [op.id], detail }];
+    const detail = abandoned
+      ? `${op.id} waited ${op.wait} ms for ${op.lock} and had no answer ${(op.refused!.t - op.start).toFixed(0)} ms later`
+      : `${op.id} (${op.api} ${op.lock}) never ended; its process was still running at the end`;
+    return [
+      {
+        check: 'hung-wait',
+        lock: op.lock,
+        type: typeOf.get(op.lock)!,
+        t: op.start,
+        fault: attribute(input.faults, op.start, op.start + op.wait),
+        ops: [op.id],
+        detail,
+      },
+    ];
   });
 }
 
@@ -140,7 +210,15 @@ export function check(input: CheckInput): Anomaly[] {
   anomalies.push(...checkHangs(input.ops, input, typeOf));
   for (const left of input.leftovers) {
     if (left.holders.length === 0 && left.waiters === 0) continue;
-    anomalies.push({ check: 'leftover', lock: left.lock, type: typeOf.get(left.lock)!, t: input.endAt, fault: 'after the run', ops: left.holders, detail: `${left.lock} still had holders [${left.holders.join(', ')}] and ${left.waiters} waiters after every client had stopped and every lease had run out` });
+    anomalies.push({
+      check: 'leftover',
+      lock: left.lock,
+      type: typeOf.get(left.lock)!,
+      t: input.endAt,
+      fault: 'after the run',
+      ops: left.holders,
+      detail: `${left.lock} still had holders [${left.holders.join(', ')}] and ${left.waiters} waiters after every client had stopped and every lease had run out`,
+    });
   }
   return anomalies.sort((a, b) => a.t - b.t);
 }

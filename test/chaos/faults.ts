@@ -37,7 +37,10 @@ export const FAULT_CLASSES: Record<FaultClass, FaultInfo> = {
   'client-stop': { claimedSafe: true, what: 'a holding and a waiting client SIGSTOPped for 2-3 leases, then SIGCONT' },
   'client-stall': { claimedSafe: true, what: "a holding and a waiting client's connections to every replica frozen for 2-3 leases" },
   'client-cut': { claimedSafe: true, what: "two holding clients' connections to every replica cut" },
-  'client-stop-cut': { claimedSafe: true, what: 'two Hold holders SIGSTOPped and their connections cut (a paused, partitioned holder), SIGCONT after 2-3 leases' },
+  'client-stop-cut': {
+    claimedSafe: true,
+    what: 'two Hold holders SIGSTOPped and their connections cut (a paused, partitioned holder), SIGCONT after 2-3 leases',
+  },
   'server-kill': { claimedSafe: true, what: 'a replica SIGKILLed, restarted on its port 0.3-1 s later' },
   'server-stop': { claimedSafe: true, what: 'a replica SIGSTOPped for 2-3 leases, then SIGCONT' },
   'server-term': { claimedSafe: true, what: 'a replica shut down with SIGTERM and restarted' },
@@ -45,7 +48,10 @@ export const FAULT_CLASSES: Record<FaultClass, FaultInfo> = {
   'server-redis-cut': { claimedSafe: true, what: "a replica's connections to Redis cut, twice one lease apart" },
   'redis-stop': { claimedSafe: true, what: 'redis-server SIGSTOPped for 2-3 leases, then SIGCONT' },
   'redis-restart-aof': { claimedSafe: true, what: 'redis-server SIGKILLed and restarted from its appendonly file (appendfsync always)' },
-  'redis-restart-empty': { claimedSafe: true, what: 'redis-server SIGKILLed and restarted empty, as one without persistence would (safe by default: the quarantine)' },
+  'redis-restart-empty': {
+    claimedSafe: true,
+    what: 'redis-server SIGKILLed and restarted empty, as one without persistence would (safe by default: the quarantine)',
+  },
   'redis-failover': {
     claimedSafe: true,
     what: "the master's replicas paused and cut off, 0.3-0.8 s of writes on the master alone, the master SIGKILLed: Sentinel promotes a replica without them (issue 9); the old master comes back as a replica",
@@ -180,7 +186,8 @@ async function apply(cls: FaultClass, env: FaultTargets, random: Random, pastLea
 
 /** What a fault class acts on, or an error naming the topology it needs. */
 function need<T>(target: T | undefined, cls: FaultClass): T {
-  if (target === undefined) throw new Error(`${cls} cannot run on this topology (${FAULT_CLASSES[cls].sentinel ? 'it needs Sentinel' : 'it needs the one redis-server'})`);
+  if (target === undefined)
+    throw new Error(`${cls} cannot run on this topology (${FAULT_CLASSES[cls].sentinel ? 'it needs Sentinel' : 'it needs the one redis-server'})`);
   return target;
 }
 
@@ -194,7 +201,9 @@ async function strikeFailover(group: TestSentinels, nodeArgs: string[], random: 
   const replicas = await group.cutReplicas(old);
   await sleep(random.int(300, 800)); // under Sentinel's down-after (1000 ms): the replicas stay candidates
   process.kill(old.pid, 'SIGKILL');
-  await new Promise<void>((resolve) => (old.process.exitCode !== null || old.process.signalCode !== null ? resolve() : old.process.once('exit', () => resolve())));
+  await new Promise<void>((resolve) =>
+    old.process.exitCode !== null || old.process.signalCode !== null ? resolve() : old.process.once('exit', () => resolve()),
+  );
   replicas.forEach((r) => process.kill(r.pid, 'SIGCONT'));
   const promoted = await group.failedOverFrom(old);
   const args = [...SENTINEL_NODE_ARGS, ...nodeArgs, '--replicaof', '127.0.0.1', String(promoted.port)];

@@ -55,7 +55,13 @@ export function checkLockSet(input: CheckInput, typeOf: Map<string, LockSpec['ty
   const placed = replay(input.storage.records);
   const anomalies: Anomaly[] = [];
   const at = (lock: string, check: Anomaly['check'], t: number, ops: string[], detail: string): Anomaly => ({
-    check, lock, type: typeOf.get(lock)!, t, fault: attribute(input.faults, t), ops, detail,
+    check,
+    lock,
+    type: typeOf.get(lock)!,
+    t,
+    fault: attribute(input.faults, t),
+    ops,
+    detail,
   });
   const counts = new Map<string, number>();
   for (const [lock, list] of Object.entries(input.storage.lists)) {
@@ -75,7 +81,9 @@ export function checkLockSet(input: CheckInput, typeOf: Map<string, LockSpec['ty
     for (const io of op.ios) {
       if (io.ok !== true || !io.item || counts.has(io.item)) continue;
       const by = placed.get(io.item)?.droppedBy;
-      const detail = by ? `${io.item} was acknowledged, then dropped by ${by.client}'s write (token ${by.token}, base ${by.base})` : `${io.item} was acknowledged but is not in the list`;
+      const detail = by
+        ? `${io.item} was acknowledged, then dropped by ${by.client}'s write (token ${by.token}, base ${by.base})`
+        : `${io.item} was acknowledged but is not in the list`;
       anomalies.push(at(op.lock, 'lost-append', by?.t ?? io.t, by ? [op.id, by.client] : [op.id], detail));
     }
   }

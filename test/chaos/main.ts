@@ -44,7 +44,9 @@ async function main(): Promise<void> {
   const synced = sentinelS > 0 ? await runChaos({ ...sentinelRun(sentinelS, seed, true), keepLogs, log }) : undefined;
   const negative = negativeS > 0 ? await runChaos({ ...negativeControl(negativeS, seed), keepLogs, log }) : undefined;
   const safe = [main, quarantine, failover, synced].reduce((sum, run) => sum + (run ? violations(claimedSafe(run)) : 0), 0);
-  const notRun = Object.entries(FAULT_CLASSES).filter(([, info]) => info.notRun).map(([cls, info]) => `- ${cls}: ${info.notRun}`);
+  const notRun = Object.entries(FAULT_CLASSES)
+    .filter(([, info]) => info.notRun)
+    .map(([cls, info]) => `- ${cls}: ${info.notRun}`);
   const text = [
     `# Chaos run (npm run chaos -- --duration ${durationS} --seed ${seed})`,
     '',

@@ -36,7 +36,15 @@ export function negativeControl(durationS: number, seed: number, overrides: Part
 }
 
 /** The short run's fault classes: one of each kind of process holdfast claims safety for, restarts included. */
-export const SHORT_FAULTS: FaultClass[] = ['client-stop-cut', 'client-kill', 'server-kill', 'server-stop', 'redis-stop', 'redis-restart-aof', 'redis-restart-empty'];
+export const SHORT_FAULTS: FaultClass[] = [
+  'client-stop-cut',
+  'client-kill',
+  'server-kill',
+  'server-stop',
+  'redis-stop',
+  'redis-restart-aof',
+  'redis-restart-empty',
+];
 
 /**
  * One Redis restarted with and without its data, under the default safety (docs/failover.md,
@@ -44,7 +52,11 @@ export const SHORT_FAULTS: FaultClass[] = ['client-stop-cut', 'client-kill', 'se
  * the old Redis may have granted has run out. Its claim: a restart without persistence is safe too.
  */
 export function quarantineRun(durationS: number, seed: number, overrides: Partial<ChaosOptions> = {}): ChaosOptions {
-  const options = defaultRun(durationS, seed, { label: 'one Redis restarted, default safety', faults: ['redis-restart-empty', 'redis-restart-aof'], ...overrides });
+  const options = defaultRun(durationS, seed, {
+    label: 'one Redis restarted, default safety',
+    faults: ['redis-restart-empty', 'redis-restart-aof'],
+    ...overrides,
+  });
   return { ...options, safe: options.faults };
 }
 

@@ -14,10 +14,28 @@ function table(header: string[], rows: string[][]): string {
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
-const HEADER = ['overlaps unfenced / fenced / quiet', 'semaphore over limit', 'held after a conflicting grant', 'token regressions', 'appends acked / lost / duplicated / out of order', 'hung waits', 'leftover locks', 'late storage calls refused / accepted'];
+const HEADER = [
+  'overlaps unfenced / fenced / quiet',
+  'semaphore over limit',
+  'held after a conflicting grant',
+  'token regressions',
+  'appends acked / lost / duplicated / out of order',
+  'hung waits',
+  'leftover locks',
+  'late storage calls refused / accepted',
+];
 
 function cells(t: Tally): string[] {
-  return [`${t.unfenced} / ${t.fenced} / ${t.quiet}`, `${t.overLimit}`, `${t.heldAfter}`, `${t.regressions}`, `${t.acked} / ${t.lost} / ${t.duplicated} / ${t.outOfOrder}`, `${t.hung}`, `${t.leftover}`, `${t.lateRefused} / ${t.lateAccepted}`];
+  return [
+    `${t.unfenced} / ${t.fenced} / ${t.quiet}`,
+    `${t.overLimit}`,
+    `${t.heldAfter}`,
+    `${t.regressions}`,
+    `${t.acked} / ${t.lost} / ${t.duplicated} / ${t.outOfOrder}`,
+    `${t.hung}`,
+    `${t.leftover}`,
+    `${t.lateRefused} / ${t.lateAccepted}`,
+  ];
 }
 
 export function faultTable(result: ChaosResult): string {
@@ -45,20 +63,28 @@ export function excerpt(result: ChaosResult, anomaly: Anomaly, maxLines = 24): s
     if (!involved.has(op.id)) continue;
     for (const e of op.events) {
       const { e: what, t, op: _id, ...rest } = e as Record<string, unknown> & { e: string; t: number; op: string };
-      const fields = Object.entries(rest).map(([k, v]) => `${k}=${typeof v === 'number' && k !== 'server' && k !== 'wait' && k !== 'ttl' ? rel(result, v) : v}`);
+      const fields = Object.entries(rest).map(
+        ([k, v]) => `${k}=${typeof v === 'number' && k !== 'server' && k !== 'wait' && k !== 'ttl' ? rel(result, v) : v}`,
+      );
       lines.push([t, `${rel(result, t)} s  ${op.id} ${what} ${fields.join(' ')}`]);
     }
   }
   for (const r of result.storage.records) {
-    if (involved.has(r.client)) lines.push([r.t, `${rel(result, r.t)} s  storage ${r.ok ? 'accepted' : 'REFUSED'} ${r.op} from ${r.client} token ${r.token}${r.dropped ? ` dropping ${r.dropped}` : ''}`]);
+    if (involved.has(r.client))
+      lines.push([
+        r.t,
+        `${rel(result, r.t)} s  storage ${r.ok ? 'accepted' : 'REFUSED'} ${r.op} from ${r.client} token ${r.token}${r.dropped ? ` dropping ${r.dropped}` : ''}`,
+      ]);
   }
   const from = Math.min(...lines.map((l) => l[0]));
   const to = Math.max(...lines.map((l) => l[0]));
   for (const f of result.faults) {
-    if (f.start <= to && f.until >= from) lines.push([f.start, `${rel(result, f.start)} s  FAULT ${f.cls} on ${f.targets.join(', ')}, healed at ${rel(result, f.healed)} s`]);
+    if (f.start <= to && f.until >= from)
+      lines.push([f.start, `${rel(result, f.start)} s  FAULT ${f.cls} on ${f.targets.join(', ')}, healed at ${rel(result, f.healed)} s`]);
   }
   lines.sort((a, b) => a[0] - b[0]);
-  const shown = lines.length > maxLines ? [...lines.slice(0, maxLines - 1).map((l) => l[1]), `… ${lines.length - maxLines + 1} more lines`] : lines.map((l) => l[1]);
+  const shown =
+    lines.length > maxLines ? [...lines.slice(0, maxLines - 1).map((l) => l[1]), `… ${lines.length - maxLines + 1} more lines`] : lines.map((l) => l[1]);
   return ['```', `${anomaly.check} on ${anomaly.lock} at ${rel(result, anomaly.t)} s (${anomaly.fault}): ${anomaly.detail}`, ...shown, '```'].join('\n');
 }
 
@@ -80,7 +106,9 @@ export function sourceNote(): string {
 
 export function machineNote(): string {
   const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-  const cores = readFileSync('/proc/cpuinfo', 'utf8').split('\n').filter((l) => l.startsWith('processor')).length;
+  const cores = readFileSync('/proc/cpuinfo', 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('processor')).length;
   return `Node ${process.version}, ${cores} cores, load average ${load}`;
 }
 
@@ -105,7 +133,14 @@ export function section(result: ChaosResult, title: string, excerpts = 3): strin
     '',
     kindTable(result),
     '',
-    ...(shown.length ? ['First anomalies, with the history of the operations involved (times in s from the start of the workload):', '', ...shown.map((a) => excerpt(result, a)), ''] : []),
+    ...(shown.length
+      ? [
+          'First anomalies, with the history of the operations involved (times in s from the start of the workload):',
+          '',
+          ...shown.map((a) => excerpt(result, a)),
+          '',
+        ]
+      : []),
   ].join('\n');
 }
 

@@ -211,9 +211,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const killed = new Set(slots.flatMap((s) => s.killed));
     const anomalies = check({ ops, locks, storage: storageDump, faults, killed, stuck, leftovers, endAt });
     log(`${options.label}: ${ops.length} operations, ${faults.length} faults, ${anomalies.length} anomalies`);
-    if (options.keepLogs) writeFileSync(join(runDir, 'run.json'), JSON.stringify({ options: { ...options, log: undefined }, t0, stoppedAt, endAt, faults, anomalies }, null, 1));
+    if (options.keepLogs)
+      writeFileSync(join(runDir, 'run.json'), JSON.stringify({ options: { ...options, log: undefined }, t0, stoppedAt, endAt, faults, anomalies }, null, 1));
     return {
-      options, locks, ops, anomalies, faults, storage: storageDump, t0, stoppedAt, endAt, clock,
+      options,
+      locks,
+      ops,
+      anomalies,
+      faults,
+      storage: storageDump,
+      t0,
+      stoppedAt,
+      endAt,
+      clock,
       serverErrors: replicas.flatMap((r) => r.errors),
       workerErrors: slots.flatMap((s) => s.stderr),
       crashed: slots.flatMap((s) => s.crashed),
@@ -248,4 +258,3 @@ async function injectFaults(options: ChaosOptions, env: FaultTargets, random: Ra
   await sleep(endAt - monoNow());
   env.slots.forEach((s) => s.signal('SIGCONT'));
 }
-

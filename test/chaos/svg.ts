@@ -4,7 +4,22 @@
 import { claimedSafeUnder, FAULT_CLASSES, type FaultClass } from './faults';
 import type { ChaosResult } from './run';
 
-const PALETTE = ['#e6194b', '#3cb44b', '#4363d8', '#f58231', '#911eb4', '#42d4f4', '#f032e6', '#9a6324', '#469990', '#800000', '#808000', '#000075', '#a9a9a9', '#bfef45'];
+const PALETTE = [
+  '#e6194b',
+  '#3cb44b',
+  '#4363d8',
+  '#f58231',
+  '#911eb4',
+  '#42d4f4',
+  '#f032e6',
+  '#9a6324',
+  '#469990',
+  '#800000',
+  '#808000',
+  '#000075',
+  '#a9a9a9',
+  '#bfef45',
+];
 const W = 960;
 const PLOT_H = 220;
 const LEFT = 50;
@@ -28,12 +43,20 @@ export function grantsSvg(result: ChaosResult, title: string): string {
   const out: string[] = [];
   for (const f of result.faults) {
     const [a, b, c] = [f.start, f.healed, f.until].map((t) => x(Math.min(seconds, (t - result.t0) / 1000)));
-    out.push(`<rect x="${a.toFixed(1)}" y="${TOP}" width="${Math.max(1, b - a).toFixed(1)}" height="${PLOT_H}" fill="${color(f.cls)}" fill-opacity="0.45"><title>${esc(f.cls)}</title></rect>`);
+    out.push(
+      `<rect x="${a.toFixed(1)}" y="${TOP}" width="${Math.max(1, b - a).toFixed(1)}" height="${PLOT_H}" fill="${color(f.cls)}" fill-opacity="0.45"><title>${esc(f.cls)}</title></rect>`,
+    );
     out.push(`<rect x="${b.toFixed(1)}" y="${TOP}" width="${Math.max(0, c - b).toFixed(1)}" height="${PLOT_H}" fill="${color(f.cls)}" fill-opacity="0.15"/>`);
   }
   const tickEvery = seconds > 120 ? 30 : 10;
-  for (let s = 0; s <= seconds; s += tickEvery) out.push(`<line x1="${x(s)}" y1="${TOP + PLOT_H}" x2="${x(s)}" y2="${TOP + PLOT_H + 4}" stroke="#333"/><text x="${x(s)}" y="${TOP + PLOT_H + 16}" text-anchor="middle">${s}</text>`);
-  for (let v = 0; v <= top; v += top / 5) out.push(`<line x1="${LEFT - 4}" y1="${y(v)}" x2="${W - 10}" y2="${y(v)}" stroke="#ddd"/><text x="${LEFT - 6}" y="${y(v) + 4}" text-anchor="end">${v}</text>`);
+  for (let s = 0; s <= seconds; s += tickEvery)
+    out.push(
+      `<line x1="${x(s)}" y1="${TOP + PLOT_H}" x2="${x(s)}" y2="${TOP + PLOT_H + 4}" stroke="#333"/><text x="${x(s)}" y="${TOP + PLOT_H + 16}" text-anchor="middle">${s}</text>`,
+    );
+  for (let v = 0; v <= top; v += top / 5)
+    out.push(
+      `<line x1="${LEFT - 4}" y1="${y(v)}" x2="${W - 10}" y2="${y(v)}" stroke="#ddd"/><text x="${LEFT - 6}" y="${y(v) + 4}" text-anchor="end">${v}</text>`,
+    );
   for (const a of result.anomalies) {
     const ax = x(Math.min(seconds, Math.max(0, (a.t - result.t0) / 1000))).toFixed(1);
     out.push(`<path d="M${ax},${TOP} l-4,-8 h8 z" fill="#d00"><title>${esc(`${a.check} (${a.fault}): ${a.detail}`)}</title></path>`);
@@ -44,7 +67,9 @@ export function grantsSvg(result: ChaosResult, title: string): string {
   classes.forEach((c, i) => {
     const lx = LEFT + (i % 4) * 225;
     const ly = legendTop + Math.floor(i / 4) * 18;
-    out.push(`<rect x="${lx}" y="${ly - 10}" width="12" height="12" fill="${color(c)}" fill-opacity="0.6"/><text x="${lx + 16}" y="${ly}">${esc(c)}${claimedSafeUnder(c, result.options.safe) ? '' : ' (not claimed safe)'}</text>`);
+    out.push(
+      `<rect x="${lx}" y="${ly - 10}" width="12" height="12" fill="${color(c)}" fill-opacity="0.6"/><text x="${lx + 16}" y="${ly}">${esc(c)}${claimedSafeUnder(c, result.options.safe) ? '' : ' (not claimed safe)'}</text>`,
+    );
   });
   const height = legendTop + Math.ceil(classes.length / 4) * 18 + 8;
   return [

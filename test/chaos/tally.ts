@@ -29,7 +29,25 @@ export interface Tally {
   lateAccepted: number;
 }
 
-const empty = (): Tally => ({ faults: 0, ops: 0, grants: 0, unfenced: 0, fenced: 0, quiet: 0, overLimit: 0, heldAfter: 0, regressions: 0, acked: 0, lost: 0, duplicated: 0, outOfOrder: 0, hung: 0, leftover: 0, lateRefused: 0, lateAccepted: 0 });
+const empty = (): Tally => ({
+  faults: 0,
+  ops: 0,
+  grants: 0,
+  unfenced: 0,
+  fenced: 0,
+  quiet: 0,
+  overLimit: 0,
+  heldAfter: 0,
+  regressions: 0,
+  acked: 0,
+  lost: 0,
+  duplicated: 0,
+  outOfOrder: 0,
+  hung: 0,
+  leftover: 0,
+  lateRefused: 0,
+  lateAccepted: 0,
+});
 
 function countAnomaly(t: Tally, a: Anomaly): void {
   switch (a.check) {
@@ -91,7 +109,11 @@ function tallyBy(result: ChaosResult, opKey: (lock: string, t: number) => string
 }
 
 export function byFault(result: ChaosResult): Map<string, Tally> {
-  const tallies = tallyBy(result, (_, t) => attribute(result.faults, t), (a) => a.fault);
+  const tallies = tallyBy(
+    result,
+    (_, t) => attribute(result.faults, t),
+    (a) => a.fault,
+  );
   for (const f of result.faults) (tallies.get(f.cls) ?? tallies.set(f.cls, empty()).get(f.cls)!).faults++;
   const order = ['none', ...Object.keys(FAULT_CLASSES), 'after the run'];
   return new Map([...tallies].sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0])));
@@ -101,7 +123,11 @@ export const KIND_NAMES: Record<LockSpec['type'], string> = { exclusive: 'exclus
 
 export function byKind(result: ChaosResult): Map<string, Tally> {
   const typeOf = new Map(result.locks.map((l) => [l.name, l.type]));
-  return tallyBy(result, (lock) => KIND_NAMES[typeOf.get(lock)!], (a) => KIND_NAMES[a.type]);
+  return tallyBy(
+    result,
+    (lock) => KIND_NAMES[typeOf.get(lock)!],
+    (a) => KIND_NAMES[a.type],
+  );
 }
 
 /** Sums the tallies of fault classes holdfast claims safety for, and of the time without a fault (all of them with `all`). */

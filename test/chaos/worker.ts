@@ -63,7 +63,10 @@ function plan(): Plan {
   // A Hold's critical section may outlast a few renewals, and some (one in ten by default) run
   // for a few leases (a leader, a long job); an Acquire's is short, nothing renews it.
   const long = api === 'hold' && random.chance(config.longShare);
-  const thinks = api === 'hold' ? Array.from({ length: random.int(1, 3) }, () => (long ? random.int(scale / 2, scale) : random.int(10, scale / 4))) : [random.int(10, Math.min(scale, ttl) / 5)];
+  const thinks =
+    api === 'hold'
+      ? Array.from({ length: random.int(1, 3) }, () => (long ? random.int(scale / 2, scale) : random.int(10, scale / 4)))
+      : [random.int(10, Math.min(scale, ttl) / 5)];
   return { lock, kind, api, waitMs: random.int(ttl, 3 * ttl), server: random.int(0, clients.length - 1), thinks };
 }
 
@@ -146,14 +149,26 @@ async function acquireLock(op: string, p: Plan): Promise<Held | undefined> {
   return {
     token: lock.fencingToken.toString(),
     valid: () => monoNow() < deadline,
-    release: () => lock.release().then(() => undefined, () => undefined),
+    release: () =>
+      lock.release().then(
+        () => undefined,
+        () => undefined,
+      ),
   };
 }
 
 function post(body: StorageRequest): Promise<StorageReply> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: '127.0.0.1', port: config.storagePort, path: '/op', method: 'POST', agent, timeout: STORAGE_TIMEOUT_MS, headers: { 'content-type': 'application/json' } },
+      {
+        host: '127.0.0.1',
+        port: config.storagePort,
+        path: '/op',
+        method: 'POST',
+        agent,
+        timeout: STORAGE_TIMEOUT_MS,
+        headers: { 'content-type': 'application/json' },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');

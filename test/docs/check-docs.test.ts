@@ -62,14 +62,34 @@ describe('check-docs', () => {
   // Every kind of lie in one repository (one run of the check), each on a line of its own.
   const lies: [string, string, (line: number) => string][] = [
     ['a link to a missing file', 'See [gone](docs/gone.md).', (n) => `README.md:${n}: link to docs/gone.md: no such file docs/gone.md`],
-    ['a link to a missing heading', 'See [api](docs/api.md#no-such-part).', (n) => `README.md:${n}: link to docs/api.md#no-such-part: docs/api.md has no heading #no-such-part`],
+    [
+      'a link to a missing heading',
+      'See [api](docs/api.md#no-such-part).',
+      (n) => `README.md:${n}: link to docs/api.md#no-such-part: docs/api.md has no heading #no-such-part`,
+    ],
     ['an anchor missing on its own page', 'See [below](#nowhere).', (n) => `README.md:${n}: link to #nowhere: README.md has no heading #nowhere`],
     ['a path in backticks that is not there', 'Read `src/engine/gone.ts`.', (n) => `README.md:${n}: path src/engine/gone.ts does not exist`],
     ['an npm script that package.json lacks', 'Run `npm run bench:nothing`.', (n) => `README.md:${n}: npm run bench:nothing: no such script in package.json`],
-    ['a serve flag its --help lacks', '```sh\nholdfast serve --max-tll-ms 5\n```', (n) => `README.md:${n + 1}: holdfast serve has no flag --max-tll-ms (not in its --help)`],
-    ['a flag of one command given to another', 'Try `holdfast inspect jobs --ttl-ms 5`.', (n) => `README.md:${n}: holdfast inspect has no flag --ttl-ms (not in its --help)`],
-    ['a flag on a continued line', '```sh\nholdfast serve --listen 127.0.0.1:1 \\\n  --tls-cetr a.crt\n```', (n) => `README.md:${n + 1}: holdfast serve has no flag --tls-cetr (not in its --help)`],
-    ['a flag in a serve listing', '```\nholdfast serve [options]\n  --listen <host:port>\n  --no-such-option <x>\n```', (n) => `README.md:${n + 3}: holdfast serve has no flag --no-such-option (not in its --help)`],
+    [
+      'a serve flag its --help lacks',
+      '```sh\nholdfast serve --max-tll-ms 5\n```',
+      (n) => `README.md:${n + 1}: holdfast serve has no flag --max-tll-ms (not in its --help)`,
+    ],
+    [
+      'a flag of one command given to another',
+      'Try `holdfast inspect jobs --ttl-ms 5`.',
+      (n) => `README.md:${n}: holdfast inspect has no flag --ttl-ms (not in its --help)`,
+    ],
+    [
+      'a flag on a continued line',
+      '```sh\nholdfast serve --listen 127.0.0.1:1 \\\n  --tls-cetr a.crt\n```',
+      (n) => `README.md:${n + 1}: holdfast serve has no flag --tls-cetr (not in its --help)`,
+    ],
+    [
+      'a flag in a serve listing',
+      '```\nholdfast serve [options]\n  --listen <host:port>\n  --no-such-option <x>\n```',
+      (n) => `README.md:${n + 3}: holdfast serve has no flag --no-such-option (not in its --help)`,
+    ],
     ['a flag named alone in prose', 'Set `--max-hold-secs` to cap a Hold.', (n) => `README.md:${n}: flag --max-hold-secs is no holdfast command's`],
   ];
   let broken: { code: number; output: string; lineOf: number[] };

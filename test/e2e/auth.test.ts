@@ -209,7 +209,16 @@ describe('reloading the keys', () => {
     expect(await codeOf(as(keys.dFile).inspect({ name: 'x' }))).toBe(status.UNAUTHENTICATED);
     writeFileSync(file, configText([...firstKeys, keys.dFile]));
     const client = as(keys.dFile);
-    await waitFor('the new key to be accepted', () => client.inspect({ name: 'x' }).then(() => true, () => false), 10_000, 100);
+    await waitFor(
+      'the new key to be accepted',
+      () =>
+        client.inspect({ name: 'x' }).then(
+          () => true,
+          () => false,
+        ),
+      10_000,
+      100,
+    );
     expect(server.logs.some((l) => l.includes('credentials reloaded') && l.includes('file change'))).toBe(true);
   });
 
@@ -236,8 +245,20 @@ describe('client certificates (mutual TLS)', () => {
     certs = makeTestCerts();
     certs.issue('mapped', 'batch-reader');
     const mtlsFile = join(dir, 'mtls.yaml');
-    writeFileSync(mtlsFile, `${configText([keys.aLock])}client-certificates:\n  - { name: batch, subject: { O: holdfast-test, CN: batch-reader }, namespace: tenant-a, role: read }\n`);
-    mtls = await startServerProcess(redis.url, ['--config', mtlsFile, '--tls-cert', certs.file('server.crt'), '--tls-key', certs.file('server.key'), '--tls-client-ca', certs.file('ca.crt')]);
+    writeFileSync(
+      mtlsFile,
+      `${configText([keys.aLock])}client-certificates:\n  - { name: batch, subject: { O: holdfast-test, CN: batch-reader }, namespace: tenant-a, role: read }\n`,
+    );
+    mtls = await startServerProcess(redis.url, [
+      '--config',
+      mtlsFile,
+      '--tls-cert',
+      certs.file('server.crt'),
+      '--tls-key',
+      certs.file('server.key'),
+      '--tls-client-ca',
+      certs.file('ca.crt'),
+    ]);
   });
   afterAll(async () => {
     await mtls?.stop();

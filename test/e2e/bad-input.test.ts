@@ -31,7 +31,9 @@ function send(method: Method, body: Buffer): Promise<Outcome> {
   const fn = (raw as unknown as Record<Method, (...args: unknown[]) => unknown>)[method].bind(raw);
   if (method !== 'hold' && method !== 'watch' && method !== 'holdSet') {
     return new Promise((resolve) =>
-      fn(body, (err: ServiceError | null, response: Buffer) => resolve(err ? { code: err.code, details: err.details } : { code: status.OK, details: '', response })),
+      fn(body, (err: ServiceError | null, response: Buffer) =>
+        resolve(err ? { code: err.code, details: err.details } : { code: status.OK, details: '', response }),
+      ),
     );
   }
   const stream = fn(body) as ClientReadableStream<Buffer>;
@@ -71,9 +73,7 @@ const METHODS = Object.keys(REQUESTS) as Method[];
 /** The method's request, with `name` set to `name` and `bad` (raw bytes) in field `badField`. */
 function requestWith(method: Method, name: string, badField?: string, bad?: Buffer): Buffer {
   const { fields, more } = REQUESTS[method];
-  const parts = Object.entries(fields).map(([field, [number, value]]) =>
-    bytesField(number, field === badField ? bad! : field === 'name' ? name : value),
-  );
+  const parts = Object.entries(fields).map(([field, [number, value]]) => bytesField(number, field === badField ? bad! : field === 'name' ? name : value));
   return message(...parts, more ?? Buffer.alloc(0));
 }
 
@@ -172,7 +172,10 @@ describe('bodies that are not a valid message', () => {
     const Health = makeGenericClientConstructor(healthService, 'Health');
     const health = new Health(server.addr, credentials.createInsecure());
     const reply = await new Promise<{ status: string }>((resolve, reject) =>
-      (health as unknown as { check(r: object, cb: (e: Error | null, r: { status: string }) => void): void }).check({ service: 'holdfast.v1.LockService' }, (e, r) => (e ? reject(e) : resolve(r))),
+      (health as unknown as { check(r: object, cb: (e: Error | null, r: { status: string }) => void): void }).check(
+        { service: 'holdfast.v1.LockService' },
+        (e, r) => (e ? reject(e) : resolve(r)),
+      ),
     ).finally(() => health.close());
     expect(reply.status).toBe('SERVING');
     expect(server.process.exitCode).toBeNull();

@@ -195,7 +195,9 @@ describe('one-shot commands', () => {
 
     const inspected = JSON.parse((await holdfast('inspect', name).done).stdout);
     expect(inspected).toMatchObject({ name, waiters: 0, fencingToken: grant.fencingToken, limit: 1 });
-    expect(inspected.holders).toEqual([{ owner: 'cli', fencingToken: grant.fencingToken, ttlMs: expect.any(String), holdCount: 1, mode: 'LOCK_MODE_EXCLUSIVE', value: '' }]);
+    expect(inspected.holders).toEqual([
+      { owner: 'cli', fencingToken: grant.fencingToken, ttlMs: expect.any(String), holdCount: 1, mode: 'LOCK_MODE_EXCLUSIVE', value: '' },
+    ]);
 
     const renewed = await holdfast('renew', name, '--token', grant.token, '--ttl-ms', '40000').done;
     expect(JSON.parse(renewed.stdout)).toEqual({ ttlMs: '40000' });
@@ -240,7 +242,10 @@ describe('one-shot commands', () => {
     const lock = await client.acquire(held, { owner: 'status-owner', ttlMs: 30_000 });
     const { code, stdout } = await holdfast('status', held, free).done;
     expect(code).toBe(0);
-    const rows = stdout.trim().split('\n').map((row) => row.split(/\s{2,}/));
+    const rows = stdout
+      .trim()
+      .split('\n')
+      .map((row) => row.split(/\s{2,}/));
     expect(rows[0]).toEqual(['LOCK', 'OWNER', 'MODE', 'FENCING', 'TTL LEFT', 'HOLDS', 'WAITERS']);
     expect(rows[1]).toEqual([held, 'status-owner', 'exclusive', String(lock.fencingToken), expect.stringMatching(/^\d+\.\ds$/), '1', '0']);
     expect(rows[2]).toEqual([free, '-', 'free', '-', '-', '-', '0']);

@@ -54,7 +54,10 @@ describe('API key', () => {
   });
 
   it('the CLI sends --api-key or HOLDFAST_API_KEY', async () => {
-    expect(await holdfast(['inspect', 'x', '--addr', plain.addr, '--api-key', 'cli-flag-key'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/PERMISSION_DENIED/) });
+    expect(await holdfast(['inspect', 'x', '--addr', plain.addr, '--api-key', 'cli-flag-key'])).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/PERMISSION_DENIED/),
+    });
     expect(await holdfast(['exec', 'x', '--addr', plain.addr, '--', 'true'], { HOLDFAST_API_KEY: 'cli-env-key' })).toMatchObject({ code: 1 });
     expect(plain.calls.slice(-2).map((c) => [c.method, c.authorization])).toEqual([
       ['inspect', ['Bearer cli-flag-key']],
@@ -65,7 +68,10 @@ describe('API key', () => {
 
 describe('client certificates', () => {
   it("over mutual TLS the server reads the client certificate's subject", async () => {
-    const client = new HoldfastClient(mutual.addr, { tls: { ca: certs.pem('ca.crt'), cert: certs.pem('client.crt'), key: certs.pem('client.key') }, apiKey: 'k' });
+    const client = new HoldfastClient(mutual.addr, {
+      tls: { ca: certs.pem('ca.crt'), cert: certs.pem('client.crt'), key: certs.pem('client.key') },
+      apiKey: 'k',
+    });
     await expect(client.inspect('a')).rejects.toMatchObject({ details: 'recorded by the test server' });
     client.close();
     expect(mutual.calls.at(-1)).toEqual({
@@ -84,8 +90,17 @@ describe('client certificates', () => {
 
   it('the CLI over TLS prints no Node warning, and checks --tls-server-name', async () => {
     const tls = ['--tls-ca', certs.file('ca.crt'), '--tls-cert', certs.file('client.crt'), '--tls-key', certs.file('client.key')];
-    expect(await holdfast(['status', 'x', '--addr', mutual.addr, ...tls])).toEqual({ code: 1, stderr: 'holdfast: PERMISSION_DENIED: recorded by the test server\n' });
-    expect(await holdfast(['status', 'x', '--addr', mutual.addr, ...tls, '--tls-server-name', 'localhost'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/PERMISSION_DENIED/) });
-    expect(await holdfast(['status', 'x', '--addr', mutual.addr, ...tls, '--tls-server-name', 'elsewhere.example'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/UNAVAILABLE/) });
+    expect(await holdfast(['status', 'x', '--addr', mutual.addr, ...tls])).toEqual({
+      code: 1,
+      stderr: 'holdfast: PERMISSION_DENIED: recorded by the test server\n',
+    });
+    expect(await holdfast(['status', 'x', '--addr', mutual.addr, ...tls, '--tls-server-name', 'localhost'])).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/PERMISSION_DENIED/),
+    });
+    expect(await holdfast(['status', 'x', '--addr', mutual.addr, ...tls, '--tls-server-name', 'elsewhere.example'])).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/UNAVAILABLE/),
+    });
   });
 });

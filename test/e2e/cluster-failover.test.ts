@@ -58,14 +58,23 @@ it('resumes within seconds when a shard master is killed and its replica promote
   const survivor = cluster.servers.find((s) => s.port !== victimPort)!;
   let other = uniqueName('clf-other');
   while ((await masterOf(other, survivor)) === victimPort) other = uniqueName('clf-other');
-  const contention = contend([0, 1, 2, 3].map((i) => clients[i % 2]), name, 2000);
+  const contention = contend(
+    [0, 1, 2, 3].map((i) => clients[i % 2]),
+    name,
+    2000,
+  );
   await sleep(1500);
   const killedAt = Date.now();
   process.kill(victim.pid, 'SIGKILL');
-  const promotedPort = await waitFor('the replica to take over the slot', async () => {
-    const port = await masterOf(name, survivor).catch(() => victimPort);
-    return port !== victimPort ? port : 0;
-  }, 30_000, 50);
+  const promotedPort = await waitFor(
+    'the replica to take over the slot',
+    async () => {
+      const port = await masterOf(name, survivor).catch(() => victimPort);
+      return port !== victimPort ? port : 0;
+    },
+    30_000,
+    50,
+  );
   const promotedAt = Date.now();
   await waitFor('20 grants asked for after the kill', () => contention.windows.filter((w) => w.sentAt > killedAt).length >= 20, 30_000, 50);
   const windows = await contention.stop();

@@ -44,7 +44,11 @@ afterAll(async () => {
   await cluster?.cleanup();
 });
 
-const code = (p: Promise<unknown>) => p.then(() => status.OK, (err: { code: number }) => err.code);
+const code = (p: Promise<unknown>) =>
+  p.then(
+    () => status.OK,
+    (err: { code: number }) => err.code,
+  );
 
 function client(node: EmbeddedRedis): Redis {
   const c = new Redis(node.port, '127.0.0.1', { maxRetriesPerRequest: 1, retryStrategy: () => 200 });
@@ -106,10 +110,15 @@ it('quarantines each shard on its own: a lost grant is not granted again during 
   const promotedAt = Date.now();
 
   // Negative control: without the quarantine the lost lock is granted again while its lease runs.
-  const again = (await waitFor('the unguarded server to grant the lost lock', async () => {
-    const r = await n.acquire({ name, ttlMs: '500' }).catch(() => undefined);
-    return r?.acquired ? { r, at: Date.now() } : undefined;
-  }, 30_000, 20))!;
+  const again = (await waitFor(
+    'the unguarded server to grant the lost lock',
+    async () => {
+      const r = await n.acquire({ name, ttlMs: '500' }).catch(() => undefined);
+      return r?.acquired ? { r, at: Date.now() } : undefined;
+    },
+    30_000,
+    20,
+  ))!;
   expect(again.at).toBeLessThan(sentAt + MAX_TTL_MS);
   await n.release({ name, token: again.r.token });
 
@@ -119,10 +128,15 @@ it('quarantines each shard on its own: a lost grant is not granted again during 
   expect(await code(q.acquire({ name: probe, ttlMs: '1000' }))).toBe(status.UNAVAILABLE);
   expect(await healthStatus(guarded.addr)).toBe('NOT_SERVING');
   // Meanwhile a lock on another shard is granted (once the server has its new slot map).
-  const otherGranted = await waitFor('a grant on another shard', async () => {
-    const r = await q.acquire({ name: other, ttlMs: '1000' }).catch(() => undefined);
-    return r?.acquired ? Date.now() : 0;
-  }, 10_000, 20);
+  const otherGranted = await waitFor(
+    'a grant on another shard',
+    async () => {
+      const r = await q.acquire({ name: other, ttlMs: '1000' }).catch(() => undefined);
+      return r?.acquired ? Date.now() : 0;
+    },
+    10_000,
+    20,
+  );
   expect(otherGranted).toBeLessThan(sentAt + MAX_TTL_MS);
   expect(Number((await q.inspect({ name })).grantsResumeInMs)).toBeGreaterThan(0);
 

@@ -43,7 +43,9 @@ interface Finished {
 function holdfast(...args: string[]): Promise<Finished> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('HOLDFAST_')));
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], { env, timeout: 60_000 }, (_err, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }));
+    const child = execFile(process.execPath, [CLI, ...args], { env, timeout: 60_000 }, (_err, stdout, stderr) =>
+      resolve({ code: child.exitCode, stdout, stderr }),
+    );
   });
 }
 
@@ -59,25 +61,86 @@ const mtlsFlags = () => ['--tls-ca', certs.file('ca.crt'), '--tls-cert', certs.f
 
 describe('the CLI', () => {
   it('reaches the right addresses (the control for every case below)', async () => {
-    for (const args of [['--addr', plain.addr], ['--addr', tls.addr, '--tls-ca', certs.file('ca.crt')], ['--addr', mutual.addr, ...mtlsFlags()]]) {
+    for (const args of [
+      ['--addr', plain.addr],
+      ['--addr', tls.addr, '--tls-ca', certs.file('ca.crt')],
+      ['--addr', mutual.addr, ...mtlsFlags()],
+    ]) {
       const run = await holdfast('inspect', uniqueName(), ...args);
       expect(run, run.stderr).toMatchObject({ code: 0, stderr: '' });
     }
   });
 
   it.each([
-    ['an address without a port', () => ['--addr', '127.0.0.1'], /^error: option '--addr <host:port>' argument '127\.0\.0\.1' is invalid\. no port: give host:port/],
-    ['an address with a scheme', () => ['--addr', `http://${plain.addr}`], /^error: option '--addr <host:port>' argument 'http:\/\/127\.0\.0\.1:\d+' is invalid\. a URL: give host:port, e\.g\. 127\.0\.0\.1:50051, without "http:\/\/"/],
+    [
+      'an address without a port',
+      () => ['--addr', '127.0.0.1'],
+      /^error: option '--addr <host:port>' argument '127\.0\.0\.1' is invalid\. no port: give host:port/,
+    ],
+    [
+      'an address with a scheme',
+      () => ['--addr', `http://${plain.addr}`],
+      /^error: option '--addr <host:port>' argument 'http:\/\/127\.0\.0\.1:\d+' is invalid\. a URL: give host:port, e\.g\. 127\.0\.0\.1:50051, without "http:\/\/"/,
+    ],
     ['a bare IPv6 address', () => ['--addr', '::1'], /'--addr <host:port>' argument '::1' is invalid\. an IPv6 address needs brackets/],
-    ['a port out of range', () => ['--addr', '127.0.0.1:70000'], /'--addr <host:port>' argument '127\.0\.0\.1:70000' is invalid\. port "70000" is not a number from 1 to 65535/],
-    ['a port nothing listens on', () => ['--addr', nothingAddr], () => new RegExp(`^holdfast: UNAVAILABLE: cannot reach holdfast at ${nothingAddr}: connection refused: nothing listens on that port$`)],
-    ['holdfast\'s HTTP listener', () => ['--addr', httpAddr], () => new RegExp(`^holdfast: UNAVAILABLE: cannot reach holdfast at ${httpAddr}: it does not speak gRPC: is that an HTTP port \\(holdfast's --http-listen`)],
-    ['TLS to a plaintext server', () => ['--addr', plain.addr, '--tls-ca', certs.file('ca.crt')], () => new RegExp(`cannot reach holdfast at ${plain.addr}: it speaks plaintext, and this client asked for TLS$`)],
-    ['plaintext to a TLS server', () => ['--addr', tls.addr], () => new RegExp(`cannot reach holdfast at ${tls.addr}: the server closed the connection at once: does it want TLS`)],
-    ['a server certificate from an unknown CA', () => ['--addr', tls.addr, '--tls'], () => new RegExp(`cannot reach holdfast at ${tls.addr}: its TLS certificate is not trusted: give the CA that signed it as tls\\.ca \\(--tls-ca\\)$`)],
-    ['a server certificate for another name', () => ['--addr', tls.addr, '--tls-ca', certs.file('ca.crt'), '--tls-server-name', 'elsewhere.example'], () => new RegExp(`cannot reach holdfast at ${tls.addr}: its TLS certificate is not for that host name`)],
-    ['mutual TLS without a client certificate', () => ['--addr', mutual.addr, '--tls-ca', certs.file('ca.crt')], () => new RegExp(`cannot reach holdfast at ${mutual.addr}: the server wants a client certificate it trusts`)],
-    ['mutual TLS with an untrusted client certificate', () => ['--addr', mutual.addr, '--tls-ca', certs.file('ca.crt'), '--tls-cert', certs.file('other-client.crt'), '--tls-key', certs.file('other-client.key')], () => new RegExp(`cannot reach holdfast at ${mutual.addr}: the server (ended the TLS handshake: does it trust this client certificate\\?|wants a client certificate it trusts)`)],
+    [
+      'a port out of range',
+      () => ['--addr', '127.0.0.1:70000'],
+      /'--addr <host:port>' argument '127\.0\.0\.1:70000' is invalid\. port "70000" is not a number from 1 to 65535/,
+    ],
+    [
+      'a port nothing listens on',
+      () => ['--addr', nothingAddr],
+      () => new RegExp(`^holdfast: UNAVAILABLE: cannot reach holdfast at ${nothingAddr}: connection refused: nothing listens on that port$`),
+    ],
+    [
+      "holdfast's HTTP listener",
+      () => ['--addr', httpAddr],
+      () =>
+        new RegExp(`^holdfast: UNAVAILABLE: cannot reach holdfast at ${httpAddr}: it does not speak gRPC: is that an HTTP port \\(holdfast's --http-listen`),
+    ],
+    [
+      'TLS to a plaintext server',
+      () => ['--addr', plain.addr, '--tls-ca', certs.file('ca.crt')],
+      () => new RegExp(`cannot reach holdfast at ${plain.addr}: it speaks plaintext, and this client asked for TLS$`),
+    ],
+    [
+      'plaintext to a TLS server',
+      () => ['--addr', tls.addr],
+      () => new RegExp(`cannot reach holdfast at ${tls.addr}: the server closed the connection at once: does it want TLS`),
+    ],
+    [
+      'a server certificate from an unknown CA',
+      () => ['--addr', tls.addr, '--tls'],
+      () => new RegExp(`cannot reach holdfast at ${tls.addr}: its TLS certificate is not trusted: give the CA that signed it as tls\\.ca \\(--tls-ca\\)$`),
+    ],
+    [
+      'a server certificate for another name',
+      () => ['--addr', tls.addr, '--tls-ca', certs.file('ca.crt'), '--tls-server-name', 'elsewhere.example'],
+      () => new RegExp(`cannot reach holdfast at ${tls.addr}: its TLS certificate is not for that host name`),
+    ],
+    [
+      'mutual TLS without a client certificate',
+      () => ['--addr', mutual.addr, '--tls-ca', certs.file('ca.crt')],
+      () => new RegExp(`cannot reach holdfast at ${mutual.addr}: the server wants a client certificate it trusts`),
+    ],
+    [
+      'mutual TLS with an untrusted client certificate',
+      () => [
+        '--addr',
+        mutual.addr,
+        '--tls-ca',
+        certs.file('ca.crt'),
+        '--tls-cert',
+        certs.file('other-client.crt'),
+        '--tls-key',
+        certs.file('other-client.key'),
+      ],
+      () =>
+        new RegExp(
+          `cannot reach holdfast at ${mutual.addr}: the server (ended the TLS handshake: does it trust this client certificate\\?|wants a client certificate it trusts)`,
+        ),
+    ],
   ])('says what is wrong with %s in one line', async (_case, args, expected) => {
     const line = oneLine(await holdfast('inspect', uniqueName(), ...args()));
     expect(line).toMatch(typeof expected === 'function' ? expected() : expected);
@@ -86,7 +149,9 @@ describe('the CLI', () => {
 
   it('refuses an address from HOLDFAST_ADDR naming the variable', async () => {
     const run = await new Promise<Finished>((resolve) => {
-      const child = execFile(process.execPath, [CLI, 'inspect', 'x'], { env: { ...process.env, HOLDFAST_ADDR: '127.0.0.1' } }, (_e, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }));
+      const child = execFile(process.execPath, [CLI, 'inspect', 'x'], { env: { ...process.env, HOLDFAST_ADDR: '127.0.0.1' } }, (_e, stdout, stderr) =>
+        resolve({ code: child.exitCode, stdout, stderr }),
+      );
     });
     expect(oneLine(run)).toMatch(/^error: option '--addr <host:port>' value '127\.0\.0\.1' from env 'HOLDFAST_ADDR' is invalid\. no port/);
   });
@@ -105,7 +170,10 @@ describe('the CLI', () => {
   it('prints its version, the one the server logs as it starts listening', async () => {
     const { version } = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
     expect(await holdfast('--version')).toMatchObject({ code: 0, stdout: `${version}\n` });
-    const listening = plain.logs.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; version?: string }).find((l) => l.msg === 'holdfast listening');
+    const listening = plain.logs
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { msg: string; version?: string })
+      .find((l) => l.msg === 'holdfast listening');
     expect(listening?.version).toBe(version);
   });
 });

@@ -79,7 +79,6 @@ describe('reentrancy and idempotency', () => {
     expect(await a.release({ name, token: first.token })).toEqual({ released: true, holdCount: 0 });
     expect((await a.acquire({ name, owner: 'worker-2' })).acquired).toBe(true);
   });
-
 });
 
 describe('request_id', () => {
@@ -232,8 +231,14 @@ describe('bad input', () => {
   it('Release, Renew, Inspect and CheckFencingToken check their fields too', async () => {
     await expect(a.release({ name: '', token: 'x' })).rejects.toMatchObject({ code: status.INVALID_ARGUMENT, details: expect.stringContaining('name') });
     await expect(a.release({ name: 'n', token: '' })).rejects.toMatchObject({ code: status.INVALID_ARGUMENT, details: expect.stringContaining('token') });
-    await expect(a.renew({ name: 'n', token: 't', ttlMs: '3' })).rejects.toMatchObject({ code: status.INVALID_ARGUMENT, details: expect.stringContaining('ttl_ms') });
+    await expect(a.renew({ name: 'n', token: 't', ttlMs: '3' })).rejects.toMatchObject({
+      code: status.INVALID_ARGUMENT,
+      details: expect.stringContaining('ttl_ms'),
+    });
     await expect(a.inspect({ name: 'x'.repeat(513) })).rejects.toMatchObject({ code: status.INVALID_ARGUMENT, details: expect.stringContaining('name') });
-    await expect(a.checkFencingToken({ name: 'n', fencingToken: '0' })).rejects.toMatchObject({ code: status.INVALID_ARGUMENT, details: expect.stringContaining('fencing_token') });
+    await expect(a.checkFencingToken({ name: 'n', fencingToken: '0' })).rejects.toMatchObject({
+      code: status.INVALID_ARGUMENT,
+      details: expect.stringContaining('fencing_token'),
+    });
   });
 });

@@ -85,7 +85,10 @@ function overlapping(page: Page, names: string[], probe = false) {
       for (const tr of document.querySelectorAll<HTMLElement>('#locks tr')) {
         if (!locks.includes(tr.dataset.lock!)) continue;
         for (const holder of tr.querySelectorAll('.holder')) {
-          const shown = [...holder.querySelectorAll('.owner, .kind, .mode, .fencing, .value, .lease-bar, .lease-left'), ...(control ? [holder.querySelector('.lease')!] : [])];
+          const shown = [
+            ...holder.querySelectorAll('.owner, .kind, .mode, .fencing, .value, .lease-bar, .lease-left'),
+            ...(control ? [holder.querySelector('.lease')!] : []),
+          ];
           const parts = shown.map((e) => ({ what: e.className, box: e.getBoundingClientRect() })).filter((p) => p.box.width > 0);
           parts.forEach((a, i) => parts.slice(i + 1).forEach((b) => meet(a.box, b.box) && found.push(`${tr.dataset.lock}: ${a.what} over ${b.what}`)));
         }
@@ -101,7 +104,14 @@ function overlapping(page: Page, names: string[], probe = false) {
 function rowsOfDump(dom: string): Map<string, string> {
   const body = /<tbody id="locks">([\s\S]*?)<\/tbody>/.exec(dom)?.[1] ?? '';
   const rows = new Map<string, string>();
-  for (const [, name, cells] of body.matchAll(/<tr data-lock="([^"]*)">([\s\S]*?)<\/tr>/g)) rows.set(name, cells.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim());
+  for (const [, name, cells] of body.matchAll(/<tr data-lock="([^"]*)">([\s\S]*?)<\/tr>/g))
+    rows.set(
+      name,
+      cells
+        .replace(/<[^>]*>/g, ' ')
+        .replace(/\s+/g, ' ')
+        .trim(),
+    );
   return rows;
 }
 
@@ -152,10 +162,14 @@ describe('dashboard', () => {
 
     await client.release({ name, token: first.token });
     const second = await waiting;
-    await waitFor('the waiter as the holder', async () => {
-      const now = await row(page, name);
-      return now?.waiters === '0' && now.text.includes('billing-worker-2') && !now.text.includes('billing-worker-1');
-    }, WAIT_MS);
+    await waitFor(
+      'the waiter as the holder',
+      async () => {
+        const now = await row(page, name);
+        return now?.waiters === '0' && now.text.includes('billing-worker-2') && !now.text.includes('billing-worker-1');
+      },
+      WAIT_MS,
+    );
     await peer.release({ name, token: second.token });
     await waitFor('the lock gone from the page', async () => (await row(page, name)) === null, WAIT_MS);
     leader.call.cancel();
@@ -173,8 +187,14 @@ describe('dashboard', () => {
     };
     // A value is anyone's text: one that tries to close the page's data block stays text.
     const orders = await taken({ name: `${prefix}/orders`, owner: 'billing-worker-1', value: 'batch </script><b>26</b>' });
-    const readers = [await taken({ name: `${prefix}/reports`, owner: 'report-reader-a', mode: 2 }), await taken({ name: `${prefix}/reports`, owner: 'report-reader-b', mode: 2 })];
-    const slots = [await taken({ name: `${prefix}/db-slots`, owner: 'etl-1', limit: 3 }), await taken({ name: `${prefix}/db-slots`, owner: 'etl-2', limit: 3 })];
+    const readers = [
+      await taken({ name: `${prefix}/reports`, owner: 'report-reader-a', mode: 2 }),
+      await taken({ name: `${prefix}/reports`, owner: 'report-reader-b', mode: 2 }),
+    ];
+    const slots = [
+      await taken({ name: `${prefix}/db-slots`, owner: 'etl-1', limit: 3 }),
+      await taken({ name: `${prefix}/db-slots`, owner: 'etl-2', limit: 3 }),
+    ];
     const leader = call.hold({ name: `${prefix}/leader`, owner: 'scheduler-7', ttlMs: '20000' });
     const { token } = (await leader.next((e) => !!e.acquired)).acquired!;
     expect((await call.setValue({ name: `${prefix}/leader`, token, value: '10.0.0.7:8080' }).ended).code).toBe(0);
@@ -266,10 +286,14 @@ describe('dashboard', () => {
     expect(first.length).toBeLessThanOrEqual(300);
     expect(await page.$eval('#next-page', (b) => (b as HTMLButtonElement).disabled)).toBe(false);
     await page.click('#next-page');
-    const second = (await waitFor('the next page', async () => {
-      const now = await rowNames();
-      return now.length > 0 && !now.includes(first[0]) ? now : null;
-    }, WAIT_MS))!;
+    const second = (await waitFor(
+      'the next page',
+      async () => {
+        const now = await rowNames();
+        return now.length > 0 && !now.includes(first[0]) ? now : null;
+      },
+      WAIT_MS,
+    ))!;
     expect(second.filter((name) => first.includes(name))).toEqual([]);
     await page.close();
     // One lock among 10 000 by its name: found on the first page (SCAN's COUNT grows while it finds few).
@@ -327,7 +351,7 @@ describe('dashboard with API keys', () => {
     await page.goto(`${securedBase}/`);
     await page.type('#prefix', prefix);
     await page.click('#controls button[type=submit]');
-    await waitFor('tenant a\'s lock', () => row(page, `${prefix}/a`), WAIT_MS);
+    await waitFor("tenant a's lock", () => row(page, `${prefix}/a`), WAIT_MS);
     expect(await row(page, `${prefix}/b`)).toBeNull();
     const html = await page.content();
     expect(html).not.toContain(a.token);
@@ -345,7 +369,7 @@ describe('dashboard with API keys', () => {
     bClient.close();
   }, 90_000);
 
-  it("ends an open event stream when a reload of the credentials revokes its key", async () => {
+  it('ends an open event stream when a reload of the credentials revokes its key', async () => {
     const res = await fetch(`${securedBase}/events`, { headers: { authorization: `Bearer ${keys.bLock.key}` } });
     expect(res.status).toBe(200);
     const reader = res.body!.getReader();

@@ -9,7 +9,10 @@ const ROOT = join(__dirname, '..', '..');
 const TSC = join(ROOT, 'node_modules', '.bin', 'tsc');
 
 function runExample(name: string): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [join(ROOT, 'examples', 'dist', 'examples', name, 'main.js'), '--short'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [join(ROOT, 'examples', 'dist', 'examples', name, 'main.js'), '--short'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
@@ -21,10 +24,14 @@ beforeAll(() => {
 }, 120_000);
 
 describe('examples (short mode)', () => {
-  it.each(['singleton-job', 'market', 'read-mostly-config', 'fenced-storage'])('%s runs and passes its checks', async (name) => {
-    const { code, output } = await runExample(name);
-    expect(output).not.toContain('FAILED');
-    expect(output).toContain('ok: ');
-    expect(code, output).toBe(0);
-  }, 180_000);
+  it.each(['singleton-job', 'market', 'read-mostly-config', 'fenced-storage'])(
+    '%s runs and passes its checks',
+    async (name) => {
+      const { code, output } = await runExample(name);
+      expect(output).not.toContain('FAILED');
+      expect(output).toContain('ok: ');
+      expect(code, output).toBe(0);
+    },
+    180_000,
+  );
 });

@@ -53,7 +53,17 @@ async function preferredReplicaCutOff(extraArgs: string[]): Promise<Outcome> {
     30_000,
     200,
   );
-  const args = ['--redis-sentinels', sentinels.sentinelAddrs.join(','), '--redis-master', MASTER_NAME, '--max-ttl-ms', String(TTL_MS), '--default-ttl-ms', String(TTL_MS), ...extraArgs];
+  const args = [
+    '--redis-sentinels',
+    sentinels.sentinelAddrs.join(','),
+    '--redis-master',
+    MASTER_NAME,
+    '--max-ttl-ms',
+    String(TTL_MS),
+    '--default-ttl-ms',
+    String(TTL_MS),
+    ...extraArgs,
+  ];
   const env = { HOLDFAST_REDIS_PASSWORD: PASSWORD };
   servers = await Promise.all([startServerProcess(undefined, args, env), startServerProcess(undefined, args, env)]);
   const a = new HoldfastClient(servers[0].addr);
@@ -64,10 +74,15 @@ async function preferredReplicaCutOff(extraArgs: string[]): Promise<Outcome> {
     await sentinels.client(preferred).config('SET', 'masterauth', 'not-the-password');
     await sentinels.client(master).call('CLIENT', 'KILL', 'TYPE', 'replica');
     const masterClient = sentinels.client(master);
-    await waitFor('the master to list only the other replica', async () => {
-      const info = String(await masterClient.info('replication'));
-      return /connected_slaves:1/.test(info) && info.includes(`port=${other.port}`);
-    }, 30_000, 100);
+    await waitFor(
+      'the master to list only the other replica',
+      async () => {
+        const info = String(await masterClient.info('replication'));
+        return /connected_slaves:1/.test(info) && info.includes(`port=${other.port}`);
+      },
+      30_000,
+      100,
+    );
 
     const name = uniqueName('cut');
     const lock = await waitFor('A grant acknowledged by the other replica', () => a.acquire(name, { ttlMs: TTL_MS }).catch(() => undefined), 30_000, 100);
@@ -76,7 +91,8 @@ async function preferredReplicaCutOff(extraArgs: string[]): Promise<Outcome> {
     expect(promoted.port).toBe(preferred.port); // the replica that never had the grant
     const granted = await waitFor(
       "B's grant",
-      () => b.acquire(name, { ttlMs: 2000, waitMs: 30_000 }).catch((err: { code?: number }) => (err.code === status.UNAVAILABLE ? undefined : Promise.reject(err))),
+      () =>
+        b.acquire(name, { ttlMs: 2000, waitMs: 30_000 }).catch((err: { code?: number }) => (err.code === status.UNAVAILABLE ? undefined : Promise.reject(err))),
       60_000,
       100,
     );

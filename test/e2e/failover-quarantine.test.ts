@@ -34,7 +34,20 @@ async function startServer(): Promise<{ server: ServerProcess; client: TestClien
 beforeAll(async () => {
   // min-replicas-to-write 0 lets the cut-off master acknowledge a grant no replica has: the quarantine alone must cover it.
   group = await startTestSentinels({ vouch: false, nodeArgs: ['--min-replicas-to-write', '0'] }); // the first test meets a master without an epoch record
-  args = ['--redis-sentinels', group.sentinelAddrs.join(','), '--redis-master', MASTER_NAME, '--sync-replicas', '0', '--max-ttl-ms', String(MAX_TTL_MS), '--quarantine-margin-ms', '500', '--default-ttl-ms', '2000'];
+  args = [
+    '--redis-sentinels',
+    group.sentinelAddrs.join(','),
+    '--redis-master',
+    MASTER_NAME,
+    '--sync-replicas',
+    '0',
+    '--max-ttl-ms',
+    String(MAX_TTL_MS),
+    '--quarantine-margin-ms',
+    '500',
+    '--default-ttl-ms',
+    '2000',
+  ];
 }, 60_000);
 afterAll(async () => {
   clients.forEach((c) => c.close());
@@ -42,7 +55,11 @@ afterAll(async () => {
   await group?.cleanup();
 });
 
-const code = (p: Promise<unknown>) => p.then(() => status.OK, (err: { code: number }) => err.code);
+const code = (p: Promise<unknown>) =>
+  p.then(
+    () => status.OK,
+    (err: { code: number }) => err.code,
+  );
 
 it('quarantines a master it has no epoch record for at start-up; a server started after the quarantine grants at once', async () => {
   const startedAt = Date.now();
@@ -107,12 +124,15 @@ it('after a failover, grants nothing until every lease of the old master has run
   // A waiter is granted only once the lost grant's lease (counted from its send time) is over.
   // While the server is still reconnecting to the new master it answers UNAVAILABLE (Redis away:
   // nothing to wait on), and the waiter asks again, as a client would.
-  const next = await waitFor(
+  const next = (await waitFor(
     'a waiting grant after the failover',
-    () => b.acquire({ name, ttlMs: '1000', waitTimeoutMs: '20000' }).catch((err: { code?: number }) => (err.code === status.UNAVAILABLE ? undefined : Promise.reject(err))),
+    () =>
+      b
+        .acquire({ name, ttlMs: '1000', waitTimeoutMs: '20000' })
+        .catch((err: { code?: number }) => (err.code === status.UNAVAILABLE ? undefined : Promise.reject(err))),
     30_000,
     100,
-  ) as AcquireResponse;
+  )) as AcquireResponse;
   const grantedAt = Date.now();
   expect(next.acquired).toBe(true);
   expect(grantedAt).toBeGreaterThanOrEqual(sentAt + MAX_TTL_MS);

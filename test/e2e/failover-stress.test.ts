@@ -20,9 +20,24 @@ let clients: TestClient[];
 beforeAll(async () => {
   group = await startTestSentinels({ nodeArgs: ['--min-replicas-to-write', '1'] });
   // Default safety with a 30 s lease cap: the failover's quarantine lasts 31 s.
-  const args = ['--redis-sentinels', group.sentinelAddrs.join(','), '--redis-master', MASTER_NAME, '--max-ttl-ms', String(MAX_TTL_MS), '--default-ttl-ms', '5000', '--sync-replicas', 'auto'];
+  const args = [
+    '--redis-sentinels',
+    group.sentinelAddrs.join(','),
+    '--redis-master',
+    MASTER_NAME,
+    '--max-ttl-ms',
+    String(MAX_TTL_MS),
+    '--default-ttl-ms',
+    '5000',
+    '--sync-replicas',
+    'auto',
+  ];
   // A third server with --sync-replicas 0 (auto is the default behind Sentinel), to measure what WAIT adds to a grant.
-  servers = await Promise.all([startServerProcess(undefined, args), startServerProcess(undefined, args), startServerProcess(undefined, [...args.slice(0, -2), '--sync-replicas', '0'])]);
+  servers = await Promise.all([
+    startServerProcess(undefined, args),
+    startServerProcess(undefined, args),
+    startServerProcess(undefined, [...args.slice(0, -2), '--sync-replicas', '0']),
+  ]);
   clients = servers.map((s) => connect(s.addr));
 }, 60_000);
 afterAll(async () => {
@@ -62,7 +77,11 @@ it('keeps one holder at a time through a Sentinel failover, and resumes within s
   const held = clients[0].hold({ name: uniqueName('held'), ttlMs: String(MAX_TTL_MS) });
   await held.next((e) => !!e.acquired);
   // Four workers on the two servers with --sync-replicas.
-  const contention = contend([0, 1, 2, 3].map((i) => clients[i % 2]), name, 2000);
+  const contention = contend(
+    [0, 1, 2, 3].map((i) => clients[i % 2]),
+    name,
+    2000,
+  );
   await sleep(1500);
   const old = await group.master();
   const killedAt = Date.now();

@@ -127,8 +127,12 @@ describe('the start-up check of --sync-replicas', () => {
   it("refuses to start while the master's min-replicas-to-write is 0, unless told to allow it", async () => {
     const redis = await startTestRedis();
     try {
-      await expect(startServerProcess(redis.url, ['--sync-replicas', '1'])).rejects.toThrow(/min-replicas-to-write is 0.*--unsafe-no-failover-safety --allow-min-replicas-zero/);
-      await expect(startServerProcess(redis.url, ['--sync-replicas', '1', '--allow-min-replicas-zero'])).rejects.toThrow(/allow-min-replicas-zero.*needs --unsafe-no-failover-safety/);
+      await expect(startServerProcess(redis.url, ['--sync-replicas', '1'])).rejects.toThrow(
+        /min-replicas-to-write is 0.*--unsafe-no-failover-safety --allow-min-replicas-zero/,
+      );
+      await expect(startServerProcess(redis.url, ['--sync-replicas', '1', '--allow-min-replicas-zero'])).rejects.toThrow(
+        /allow-min-replicas-zero.*needs --unsafe-no-failover-safety/,
+      );
       const allowed = await startServerProcess(redis.url, ['--sync-replicas', '1', '--unsafe-no-failover-safety', '--allow-min-replicas-zero']);
       expect(allowed.logs.some((line) => line.includes('min-replicas-to-write is 0'))).toBe(true);
       expect(allowed.logs.some((line) => line.includes('fewer replicas than asked'))).toBe(true);
@@ -149,7 +153,14 @@ describe('--sync-replicas while the only replica is unreachable', () => {
       dataDir: mkdtempSync(join(tmpdir(), 'holdfast-replica-')),
       args: ['--save', '', '--replicaof', '127.0.0.1', String(master.port)],
     });
-    const server = await startServerProcess(master.url, ['--sync-replicas', '1', '--unsafe-no-failover-safety', '--allow-min-replicas-zero', '--sync-timeout-ms', '500']);
+    const server = await startServerProcess(master.url, [
+      '--sync-replicas',
+      '1',
+      '--unsafe-no-failover-safety',
+      '--allow-min-replicas-zero',
+      '--sync-timeout-ms',
+      '500',
+    ]);
     const client = connect(server.addr);
     try {
       await waitFor('the replica online', async () => /state=online/.test(String(await master.client.info('replication'))), 10_000, 50);
@@ -173,7 +184,12 @@ describe('--sync-replicas while the only replica is unreachable', () => {
       expect(Date.now() - started).toBeLessThan(1000);
 
       process.kill(replica.pid, 'SIGCONT');
-      await waitFor('grants confirmed again', async () => (await client.acquire({ name: uniqueName('sync-back') }).catch(() => ({ acquired: false }))).acquired, 20_000, 100);
+      await waitFor(
+        'grants confirmed again',
+        async () => (await client.acquire({ name: uniqueName('sync-back') }).catch(() => ({ acquired: false }))).acquired,
+        20_000,
+        100,
+      );
     } finally {
       client.close();
       await server.stop();

@@ -85,7 +85,7 @@ describe.each(STORE_KINDS)('with the guard on the %s store', (kind) => {
 });
 
 describe('negative control: the same run without the guard', () => {
-  it('loses B\'s update: the paused holder overwrites it', async () => {
+  it("loses B's update: the paused holder overwrites it", async () => {
     const run = await kleppmann(null);
     expect(run.staleWrite.status).toBe(200);
     expect(run.docAfterStaleWrite).toBe('a-2');

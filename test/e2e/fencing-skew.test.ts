@@ -44,7 +44,15 @@ async function redisTimeUs(): Promise<bigint> {
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'holdfast-skew-'));
   await startRedis(0);
-  server = await startServerProcess(redis.url, ['--failover-quarantine', '--max-ttl-ms', String(MAX_TTL_MS), '--quarantine-margin-ms', '500', '--default-ttl-ms', '1000']);
+  server = await startServerProcess(redis.url, [
+    '--failover-quarantine',
+    '--max-ttl-ms',
+    String(MAX_TTL_MS),
+    '--quarantine-margin-ms',
+    '500',
+    '--default-ttl-ms',
+    '1000',
+  ]);
   client = connect(server.addr);
   await waitFor('health SERVING after the start-up quarantine', async () => (await healthStatus(server.addr)) === 'SERVING', 20_000, 50);
 }, 60_000);

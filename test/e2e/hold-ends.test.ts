@@ -270,7 +270,11 @@ describe('reentrant holds are given back once each', () => {
             await waitFor(`${left} holds (${label})`, async () => (await peer.inspect({ name })).holders[0]?.holdCount === left);
             expect(otherGranted, label).toBe(false);
             for (const still of holds.filter((h, i) => h.kind === 'stream' && !order.slice(0, step + 1).includes(i))) {
-              if (still.kind === 'stream') expect(still.stream.events.some((e) => e.lost), label).toBe(false);
+              if (still.kind === 'stream')
+                expect(
+                  still.stream.events.some((e) => e.lost),
+                  label,
+                ).toBe(false);
             }
           }
         }

@@ -106,7 +106,10 @@ describe('Hold', () => {
   it('rejects bad Hold input with INVALID_ARGUMENT naming the field', async () => {
     expect(await client.hold({ name: '' }).ended).toMatchObject({ code: status.INVALID_ARGUMENT, details: expect.stringContaining('name') });
     expect(await client.hold({ name: 'x', ttlMs: '1' }).ended).toMatchObject({ code: status.INVALID_ARGUMENT, details: expect.stringContaining('ttl_ms') });
-    expect(await client.hold({ name: 'x', maxHoldMs: '-5' }).ended).toMatchObject({ code: status.INVALID_ARGUMENT, details: expect.stringContaining('max_hold_ms') });
+    expect(await client.hold({ name: 'x', maxHoldMs: '-5' }).ended).toMatchObject({
+      code: status.INVALID_ARGUMENT,
+      details: expect.stringContaining('max_hold_ms'),
+    });
   });
 });
 

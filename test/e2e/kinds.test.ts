@@ -133,7 +133,15 @@ describe('semaphores', () => {
       }),
     );
     // Intervals are measured inside grant..release, so any instant covered by 4 of them is a violation.
-    const events = intervals.flatMap(([s, e]) => [[s, 1], [e, -1]] as [number, number][]).sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+    const events = intervals
+      .flatMap(
+        ([s, e]) =>
+          [
+            [s, 1],
+            [e, -1],
+          ] as [number, number][],
+      )
+      .sort((x, y) => x[0] - y[0] || x[1] - y[1]);
     let concurrent = 0;
     let peak = 0;
     for (const [, delta] of events) peak = Math.max(peak, (concurrent += delta));

@@ -66,7 +66,13 @@ describe('per-namespace limits with API keys', () => {
 
   it('an unauthenticated Hold is refused before it is counted, and the refusal shows in the RPC metrics', async () => {
     const series = 'holdfast_rpcs_total{method="holdfast.v1.LockService/Hold",code="UNAUTHENTICATED"}';
-    const count = async () => Number((await (await fetch(metricsUrl)).text()).split('\n').find((l) => l.startsWith(series))?.split(' ')[1] ?? 0);
+    const count = async () =>
+      Number(
+        (await (await fetch(metricsUrl)).text())
+          .split('\n')
+          .find((l) => l.startsWith(series))
+          ?.split(' ')[1] ?? 0,
+      );
     const before = await count();
     const refused = await Promise.all([1, 2, 3].map(() => as().hold({ name: uniqueName() }).ended));
     expect(refused.map((r) => r.code)).toEqual([status.UNAUTHENTICATED, status.UNAUTHENTICATED, status.UNAUTHENTICATED]);

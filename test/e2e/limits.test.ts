@@ -10,14 +10,22 @@ import { uniqueName } from '../support/redis';
 import { waitFor } from '../support/wait';
 
 const env = useServers(2, [
-  '--max-waiters-per-connection', '3',
-  '--max-holds-per-connection', '2',
-  '--max-waiters-per-namespace', '5',
-  '--max-holds-per-namespace', '4',
-  '--max-waiters-per-lock', '4',
-  '--max-message-bytes', '2048',
-  '--max-concurrent-streams', '4',
-  '--min-ping-interval-ms', '1000',
+  '--max-waiters-per-connection',
+  '3',
+  '--max-holds-per-connection',
+  '2',
+  '--max-waiters-per-namespace',
+  '5',
+  '--max-holds-per-namespace',
+  '4',
+  '--max-waiters-per-lock',
+  '4',
+  '--max-message-bytes',
+  '2048',
+  '--max-concurrent-streams',
+  '4',
+  '--min-ping-interval-ms',
+  '1000',
 ]);
 
 const opened: TestClient[] = [];

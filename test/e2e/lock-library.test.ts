@@ -2,7 +2,7 @@
 // restart without persistence, a new node, FUNCTION FLUSH): every way the server calls it must
 // load it again by itself. FUNCTION FLUSH stands in for the loss here, as a restart would also
 // start a failover quarantine that holds grants back.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

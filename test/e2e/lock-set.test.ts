@@ -33,7 +33,8 @@ describe('lock sets', () => {
     let overlaps = 0;
     const worker = async (client: HoldfastClient, order: string[], form: 'hold' | 'acquire') => {
       for (let i = 0; i < rounds; i++) {
-        const set = form === 'hold' ? await client.holdSet(order, { ttlMs: 5000, waitMs: 30_000 }) : await client.acquireSet(order, { ttlMs: 5000, waitMs: 30_000 });
+        const set =
+          form === 'hold' ? await client.holdSet(order, { ttlMs: 5000, waitMs: 30_000 }) : await client.acquireSet(order, { ttlMs: 5000, waitMs: 30_000 });
         if (++inside > 1) overlaps++;
         await new Promise((resolve) => setImmediate(resolve));
         inside--;

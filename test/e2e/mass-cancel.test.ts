@@ -18,10 +18,14 @@ import { waitFor } from '../support/wait';
 // holdfast's own caps (README "Limits") would refuse most of these waits long before nghttp2's
 // limit is reached: lifted here, since this file pins down what HTTP/2 does on its own.
 const env = useServers(1, [
-  '--max-waiters-per-connection', '100000',
-  '--max-waiters-per-namespace', '100000',
-  '--max-waiters-per-lock', '0',
-  '--max-concurrent-streams', '100000',
+  '--max-waiters-per-connection',
+  '100000',
+  '--max-waiters-per-namespace',
+  '100000',
+  '--max-waiters-per-lock',
+  '0',
+  '--max-concurrent-streams',
+  '100000',
 ]);
 
 /** nghttp2's burst of RST_STREAM frames per connection (NGHTTP2_DEFAULT_STREAM_RESET_BURST). */
@@ -47,7 +51,9 @@ async function queueWaits(conn: TestClient, observer: TestClient, name: string, 
       ends.push(
         new Promise((resolve) => {
           const request = acquireRequest({ name, waitTimeoutMs: '600000' });
-          calls.push(conn.client.acquire(request, new Metadata(), { deadline: Date.now() + 700_000 }, (err: ServiceError | null) => resolve(err?.code ?? status.OK)));
+          calls.push(
+            conn.client.acquire(request, new Metadata(), { deadline: Date.now() + 700_000 }, (err: ServiceError | null) => resolve(err?.code ?? status.OK)),
+          );
         }),
       );
     }
@@ -125,7 +131,12 @@ describe('cancelling many waits on one connection', () => {
       const waits: Promise<string>[] = [];
       for (let queued = BATCH; queued <= MASS; queued += BATCH) {
         while (waits.length < queued) {
-          waits.push(sdk.hold(busy.name, { waitMs: 600_000, signal: abort.signal }).then(() => 'granted', (err: Error) => err.name));
+          waits.push(
+            sdk.hold(busy.name, { waitMs: 600_000, signal: abort.signal }).then(
+              () => 'granted',
+              (err: Error) => err.name,
+            ),
+          );
         }
         await waitFor(`${queued} waiters`, async () => (await observer.inspect({ name: busy.name })).waiters === queued, QUEUE_MS, 50);
       }
@@ -188,7 +199,12 @@ describe('cancelling many waits on one connection', () => {
       let resets = 0;
       while (goawayCode === undefined && resets < ATTEMPTS && !attacker.destroyed) {
         const streams = Array.from({ length: BATCH }, () => {
-          const stream = attacker.request({ ':method': 'POST', ':path': '/holdfast.v1.LockService/Inspect', 'content-type': 'application/grpc', te: 'trailers' });
+          const stream = attacker.request({
+            ':method': 'POST',
+            ':path': '/holdfast.v1.LockService/Inspect',
+            'content-type': 'application/grpc',
+            te: 'trailers',
+          });
           stream.on('error', () => {});
           return stream;
         });

@@ -172,13 +172,17 @@ describe('metrics through the normal life of every RPC', () => {
       expect((await call.release({ name, token: second.token }).ended).code).toBe(0);
     });
     // The control: a lease that really ran out is counted as one, by the call that found it gone.
-    await step('Release after the lease ran out', { [rpc('Acquire', 'OK')]: 1, ...ACQUIRED, [rpc('Release', 'NOT_FOUND')]: 1, [expirySeenBy('release')]: 1 }, async () => {
-      const short = (await call.acquire({ name, owner: 'c', ttlMs: '200' }).ended).response!;
-      let inspects = 0;
-      await waitFor('the lease to run out', async () => (++inspects, (await call.inspect({ name }).ended).response!.holders.length === 0));
-      expect((await call.release({ name, token: short.token }).ended).code).toBe(5);
-      return { [rpc('Inspect', 'OK')]: inspects };
-    });
+    await step(
+      'Release after the lease ran out',
+      { [rpc('Acquire', 'OK')]: 1, ...ACQUIRED, [rpc('Release', 'NOT_FOUND')]: 1, [expirySeenBy('release')]: 1 },
+      async () => {
+        const short = (await call.acquire({ name, owner: 'c', ttlMs: '200' }).ended).response!;
+        let inspects = 0;
+        await waitFor('the lease to run out', async () => (++inspects, (await call.inspect({ name }).ended).response!.holders.length === 0));
+        expect((await call.release({ name, token: short.token }).ended).code).toBe(5);
+        return { [rpc('Inspect', 'OK')]: inspects };
+      },
+    );
   });
 
   it('Hold and Watch', async () => {
@@ -263,8 +267,10 @@ describe('metrics through the normal life of every RPC', () => {
       const lease = await sdk.hold(name, { ttlMs: 30_000 });
       await step('SDK hold released', { ...ACQUIRED, [rpc('Release', 'OK')]: 1, [rpc('Hold', 'OK')]: 1, [releasedBy('holder')]: 1 }, () => lease.release());
       const set = await sdk.holdSet([`${name}/a`, `${name}/b`], { ttlMs: 30_000 });
-      await step('SDK holdSet released', { [GRANTS]: 2, [acquired('granted')]: 2, [rpc('ReleaseSet', 'OK')]: 1, [rpc('HoldSet', 'OK')]: 1, [releasedBy('holder')]: 2 }, () =>
-        set.release(),
+      await step(
+        'SDK holdSet released',
+        { [GRANTS]: 2, [acquired('granted')]: 2, [rpc('ReleaseSet', 'OK')]: 1, [rpc('HoldSet', 'OK')]: 1, [releasedBy('holder')]: 2 },
+        () => set.release(),
       );
       expect(set.signal.aborted).toBe(false); // released, not lost
     } finally {

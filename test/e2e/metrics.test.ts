@@ -98,7 +98,10 @@ describe('metrics', () => {
     await holder.exited;
     await waitFor('the hold given back as vanished', async () => {
       const now = await scrape();
-      return now.value('holdfast_holds_active') === 0 && now.value('holdfast_releases_total{by="vanished"}') - before.value('holdfast_releases_total{by="vanished"}') === 1;
+      return (
+        now.value('holdfast_holds_active') === 0 &&
+        now.value('holdfast_releases_total{by="vanished"}') - before.value('holdfast_releases_total{by="vanished"}') === 1
+      );
     });
   });
 

@@ -33,7 +33,10 @@ function serveEverywhere(port: number, args: string[], whileListening: () => Pro
     child.stdout!.on('data', (d) => {
       if (listened || !String(d).includes('holdfast listening')) return;
       listened = true;
-      whileListening().then(() => child.kill('SIGTERM'), (err) => (child.kill('SIGKILL'), reject(err)));
+      whileListening().then(
+        () => child.kill('SIGTERM'),
+        (err) => (child.kill('SIGKILL'), reject(err)),
+      );
     });
     child.once('close', (code) => resolve({ code, stderr, listened }));
   });

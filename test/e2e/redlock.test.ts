@@ -48,17 +48,34 @@ async function allNodesUp(): Promise<void> {
   await Promise.all(nodes.map((n, i) => (n.process.exitCode !== null || n.process.signalCode !== null ? startNode(i, n.port) : undefined)));
 }
 
-const code = (p: Promise<unknown>) => p.then(() => status.OK, (err: { code: number }) => err.code);
+const code = (p: Promise<unknown>) =>
+  p.then(
+    () => status.OK,
+    (err: { code: number }) => err.code,
+  );
 const serving = (s: ServerProcess) => waitFor('health SERVING', async () => (await healthStatus(s.addr)) === 'SERVING', 20_000, 20);
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'holdfast-redlock-'));
   await Promise.all([0, 1, 2, 3, 4].map((i) => startNode(i)));
   // A node timeout that a busy 2-core machine meets (the default 100 ms is for production hosts).
-  const args = ['--redlock', nodes.map((n) => n.url).join(','), '--max-ttl-ms', String(MAX_TTL_MS), '--quarantine-margin-ms', '300', '--default-ttl-ms', '1000', '--redlock-node-timeout-ms', '300'];
+  const args = [
+    '--redlock',
+    nodes.map((n) => n.url).join(','),
+    '--max-ttl-ms',
+    String(MAX_TTL_MS),
+    '--quarantine-margin-ms',
+    '300',
+    '--default-ttl-ms',
+    '1000',
+    '--redlock-node-timeout-ms',
+    '300',
+  ];
   const httpPort = await freePort();
   metricsBase = `http://127.0.0.1:${httpPort}`;
-  servers.push(...(await Promise.all([startServerProcess(undefined, [...args, '--http-listen', `127.0.0.1:${httpPort}`]), startServerProcess(undefined, args)])));
+  servers.push(
+    ...(await Promise.all([startServerProcess(undefined, [...args, '--http-listen', `127.0.0.1:${httpPort}`]), startServerProcess(undefined, args)])),
+  );
   clients.push(...servers.map((s) => connect(s.addr)));
   // (A longer --max-ttl-ms, so that its long first lease leaves no doubt about timing.)
   trusting = await startServerProcess(undefined, [...args, '--redlock-trust-restarts', '--max-ttl-ms', '10000']);
@@ -148,14 +165,20 @@ it('keeps fencing tokens strictly increasing over 1000 grants while a different 
     }
   })();
   // Two servers, four workers, each grant logged as its client's conservative window.
-  const contention = contend([0, 1, 0, 1].map((i) => clients[i]), name, 1000);
+  const contention = contend(
+    [0, 1, 0, 1].map((i) => clients[i]),
+    name,
+    1000,
+  );
   await waitFor('1000 grants', () => contention.windows.length >= 1000, 120_000, 50);
   const windows = await contention.stop();
   restarting = false;
   await restarter;
   expectExclusive(windows);
   expect(restarts).toBeGreaterThanOrEqual(3);
-  console.log(`Redlock: ${windows.length} grants, none overlapping, fencing tokens rising, across ${restarts} restarts without persistence (${contention.unavailable} UNAVAILABLE answers)`);
+  console.log(
+    `Redlock: ${windows.length} grants, none overlapping, fencing tokens rising, across ${restarts} restarts without persistence (${contention.unavailable} UNAVAILABLE answers)`,
+  );
 }, 150_000);
 
 it('a master frozen (SIGSTOP) past the validity window does not let two clients hold at once', async () => {
@@ -224,10 +247,15 @@ it('negative control: trusting a restarted master that did not persist hands a h
   // The server that sits restarted masters out cannot find a majority for anyone else.
   expect(await code(a.acquire({ name, ttlMs: '1000' }))).toBe(status.UNAVAILABLE);
   // The one that trusts them grants the lock again while the first lease still runs.
-  const second = await waitFor('the trusting server to grant it again', async () => {
-    const r = await trustingClient.acquire({ name, ttlMs: '1000' }).catch(() => undefined);
-    return r?.acquired ? { r, at: Date.now() } : undefined;
-  }, 5_000, 10);
+  const second = await waitFor(
+    'the trusting server to grant it again',
+    async () => {
+      const r = await trustingClient.acquire({ name, ttlMs: '1000' }).catch(() => undefined);
+      return r?.acquired ? { r, at: Date.now() } : undefined;
+    },
+    5_000,
+    10,
+  );
   expect(second!.at).toBeLessThan(firstEnds);
   await trustingClient.release({ name, token: second!.r.token });
   await serving(servers[0]);
@@ -309,4 +337,3 @@ it('reports its grants, waits, releases and lost leases to metrics, as the Redis
   }).catch(() => {});
   expect(Object.fromEntries(Object.keys(expected).map((series) => [series, now[series] ?? 0]))).toEqual(expected);
 }, 30_000);
-

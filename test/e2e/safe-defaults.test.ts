@@ -55,7 +55,10 @@ async function restartScenario(args: string[]): Promise<{ grantedAt: number; aDe
     // Redis may still be reconnecting: UNAVAILABLE then, and the waiter asks again, as a client would.
     const granted = await waitFor(
       "B's grant",
-      () => b.acquire(name, { ttlMs: 5_000, waitMs: QUARANTINE_MS + SLACK_MS * 2 }).catch((err: { code?: number }) => (err.code === status.UNAVAILABLE ? undefined : Promise.reject(err))),
+      () =>
+        b
+          .acquire(name, { ttlMs: 5_000, waitMs: QUARANTINE_MS + SLACK_MS * 2 })
+          .catch((err: { code?: number }) => (err.code === status.UNAVAILABLE ? undefined : Promise.reject(err))),
       QUARANTINE_MS + SLACK_MS * 2,
       100,
     );
@@ -98,7 +101,16 @@ describe('the embedded Redis', () => {
     const b = connect(again.addr);
     try {
       // Every acknowledged write was fsynced: A's lease survived, so A renews it and B is refused.
-      await waitFor('the restarted server to renew the lease', async () => (await lock.renew(15_000).then(() => true, () => false)), 20_000, 200);
+      await waitFor(
+        'the restarted server to renew the lease',
+        async () =>
+          await lock.renew(15_000).then(
+            () => true,
+            () => false,
+          ),
+        20_000,
+        200,
+      );
       expect((await b.acquire({ name, ttlMs: '5000' })).acquired).toBe(false);
       // Nothing to wait out: another lock is granted at once.
       expect((await b.acquire({ name: uniqueName('other'), ttlMs: '5000' })).acquired).toBe(true);
@@ -142,7 +154,9 @@ describe('a Hold whose call deadline passes', () => {
 
 describe('Redis trouble as a user meets it', () => {
   it('refuses a --redis that is not a Redis URL, naming the option', async () => {
-    await expect(serve('localhost:6379')).rejects.toThrow(/invalid setting --redis: must be a Redis URL such as redis:\/\/127\.0\.0\.1:6379.*got "localhost:6379"/);
+    await expect(serve('localhost:6379')).rejects.toThrow(
+      /invalid setting --redis: must be a Redis URL such as redis:\/\/127\.0\.0\.1:6379.*got "localhost:6379"/,
+    );
   });
 
   it('listens at once with an unreachable Redis: NOT_SERVING, one log line with the address and the cause, UNAVAILABLE in words', async () => {
@@ -152,7 +166,9 @@ describe('Redis trouble as a user meets it', () => {
     try {
       const err = await client.acquire({ name: uniqueName(), ttlMs: '5000' }).catch((e: { code: number; details: string }) => e);
       expect((err as { code: number }).code).toBe(status.UNAVAILABLE);
-      expect((err as { details: string }).details).toMatch(/^lock "lock-[0-9a-f]+": Redis at 127\.0\.0\.1:1 is unavailable: connection refused \(ECONNREFUSED\): nothing listens on that port$/);
+      expect((err as { details: string }).details).toMatch(
+        /^lock "lock-[0-9a-f]+": Redis at 127\.0\.0\.1:1 is unavailable: connection refused \(ECONNREFUSED\): nothing listens on that port$/,
+      );
     } finally {
       client.close();
     }
@@ -164,7 +180,9 @@ describe('Redis trouble as a user meets it', () => {
 
   it('names an unknown host as such', async () => {
     const server = await serve('redis://no-such-host.invalid:6379');
-    await waitFor('the cause to be logged', () => server.logs.some((l) => l.includes('cannot reach Redis at no-such-host.invalid:6379: host name not found (ENOTFOUND)')));
+    await waitFor('the cause to be logged', () =>
+      server.logs.some((l) => l.includes('cannot reach Redis at no-such-host.invalid:6379: host name not found (ENOTFOUND)')),
+    );
   });
 });
 

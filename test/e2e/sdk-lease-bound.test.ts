@@ -91,7 +91,12 @@ describe('a confirmation delayed past the lease', () => {
       expect(lease.expiresAt).toBeLessThan(takenAtEpoch);
 
       proxy.resume(); // the renewals the server sent before it gave up arrive now
-      await waitFor('the proxied channel to answer again', () => proxied.inspect(name).then(() => true, () => false));
+      await waitFor('the proxied channel to answer again', () =>
+        proxied.inspect(name).then(
+          () => true,
+          () => false,
+        ),
+      );
       expect(lease.signal.aborted).toBe(true);
       expect(lease.expiresAt).toBeLessThan(takenAtEpoch);
       expect(await holderOwners(name)).toEqual(['taker']);

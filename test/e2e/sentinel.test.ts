@@ -17,7 +17,18 @@ beforeAll(async () => {
   group = await startTestSentinels({ nodeArgs: ['--min-replicas-to-write', '0'] });
   // Default safety with a 15 s lease cap: each failover's quarantine lasts 16 s, not 61; a held lock
   // outlives it because its Hold renews it (renewals go on through a quarantine; new grants wait).
-  server = await startServerProcess(undefined, ['--redis-sentinels', group.sentinelAddrs.join(','), '--redis-master', MASTER_NAME, '--max-ttl-ms', '15000', '--default-ttl-ms', '5000', '--sync-replicas', '0']);
+  server = await startServerProcess(undefined, [
+    '--redis-sentinels',
+    group.sentinelAddrs.join(','),
+    '--redis-master',
+    MASTER_NAME,
+    '--max-ttl-ms',
+    '15000',
+    '--default-ttl-ms',
+    '5000',
+    '--sync-replicas',
+    '0',
+  ]);
   client = connect(server.addr);
 }, 60_000);
 afterAll(async () => {
@@ -79,7 +90,12 @@ describe('behind Redis Sentinel', () => {
       process.kill(old.pid, 'SIGCONT');
     }
     // The old master comes back as a replica; the server stays with the new one.
-    await waitFor('the old master to rejoin as a replica', async () => /role:slave/.test(String(await direct.info('replication').catch(() => ''))), 30_000, 200);
+    await waitFor(
+      'the old master to rejoin as a replica',
+      async () => /role:slave/.test(String(await direct.info('replication').catch(() => ''))),
+      30_000,
+      200,
+    );
     expect(holding.events.some((e) => e.lost)).toBe(false);
     holding.call.cancel();
     await waitFor('the hold given back', async () => (await client.acquire({ name: held, ttlMs: '1000' })).acquired, 10_000, 100);
@@ -89,7 +105,12 @@ describe('behind Redis Sentinel', () => {
     const old = await group.master();
     const sentinel = group.client(group.sentinels[1]);
     const startedAt = Date.now();
-    await waitFor('Sentinel to accept the failover', async () => (await sentinel.call('SENTINEL', 'FAILOVER', MASTER_NAME).catch(() => null)) === 'OK', 20_000, 200);
+    await waitFor(
+      'Sentinel to accept the failover',
+      async () => (await sentinel.call('SENTINEL', 'FAILOVER', MASTER_NAME).catch(() => null)) === 'OK',
+      20_000,
+      200,
+    );
     await group.failedOverFrom(old);
     const window = await grantedAgain(uniqueName('sen'), startedAt);
     console.log(`SENTINEL FAILOVER: first grant ${window} ms after it was asked for`);

@@ -33,7 +33,10 @@ async function serveEmbedded(port: number) {
   let output = '';
   child.stdout!.on('data', (d) => (output += d.toString()));
   await waitFor('the server to listen', () => output.includes('holdfast listening'), 20_000);
-  const started = output.split('\n').map((l) => (l.startsWith('{') ? JSON.parse(l) : {})).find((l) => /embedded redis-server/.test(l.msg));
+  const started = output
+    .split('\n')
+    .map((l) => (l.startsWith('{') ? JSON.parse(l) : {}))
+    .find((l) => /embedded redis-server/.test(l.msg));
   return { child, exited, started, output: () => output };
 }
 

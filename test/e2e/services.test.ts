@@ -49,7 +49,9 @@ describe('server reflection', () => {
   it('describes LockService well enough to make the README’s grpcurl calls with no .proto file', async () => {
     const reflection = new GrpcReflection(server.addr, credentials.createInsecure());
     const descriptor = await reflection.getDescriptorBySymbol('holdfast.v1.LockService');
-    const pkg = descriptor.getPackageObject({ longs: String, enums: String, defaults: true }) as unknown as { holdfast: { v1: { LockService: ServiceClientConstructor } } };
+    const pkg = descriptor.getPackageObject({ longs: String, enums: String, defaults: true }) as unknown as {
+      holdfast: { v1: { LockService: ServiceClientConstructor } };
+    };
     const LockService = pkg.holdfast.v1.LockService;
     const lockService: Client = new LockService(server.addr, credentials.createInsecure());
     try {
@@ -89,7 +91,11 @@ describe('Redis faults', () => {
     // A wait that Redis dropped out of ends as UNAVAILABLE, not as "not acquired".
     expect(await waiting).toMatchObject({ error: { code: status.UNAVAILABLE } });
     await waitFor('health NOT_SERVING', async () => (await healthStatus(server.addr, '')) === 'NOT_SERVING');
-    for (const request of [() => client.acquire({ name: uniqueName() }), () => client.inspect({ name }), () => client.acquire({ name: uniqueName(), waitTimeoutMs: '5000' })]) {
+    for (const request of [
+      () => client.acquire({ name: uniqueName() }),
+      () => client.inspect({ name }),
+      () => client.acquire({ name: uniqueName(), waitTimeoutMs: '5000' }),
+    ]) {
       const startedAt = performance.now();
       await expect(request()).rejects.toMatchObject({ code: status.UNAVAILABLE, details: expect.stringMatching(/Redis/) });
       expect(performance.now() - startedAt).toBeLessThan(1500);

@@ -93,7 +93,10 @@ describe('mutual TLS', () => {
     const env = { HOLDFAST_TLS_CA: certs.file('ca.crt'), HOLDFAST_TLS_CERT: certs.file('client.crt'), HOLDFAST_TLS_KEY: certs.file('client.key') };
     expect(await run([], env)).toMatchObject({ code: 0 });
     expect(await run(['--tls-ca', certs.file('ca.crt')])).toMatchObject({ code: 1, stderr: expect.stringMatching(/UNAVAILABLE/) });
-    expect(await run(['--tls-ca', certs.file('missing.crt')])).toMatchObject({ code: 1, stderr: expect.stringMatching(/--tls-ca: cannot read .*missing\.crt: ENOENT/) });
+    expect(await run(['--tls-ca', certs.file('missing.crt')])).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/--tls-ca: cannot read .*missing\.crt: ENOENT/),
+    });
   });
 });
 
@@ -157,7 +160,7 @@ describe('serve refuses unusable TLS settings with exit code 2', () => {
       child.once('close', (code) => resolve({ code, stderr }));
     });
 
-  it('a missing file, a key that is not the certificate\'s, a certificate without its key', async () => {
+  it("a missing file, a key that is not the certificate's, a certificate without its key", async () => {
     const listen = ['--listen', `127.0.0.1:${await freePort()}`];
     expect(await serve([...listen, '--tls-cert', certs.file('nope.crt'), '--tls-key', certs.file('server.key')])).toMatchObject({
       code: 2,
@@ -167,6 +170,9 @@ describe('serve refuses unusable TLS settings with exit code 2', () => {
       code: 2,
       stderr: expect.stringMatching(/^holdfast: --tls-cert\/--tls-key: .*key values mismatch\n$/),
     });
-    expect(await serve([...listen, '--tls-cert', certs.file('server.crt')])).toMatchObject({ code: 2, stderr: expect.stringMatching(/--tls-cert and --tls-key go together/) });
+    expect(await serve([...listen, '--tls-cert', certs.file('server.crt')])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/--tls-cert and --tls-key go together/),
+    });
   });
 });

@@ -35,13 +35,23 @@ describe('holdfast serve --workers', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     let output = '';
     child.stdout!.on('data', (d) => (output += d.toString()));
-    const lines = () => output.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine);
-    const workerPids = () => [...new Set(lines().filter((l) => l.msg === 'holdfast listening').map((l) => l.pid!))];
+    const lines = () =>
+      output
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as LogLine);
+    const workerPids = () => [
+      ...new Set(
+        lines()
+          .filter((l) => l.msg === 'holdfast listening')
+          .map((l) => l.pid!),
+      ),
+    ];
     const clients = Array.from({ length: 4 }, () => connect(addr, { 'grpc.use_local_subchannel_pool': 1 }));
     try {
       await waitFor('both workers to listen', () => lines().some((l) => l.msg === 'holdfast workers listening'), 30_000);
       const redisPid = lines().find((l) => l.redisPid)!.redisPid!;
-      await waitFor('both workers\' own lines', () => workerPids().length === 2);
+      await waitFor("both workers' own lines", () => workerPids().length === 2);
       expect(workerPids()).not.toContain(child.pid);
 
       // One lock state behind every connection, whichever worker it landed on.

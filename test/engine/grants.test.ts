@@ -41,7 +41,10 @@ describe('grant and release', () => {
   });
 
   it('refuses a lease longer than the longest, naming ttl_ms', async () => {
-    await expect(a.engine.acquire(request(uniqueName(), { ttlMs: 60_001 }))).rejects.toMatchObject({ kind: 'invalid', message: expect.stringContaining('ttl_ms 60001') });
+    await expect(a.engine.acquire(request(uniqueName(), { ttlMs: 60_001 }))).rejects.toMatchObject({
+      kind: 'invalid',
+      message: expect.stringContaining('ttl_ms 60001'),
+    });
     expect(await a.engine.acquire(request(uniqueName(), { ttlMs: 60_000 }))).not.toBeNull();
   });
 

@@ -33,7 +33,9 @@ const request = (name: string, extra: Partial<AcquireParams> = {}) => lockReques
 function unavailableInWords(port: number) {
   return {
     kind: 'unavailable',
-    message: expect.stringMatching(new RegExp(`^(lock "[^"]+": )?Redis at 127\\.0\\.0\\.1:${port} is unavailable: (connection refused|the server is not connected)`)),
+    message: expect.stringMatching(
+      new RegExp(`^(lock "[^"]+": )?Redis at 127\\.0\\.0\\.1:${port} is unavailable: (connection refused|the server is not connected)`),
+    ),
   };
 }
 
@@ -47,7 +49,8 @@ describe('redis-server killed and restarted empty', () => {
     await expect(a.engine.renew(name, before.token, 1000)).rejects.toMatchObject(unavailableInWords(redis.port));
     await expect(b.engine.inspect(name)).rejects.toMatchObject(unavailableInWords(redis.port));
     const errors = await Promise.allSettled([a.engine.acquire(request(name)), b.engine.checkFencingToken(name, before.fencingToken)]);
-    for (const e of errors) expect(String((e as PromiseRejectedResult).reason?.message)).not.toMatch(/Connection is closed|enableOfflineQueue|Stream isn't writeable/);
+    for (const e of errors)
+      expect(String((e as PromiseRejectedResult).reason?.message)).not.toMatch(/Connection is closed|enableOfflineQueue|Stream isn't writeable/);
 
     await redis.startAgain();
     const restartedAt = performance.now();
@@ -67,8 +70,18 @@ describe('redis-server killed and restarted empty', () => {
       const name = uniqueName();
       const resumesIn = async (engine: TestEngine) => (await engine.engine.inspect(name)).grantsResumeInMs;
       // Once reconnected, the engine with the default safety says how long until it grants again.
-      await waitFor('the quarantine', () => resumesIn(a).then((ms) => ms > 0, () => false));
-      await waitFor('the unsafe engine to reconnect', () => resumesIn(unsafe).then(() => true, () => false));
+      await waitFor('the quarantine', () =>
+        resumesIn(a).then(
+          (ms) => ms > 0,
+          () => false,
+        ),
+      );
+      await waitFor('the unsafe engine to reconnect', () =>
+        resumesIn(unsafe).then(
+          () => true,
+          () => false,
+        ),
+      );
       expect(await resumesIn(unsafe)).toBe(0);
       expect(await unsafe.engine.acquire(request(name))).not.toBeNull();
       await expect(a.engine.acquire(request(uniqueName()))).rejects.toMatchObject({ kind: 'unavailable', message: expect.stringContaining('restarted') });

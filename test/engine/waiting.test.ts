@@ -19,7 +19,13 @@ beforeAll(() => void ([redis, a, b] = [env.redis, ...env.engines]));
 const request = (name: string, extra: Partial<AcquireParams> = {}) => lockRequest(name, 30_000, extra);
 
 /** Starts a waiting acquire and resolves once Redis has it queued (`queued` waiters on the lock). */
-async function queue(engine: TestEngine, name: string, queued: number, extra: Partial<AcquireParams> = {}, signal?: AbortSignal): Promise<{ result: Promise<Grant | null> }> {
+async function queue(
+  engine: TestEngine,
+  name: string,
+  queued: number,
+  extra: Partial<AcquireParams> = {},
+  signal?: AbortSignal,
+): Promise<{ result: Promise<Grant | null> }> {
   const result = engine.engine.acquire(request(name, { waitMs: 20_000, ...extra }), signal);
   result.catch(() => {}); // awaited by the test; never an unhandled rejection meanwhile
   await waitFor(`${queued} waiter(s) on ${name}`, async () => (await engine.engine.inspect(name)).waiters === queued);

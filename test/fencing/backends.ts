@@ -65,7 +65,20 @@ export async function startFencePostgres(): Promise<FencePostgres> {
     async crashAndRestart() {
       const bin = execFileSync('bash', ['-c', 'ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1'], { encoding: 'utf8' }).trim();
       const asOwner = process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--'] : [];
-      const [cmd, ...args] = [...asOwner, join(bin, 'pg_ctl'), '-D', join(dir, 'data'), '-l', join(dir, 'server.log'), '-m', 'immediate', '-w', '-t', '60', 'restart'];
+      const [cmd, ...args] = [
+        ...asOwner,
+        join(bin, 'pg_ctl'),
+        '-D',
+        join(dir, 'data'),
+        '-l',
+        join(dir, 'server.log'),
+        '-m',
+        'immediate',
+        '-w',
+        '-t',
+        '60',
+        'restart',
+      ];
       execFileSync(cmd, args, { stdio: 'ignore' });
       await handle.pool.end().catch(() => {});
       handle.pool = newPool(); // as a resource's process reconnects

@@ -4,7 +4,16 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Metadata } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attachFenceHeaders, attachFenceMetadata, fenceFromHeaders, fenceFromMetadata, FenceError, FENCE_HEADERS, FENCE_METADATA, staleMessage } from '../../clients/ts/fencing';
+import {
+  attachFenceHeaders,
+  attachFenceMetadata,
+  fenceFromHeaders,
+  fenceFromMetadata,
+  FenceError,
+  FENCE_HEADERS,
+  FENCE_METADATA,
+  staleMessage,
+} from '../../clients/ts/fencing';
 import { FENCE_RECORD_SCRIPT } from '../../clients/ts/fencing/fence-record-1';
 import { staleBody } from '../../clients/ts/fencing/refusal';
 import { uniqueName } from '../support/redis';
@@ -46,7 +55,13 @@ describe.each(cases.attach as AttachCase[])('attach: $name', (c) => {
   });
 });
 
-type ParseCase = { name: string; headers: { lock?: string; token?: string }; expect?: { lock: string; token: string }; error?: string; field?: 'lock' | 'token' };
+type ParseCase = {
+  name: string;
+  headers: { lock?: string; token?: string };
+  expect?: { lock: string; token: string };
+  error?: string;
+  field?: 'lock' | 'token';
+};
 
 describe.each(cases.parse as ParseCase[])('parse: $name', (c) => {
   const viaHttp = () => {

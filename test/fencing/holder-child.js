@@ -16,10 +16,12 @@ const print = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
   let writing = Promise.resolve();
   const write = () => {
     const value = `${label}-${++n}`;
-    writing = writing.then(async () => {
-      const res = await fetch(`${storageUrl}/doc`, { method: 'PUT', body: value, headers: lease.fence({}) });
-      print({ event: 'wrote', value, status: res.status, body: await res.json() });
-    }).catch((err) => print({ event: 'error', message: String(err) }));
+    writing = writing
+      .then(async () => {
+        const res = await fetch(`${storageUrl}/doc`, { method: 'PUT', body: value, headers: lease.fence({}) });
+        print({ event: 'wrote', value, status: res.status, body: await res.json() });
+      })
+      .catch((err) => print({ event: 'error', message: String(err) }));
   };
   process.on('SIGUSR2', write);
   write();

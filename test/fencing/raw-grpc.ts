@@ -1,6 +1,15 @@
 // A one-method gRPC service with raw bytes for messages: enough to put the guard in front of a
 // real grpc-js server and call it through a real channel.
-import { credentials, makeGenericClientConstructor, Server, ServerCredentials, type Client, type Metadata, type ServerInterceptor, type ServiceError } from '@grpc/grpc-js';
+import {
+  credentials,
+  makeGenericClientConstructor,
+  Server,
+  ServerCredentials,
+  type Client,
+  type Metadata,
+  type ServerInterceptor,
+  type ServiceError,
+} from '@grpc/grpc-js';
 
 const bytes = { serialize: (b: Buffer) => b, deserialize: (b: Buffer) => b };
 const SERVICE = {
@@ -31,7 +40,9 @@ export async function startRawGrpc(interceptors: ServerInterceptor[]): Promise<R
       done(null, Buffer.from('ok'));
     },
   });
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
   const Ctor = makeGenericClientConstructor(SERVICE, 'Storage');
   const client = new Ctor(`127.0.0.1:${port}`, credentials.createInsecure()) as unknown as Client & {
     Put(value: Buffer, metadata: Metadata, done: (err: ServiceError | null) => void): void;
@@ -40,7 +51,9 @@ export async function startRawGrpc(interceptors: ServerInterceptor[]): Promise<R
     stored,
     put: (value, metadata) =>
       new Promise((resolve) =>
-        client.Put(Buffer.from(value), metadata, (err: ServiceError | null) => resolve(err ? { ok: false, code: err.code, details: err.details } : { ok: true })),
+        client.Put(Buffer.from(value), metadata, (err: ServiceError | null) =>
+          resolve(err ? { ok: false, code: err.code, details: err.details } : { ok: true }),
+        ),
       ),
     async stop() {
       client.close();

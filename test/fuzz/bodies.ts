@@ -142,7 +142,9 @@ export function encodeBody(plan: Plan, ctx: BodyContext): Buffer {
     if (number === undefined) throw new Error(`${plan.method} has no field ${field.name}`);
     return fieldBytes(number, field.value, ctx);
   });
-  body.unknown.forEach((bytes, i) => parts.push(i % 2 ? bytesField(UNKNOWN_FROM + i, Buffer.from(bytes)) : Buffer.concat([tag(UNKNOWN_FROM + i, 0), varint(bytes.length)])));
+  body.unknown.forEach((bytes, i) =>
+    parts.push(i % 2 ? bytesField(UNKNOWN_FROM + i, Buffer.from(bytes)) : Buffer.concat([tag(UNKNOWN_FROM + i, 0), varint(bytes.length)])),
+  );
   const encoded = message(...parts);
   return body.mutation ? mutate(encoded, body.mutation) : encoded;
 }

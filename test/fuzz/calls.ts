@@ -102,8 +102,14 @@ export function call(conn: Connection, method: Method, body: Buffer, end: End, h
       resolve(outcome);
     };
     if (method !== 'hold') {
-      const unary = conn.client.makeUnaryRequest(PATHS[method], identity, identity, body, new Metadata(), options, (err: ServiceError | null, response?: Buffer) =>
-        err ? finish(err.code, err.details) : finish(status.OK, '', response),
+      const unary = conn.client.makeUnaryRequest(
+        PATHS[method],
+        identity,
+        identity,
+        body,
+        new Metadata(),
+        options,
+        (err: ServiceError | null, response?: Buffer) => (err ? finish(err.code, err.details) : finish(status.OK, '', response)),
       );
       if (end.t === 'cancel') timer = setTimeout(() => ((outcome.cancelled = true), unary.cancel()), end.afterMs);
       return;

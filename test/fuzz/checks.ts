@@ -96,5 +96,7 @@ export function summarize(failures: Failure[]): Record<string, { count: number; 
     group.conns.add(f.conn);
   }
   const range = (xs: number[]) => `${Math.min(...xs)} .. ${Math.max(...xs)}`;
-  return Object.fromEntries(Object.entries(groups).map(([k, g]) => [k, { count: g.count, bytes: range(g.bytes), at: `${range(g.at)} s`, conns: [...g.conns] }]));
+  return Object.fromEntries(
+    Object.entries(groups).map(([k, g]) => [k, { count: g.count, bytes: range(g.bytes), at: `${range(g.at)} s`, conns: [...g.conns] }]),
+  );
 }

@@ -56,7 +56,16 @@ describe('GetServerStats', () => {
     let busy = baseline;
     await waitFor('the waiter queued', async () => (busy = await stats()).waiters === 1);
     expect(statsDiff(baseline, busy)).toEqual(
-      expect.arrayContaining(['waiters: 0 -> 1', 'waitLines: 0 -> 1', 'subscriptions: 0 -> 1', 'keptLeases: 0 -> 1', 'namedHolds: 0 -> 1', 'watchdogTimerArmed: false -> true', 'holdStreams: 0 -> 2', 'callsInFlight: 0 -> 2']),
+      expect.arrayContaining([
+        'waiters: 0 -> 1',
+        'waitLines: 0 -> 1',
+        'subscriptions: 0 -> 1',
+        'keptLeases: 0 -> 1',
+        'namedHolds: 0 -> 1',
+        'watchdogTimerArmed: false -> true',
+        'holdStreams: 0 -> 2',
+        'callsInFlight: 0 -> 2',
+      ]),
     );
     holder.call.cancel();
     waiter.call.cancel();
@@ -75,44 +84,49 @@ describe('GetServerStats', () => {
 describe(`fuzzing every method for ${SECONDS} s (seed ${SEED})`, () => {
   let report: FuzzReport | undefined;
 
-  it('answers every call with a status its method may give, and none stays open', async () => {
-    console.log(`grpc-fuzz: seed ${SEED}, ${SECONDS} s; rerun with HOLDFAST_FUZZ_SEED=${SEED} HOLDFAST_FUZZ_SECONDS=${SECONDS} npx vitest run test/fuzz`);
-    const started = Date.now();
-    report = await runFuzz({
-      addr: server.addr,
-      seed: SEED,
-      seconds: SECONDS,
-      concurrency: 200,
-      steadyConnections: 6,
-      waveSize: 3000,
-      waveConnections: 6,
-      cutHolds: 300,
-      log: (line) => console.log(line),
-    });
-    console.log(
-      `grpc-fuzz: ${report.calls} calls in ${Math.round((Date.now() - started) / 1000)} s, ${report.waves} waves (${report.waveCalls} calls), ` +
-        `${report.names.size} lock names, ${report.budgetSkips} cancels skipped for the RST_STREAM budget, ${report.largeSkipped} large requests left out, ${report.redisUnavailable} UNAVAILABLE for a Redis timeout\n` +
-        `codes: ${JSON.stringify(report.codes)}\nlost reasons: ${JSON.stringify(report.lostReasons)}\n` +
-        `the fuzzer's own event loop: ${report.loopDelayMs.max} ms longest delay, ${report.loopDelayMs.p99} ms p99`,
-    );
-    for (const failure of [...report.failures, ...report.hung].slice(0, 10)) console.log('grpc-fuzz failure:', failure);
-    if (report.failures.length > 0) console.log('grpc-fuzz failures by kind:', summarize(report.failures));
-    const drops = server.logs.filter((line) => /Ping timeout|Ping failed|Ping send failed/.test(line));
-    if (drops.length > 0) console.log('grpc-fuzz: the server dropped connections:', drops.slice(0, 5));
-    const codes = Object.values(report.codes).flatMap((byCode) => Object.keys(byCode));
-    expect(codes).not.toContain('INTERNAL');
-    expect(codes).not.toContain('UNKNOWN');
-    expect(report.failures.length, 'calls answered wrongly (printed above)').toBe(0);
-    expect(report.hung.length, 'calls still open after the drain (printed above)').toBe(0);
-  }, (SECONDS + 120) * 1000);
+  it(
+    'answers every call with a status its method may give, and none stays open',
+    async () => {
+      console.log(`grpc-fuzz: seed ${SEED}, ${SECONDS} s; rerun with HOLDFAST_FUZZ_SEED=${SEED} HOLDFAST_FUZZ_SECONDS=${SECONDS} npx vitest run test/fuzz`);
+      const started = Date.now();
+      report = await runFuzz({
+        addr: server.addr,
+        seed: SEED,
+        seconds: SECONDS,
+        concurrency: 200,
+        steadyConnections: 6,
+        waveSize: 3000,
+        waveConnections: 6,
+        cutHolds: 300,
+        log: (line) => console.log(line),
+      });
+      console.log(
+        `grpc-fuzz: ${report.calls} calls in ${Math.round((Date.now() - started) / 1000)} s, ${report.waves} waves (${report.waveCalls} calls), ` +
+          `${report.names.size} lock names, ${report.budgetSkips} cancels skipped for the RST_STREAM budget, ${report.largeSkipped} large requests left out, ${report.redisUnavailable} UNAVAILABLE for a Redis timeout\n` +
+          `codes: ${JSON.stringify(report.codes)}\nlost reasons: ${JSON.stringify(report.lostReasons)}\n` +
+          `the fuzzer's own event loop: ${report.loopDelayMs.max} ms longest delay, ${report.loopDelayMs.p99} ms p99`,
+      );
+      for (const failure of [...report.failures, ...report.hung].slice(0, 10)) console.log('grpc-fuzz failure:', failure);
+      if (report.failures.length > 0) console.log('grpc-fuzz failures by kind:', summarize(report.failures));
+      const drops = server.logs.filter((line) => /Ping timeout|Ping failed|Ping send failed/.test(line));
+      if (drops.length > 0) console.log('grpc-fuzz: the server dropped connections:', drops.slice(0, 5));
+      const codes = Object.values(report.codes).flatMap((byCode) => Object.keys(byCode));
+      expect(codes).not.toContain('INTERNAL');
+      expect(codes).not.toContain('UNKNOWN');
+      expect(report.failures.length, 'calls answered wrongly (printed above)').toBe(0);
+      expect(report.hung.length, 'calls still open after the drain (printed above)').toBe(0);
+    },
+    (SECONDS + 120) * 1000,
+  );
 
   it('leaves the server healthy: SERVING, and a plain Acquire and Release work', async () => {
     expect(server.process.exitCode).toBeNull();
     const Health = makeGenericClientConstructor(healthService, 'Health');
     const health = new Health(server.addr, credentials.createInsecure());
     const reply = await new Promise<{ status: string }>((resolve, reject) =>
-      (health as unknown as { check(r: object, cb: (e: Error | null, r: { status: string }) => void): void }).check({ service: 'holdfast.v1.LockService' }, (e, r) =>
-        e ? reject(e) : resolve(r),
+      (health as unknown as { check(r: object, cb: (e: Error | null, r: { status: string }) => void): void }).check(
+        { service: 'holdfast.v1.LockService' },
+        (e, r) => (e ? reject(e) : resolve(r)),
       ),
     ).finally(() => health.close());
     expect(reply.status).toBe('SERVING');
@@ -122,23 +136,30 @@ describe(`fuzzing every method for ${SECONDS} s (seed ${SEED})`, () => {
     expect(await client.release({ name, token: grant.token })).toMatchObject({ released: true });
   });
 
-  it('holds no lock that no client holds, once the leases of vanished holders have run out', async () => {
-    expect(report).toBeDefined();
-    const names = [...report!.names];
-    let left = await leftoverLocks(client, names);
-    console.log(`grpc-fuzz: ${left.length} of ${names.length} locks still held or waited on when the calls were done`);
-    // Holds that ended without their client's word keep their lock until their lease ends: at most MAX_HOLD_MS.
-    await waitFor(
-      'every lock free',
-      async () => {
-        left = await leftoverLocks(client, left.map((line) => line.slice(0, line.lastIndexOf(': {'))));
-        return left.length === 0;
-      },
-      MAX_HOLD_MS * 3,
-      500,
-    ).catch(() => {});
-    expect(left).toEqual([]);
-  }, MAX_HOLD_MS * 3 + 60_000);
+  it(
+    'holds no lock that no client holds, once the leases of vanished holders have run out',
+    async () => {
+      expect(report).toBeDefined();
+      const names = [...report!.names];
+      let left = await leftoverLocks(client, names);
+      console.log(`grpc-fuzz: ${left.length} of ${names.length} locks still held or waited on when the calls were done`);
+      // Holds that ended without their client's word keep their lock until their lease ends: at most MAX_HOLD_MS.
+      await waitFor(
+        'every lock free',
+        async () => {
+          left = await leftoverLocks(
+            client,
+            left.map((line) => line.slice(0, line.lastIndexOf(': {'))),
+          );
+          return left.length === 0;
+        },
+        MAX_HOLD_MS * 3,
+        500,
+      ).catch(() => {});
+      expect(left).toEqual([]);
+    },
+    MAX_HOLD_MS * 3 + 60_000,
+  );
 
   it('brings the server’s own counts back to baseline, and Redis has no subscription left', async () => {
     let now = await stats();

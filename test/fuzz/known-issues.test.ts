@@ -47,7 +47,10 @@ it('a health Check that is not a message is INVALID_ARGUMENT', async () => {
   const conn = openConnection(env.servers[0].addr, 'health-check');
   try {
     const outcome = await call(conn, 'healthCheck', Buffer.from([0xff, 0xff]), { t: 'deadline', ms: 5000 });
-    expect([status[outcome.code], outcome.details]).toEqual(['INVALID_ARGUMENT', 'request is not a valid grpc.health.v1.HealthCheckRequest: it ends inside a field']);
+    expect([status[outcome.code], outcome.details]).toEqual([
+      'INVALID_ARGUMENT',
+      'request is not a valid grpc.health.v1.HealthCheckRequest: it ends inside a field',
+    ]);
   } finally {
     conn.client.close();
   }

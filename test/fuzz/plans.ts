@@ -34,9 +34,7 @@ export type Mutation =
   | { t: 'insert'; at: number; bytes: Uint8Array }
   | { t: 'append'; bytes: Uint8Array };
 
-export type Body =
-  | { t: 'fields'; fields: Field[]; unknown: Uint8Array[]; mutation?: Mutation }
-  | { t: 'random'; bytes: Uint8Array };
+export type Body = { t: 'fields'; fields: Field[]; unknown: Uint8Array[]; mutation?: Mutation } | { t: 'random'; bytes: Uint8Array };
 
 /** How the client ends the call. Every plan also ends by itself: waits and holds are bounded. */
 export type End =
@@ -66,8 +64,31 @@ const SHORT_MS = 3000;
 const LONG_TTL = 86_400_000n;
 
 const INT_EDGES = [
-  0n, 1n, 2n, 3n, 9n, 10n, 11n, 100n, 2999n, 86_400_000n, 86_400_001n, 2n ** 31n - 1n, 2n ** 31n, 2n ** 32n - 1n, 2n ** 32n,
-  2n ** 53n, 2n ** 53n + 1n, 2n ** 63n - 1n, 2n ** 63n, 2n ** 64n - 1n, -1n, -2n, -10n, -(2n ** 31n), -(2n ** 63n),
+  0n,
+  1n,
+  2n,
+  3n,
+  9n,
+  10n,
+  11n,
+  100n,
+  2999n,
+  86_400_000n,
+  86_400_001n,
+  2n ** 31n - 1n,
+  2n ** 31n,
+  2n ** 32n - 1n,
+  2n ** 32n,
+  2n ** 53n,
+  2n ** 53n + 1n,
+  2n ** 63n - 1n,
+  2n ** 63n,
+  2n ** 64n - 1n,
+  -1n,
+  -2n,
+  -10n,
+  -(2n ** 31n),
+  -(2n ** 63n),
 ];
 const NOT_UTF8 = [[0x61, 0xff, 0x62], [0x61, 0xc0, 0xaf], [0xed, 0xa0, 0x80], [0x61, 0xe2, 0x82], [0xf4, 0x90, 0x80, 0x80], [0x80]];
 /** Around the 512-byte limits, large (over the server's 16 KiB message limit: RESOURCE_EXHAUSTED), and one just over grpc-js's own 4 MiB. */
@@ -96,10 +117,12 @@ const wildShortOrInvalid = wildVarint.map((value): Value => {
   return v !== undefined && v > BigInt(SHORT_MS) && v <= LONG_TTL ? { t: 'varint', v: v + LONG_TTL } : value;
 });
 
-const hugeString: fc.Arbitrary<Value> = fc.record({
-  bytes: fc.oneof({ weight: 100, arbitrary: fc.constantFrom(...HUGE_SIZES) }, { weight: 1, arbitrary: fc.constant(OVER_MESSAGE_LIMIT) }),
-  char: fc.constantFrom('a', 'é', '€', '😀', '\u0001'),
-}).map((r) => ({ t: 'huge' as const, ...r }));
+const hugeString: fc.Arbitrary<Value> = fc
+  .record({
+    bytes: fc.oneof({ weight: 100, arbitrary: fc.constantFrom(...HUGE_SIZES) }, { weight: 1, arbitrary: fc.constant(OVER_MESSAGE_LIMIT) }),
+    char: fc.constantFrom('a', 'é', '€', '😀', '\u0001'),
+  })
+  .map((r) => ({ t: 'huge' as const, ...r }));
 
 /** Any string field value: text with any code point (control characters too), bytes that are not UTF-8, huge. */
 const wildString: fc.Arbitrary<Value> = fc.oneof(
@@ -121,7 +144,10 @@ function deviate(usual: fc.Arbitrary<Value>, wild: fc.Arbitrary<Value>): fc.Arbi
 const text = (...values: string[]) => fc.constantFrom(...values).map((v): Value => ({ t: 'text', v }));
 const short = (min: number) => varintOf(fc.bigInt({ min: BigInt(min), max: BigInt(SHORT_MS) }));
 const lockName = deviate(
-  fc.oneof({ weight: 8, arbitrary: fc.integer({ min: 0, max: POOL - 1 }).map((i): Value => ({ t: 'pool', i })) }, { weight: 1, arbitrary: fc.constant<Value>({ t: 'fresh' }) }),
+  fc.oneof(
+    { weight: 8, arbitrary: fc.integer({ min: 0, max: POOL - 1 }).map((i): Value => ({ t: 'pool', i })) },
+    { weight: 1, arbitrary: fc.constant<Value>({ t: 'fresh' }) },
+  ),
   wildString,
 );
 const owner = deviate(text('', 'alice', 'bob'), wildString);
@@ -138,7 +164,10 @@ const requestId = deviate(
   wildString,
 );
 const liveOr = (what: 'name' | 'token' | 'holdId' | 'fence', other: fc.Arbitrary<Value>) =>
-  deviate(fc.oneof({ weight: 3, arbitrary: fc.constant<Value>({ t: 'live', what }) }, { weight: 1, arbitrary: other }), what === 'fence' ? wildVarint : wildString);
+  deviate(
+    fc.oneof({ weight: 3, arbitrary: fc.constant<Value>({ t: 'live', what }) }, { weight: 1, arbitrary: other }),
+    what === 'fence' ? wildVarint : wildString,
+  );
 
 /** Fields in a random order, each left out sometimes; now and then one is sent twice (the last one counts). */
 function fieldsOf(entries: Record<string, fc.Arbitrary<Value>>): fc.Arbitrary<Field[]> {
@@ -146,13 +175,23 @@ function fieldsOf(entries: Record<string, fc.Arbitrary<Value>>): fc.Arbitrary<Fi
   if (names.length === 0) return fc.constant([]);
   return fc
     .tuple(
-      fc.tuple(...names.map((name) => fc.option(entries[name].map((value) => ({ name, value })), { freq: 8 }))),
+      fc.tuple(
+        ...names.map((name) =>
+          fc.option(
+            entries[name].map((value) => ({ name, value })),
+            { freq: 8 },
+          ),
+        ),
+      ),
       fc.option(fc.constantFrom(...names), { freq: 4 }),
       fc.array(fc.nat(), { maxLength: names.length, minLength: names.length }),
     )
     .chain(([fields, twice, order]) => {
       const present = fields.filter((f): f is Field => f !== null);
-      const sorted = present.map((f, i) => [order[i] ?? 0, f] as const).sort((a, b) => a[0] - b[0]).map(([, f]) => f);
+      const sorted = present
+        .map((f, i) => [order[i] ?? 0, f] as const)
+        .sort((a, b) => a[0] - b[0])
+        .map(([, f]) => f);
       if (twice === null || !entries[twice]) return fc.constant(sorted);
       return entries[twice].map((value) => [...sorted, { name: twice, value }]);
     });
@@ -191,22 +230,36 @@ function protocolPlan(method: Method): fc.Arbitrary<Omit<Plan, 'conn' | 'live'>>
         const acquire = { ...hold, request_id: requestId };
         const after = fc.option(fc.integer({ min: 0, max: 2000 }), { freq: 4 });
         if (end.t !== 'none') return plan(acquire, fc.constant(end), after);
-        const long = plan({ ...acquire, owner: text(''), ttl_ms: varintOf(fc.constantFrom(60_000n, LONG_TTL)) }, fc.constant(end), fc.integer({ min: 0, max: 2000 }));
+        const long = plan(
+          { ...acquire, owner: text(''), ttl_ms: varintOf(fc.constantFrom(60_000n, LONG_TTL)) },
+          fc.constant(end),
+          fc.integer({ min: 0, max: 2000 }),
+        );
         return fc.oneof({ weight: 9, arbitrary: plan(acquire, fc.constant(end), after) }, { weight: 1, arbitrary: long });
       });
     case 'hold':
       return plan(
-        { ...hold, max_hold_ms: deviate(fc.oneof(varintOf(fc.constant(0n)), varintOf(fc.bigInt({ min: 50n, max: 6000n }))), wildVarint), release_on_disconnect: deviate(varintOf(fc.constantFrom(0n, 1n)), wildVarint) },
+        {
+          ...hold,
+          max_hold_ms: deviate(fc.oneof(varintOf(fc.constant(0n)), varintOf(fc.bigInt({ min: 50n, max: 6000n }))), wildVarint),
+          release_on_disconnect: deviate(varintOf(fc.constantFrom(0n, 1n)), wildVarint),
+        },
         holdEnd,
       );
     case 'release':
-      return plan({ name: liveOr('name', lockName), token: liveOr('token', wildString), hold_id: liveOr('holdId', text('', 'AAAAAAAAAAAA', 'hold-1')) }, fc.constant({ t: 'none' }));
+      return plan(
+        { name: liveOr('name', lockName), token: liveOr('token', wildString), hold_id: liveOr('holdId', text('', 'AAAAAAAAAAAA', 'hold-1')) },
+        fc.constant({ t: 'none' }),
+      );
     case 'renew':
       return plan({ name: liveOr('name', lockName), token: liveOr('token', wildString), ttl_ms: shortTtl }, fc.constant({ t: 'none' }));
     case 'inspect':
       return plan({ name: liveOr('name', lockName) }, fc.constant({ t: 'none' }));
     case 'checkFencingToken':
-      return plan({ name: liveOr('name', lockName), fencing_token: liveOr('fence', varintOf(fc.constantFrom(0n, 1n, 2n ** 64n - 1n))) }, fc.constant({ t: 'none' }));
+      return plan(
+        { name: liveOr('name', lockName), fencing_token: liveOr('fence', varintOf(fc.constantFrom(0n, 1n, 2n ** 64n - 1n))) },
+        fc.constant({ t: 'none' }),
+      );
     case 'getServerStats':
       return plan({}, fc.constant({ t: 'none' }));
     case 'healthCheck':
@@ -217,13 +270,20 @@ function protocolPlan(method: Method): fc.Arbitrary<Omit<Plan, 'conn' | 'live'>>
 const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   fc.double({ min: 0, max: 1, noNaN: true }).map((at): Mutation => ({ t: 'truncate', at })),
   fc.record({ at: fc.double({ min: 0, max: 1, noNaN: true }), xor: fc.integer({ min: 1, max: 255 }) }).map((r): Mutation => ({ t: 'flip', ...r })),
-  fc.record({ at: fc.double({ min: 0, max: 1, noNaN: true }), bytes: fc.uint8Array({ minLength: 1, maxLength: 8 }) }).map((r): Mutation => ({ t: 'insert', ...r })),
+  fc
+    .record({ at: fc.double({ min: 0, max: 1, noNaN: true }), bytes: fc.uint8Array({ minLength: 1, maxLength: 8 }) })
+    .map((r): Mutation => ({ t: 'insert', ...r })),
   fc.uint8Array({ minLength: 1, maxLength: 16 }).map((bytes): Mutation => ({ t: 'append', bytes })),
 );
 
 /** Any value of the field's wire type; a name is always fresh (its wild part comes after a unique prefix). */
 function wireValue(field: { name: string; wireType: number }): fc.Arbitrary<Value> {
-  if (field.name === 'name') return fc.oneof(wildString.map((suffix): Value => ({ t: 'fresh', suffix })), hugeString, text(''));
+  if (field.name === 'name')
+    return fc.oneof(
+      wildString.map((suffix): Value => ({ t: 'fresh', suffix })),
+      hugeString,
+      text(''),
+    );
   return deviate(field.wireType === 0 ? wildVarint : wildString, field.wireType === 0 ? wildVarint : wildString);
 }
 
@@ -241,10 +301,7 @@ function wirePlan(method: Method, shapes: Shapes): fc.Arbitrary<Omit<Plan, 'conn
 
 export function planArbitrary(shapes: Shapes): fc.Arbitrary<Plan> {
   const method = fc.constantFrom(...METHODS);
-  const kind = fc.oneof(
-    { weight: 3, arbitrary: method.chain((m) => protocolPlan(m)) },
-    { weight: 2, arbitrary: method.chain((m) => wirePlan(m, shapes)) },
-  );
+  const kind = fc.oneof({ weight: 3, arbitrary: method.chain((m) => protocolPlan(m)) }, { weight: 2, arbitrary: method.chain((m) => wirePlan(m, shapes)) });
   return fc.record({ plan: kind, conn: fc.nat(), live: fc.nat() }).map(({ plan, conn, live }) => ({ ...plan, conn, live }));
 }
 

@@ -93,7 +93,20 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const prefix = `fz${options.seed}`;
   const started = Date.now();
   let freshCount = 0;
-  const report: FuzzReport = { calls: 0, codes: {}, failures: [], hung: [], names: new Set(), lostReasons: {}, budgetSkips: 0, largeSkipped: 0, redisUnavailable: 0, loopDelayMs: { max: 0, p99: 0 }, waves: 0, waveCalls: 0 };
+  const report: FuzzReport = {
+    calls: 0,
+    codes: {},
+    failures: [],
+    hung: [],
+    names: new Set(),
+    lostReasons: {},
+    budgetSkips: 0,
+    largeSkipped: 0,
+    redisUnavailable: 0,
+    loopDelayMs: { max: 0, p99: 0 },
+    waves: 0,
+    waveCalls: 0,
+  };
   const live = new LiveGrants();
   /** Acquire grants not yet given back (a client holds them), by token; one entry per hold. */
   const held: LiveGrant[] = [];
@@ -103,7 +116,9 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const track = (work: () => Promise<unknown>, afterMs = 0) => {
     const task: Promise<unknown> = new Promise((r) => setTimeout(r, afterMs))
       .then(work)
-      .catch((err: Error) => report.failures.push({ ...describe('getServerStats', 'fuzzer', { t: 'none' }, Buffer.alloc(0)), what: `the fuzzer itself failed: ${err.stack}` }))
+      .catch((err: Error) =>
+        report.failures.push({ ...describe('getServerStats', 'fuzzer', { t: 'none' }, Buffer.alloc(0)), what: `the fuzzer itself failed: ${err.stack}` }),
+      )
       .finally(() => tasks.delete(task));
     tasks.add(task);
   };
@@ -227,11 +242,14 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     onGrant: (grant) => live.add(grant),
     onName: (name) => report.names.add(name),
   };
-  const waveTimer = setInterval(() => {
-    const index = report.waves++;
-    report.waveCalls += options.waveSize + options.cutHolds;
-    track(() => runWave(waves, index));
-  }, Math.min(30_000, options.seconds * 400));
+  const waveTimer = setInterval(
+    () => {
+      const index = report.waves++;
+      report.waveCalls += options.waveSize + options.cutHolds;
+      track(() => runWave(waves, index));
+    },
+    Math.min(30_000, options.seconds * 400),
+  );
   const inflight = new Set<Promise<void>>();
   let batch = 0;
   let queue: Plan[] = [];
@@ -244,7 +262,9 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       if (queue.length === 0) queue = planBatch(shapes, options.seed, batch++, 256);
       const plan = queue.shift()!;
       const run: Promise<void> = runPlan(plan)
-        .catch((err: Error) => report.failures.push({ ...describe(plan.method, 'fuzzer', plan.end, Buffer.alloc(0)), what: `the fuzzer itself failed: ${err.stack}` }))
+        .catch((err: Error) =>
+          report.failures.push({ ...describe(plan.method, 'fuzzer', plan.end, Buffer.alloc(0)), what: `the fuzzer itself failed: ${err.stack}` }),
+        )
         .then(() => {
           inflight.delete(run);
         });

@@ -18,7 +18,13 @@ afterAll(() => redis.cleanup());
 
 function acquireOnMaster(name: string, token: string, expected: string): Promise<unknown[]> {
   const k = lockKeys('hf', name);
-  return lockLibrary().call(redis.client, 'acquire', [k.holders, k.queue, k.data, k.channel], [token, '', 10000, 1, 1, '', '', 3000, '', expected], true) as Promise<unknown[]>;
+  return lockLibrary().call(
+    redis.client,
+    'acquire',
+    [k.holders, k.queue, k.data, k.channel],
+    [token, '', 10000, 1, 1, '', '', 3000, '', expected],
+    true,
+  ) as Promise<unknown[]>;
 }
 
 it('grants on the master it names, with the grant the plain script would make', async () => {
@@ -37,5 +43,7 @@ it('refuses with MASTERCHANGED on any other node, and leaves nothing behind', as
 
 it('claim has the same variant (a hand-off is a grant)', async () => {
   const k = lockKeys('hf', uniqueName('om'));
-  await expect(lockLibrary().call(redis.client, 'claim', [k.holders, k.queue, k.data, k.channel], [3000, 'w1', 'not-this-master'], true)).rejects.toThrow(/^MASTERCHANGED /);
+  await expect(lockLibrary().call(redis.client, 'claim', [k.holders, k.queue, k.data, k.channel], [3000, 'w1', 'not-this-master'], true)).rejects.toThrow(
+    /^MASTERCHANGED /,
+  );
 });

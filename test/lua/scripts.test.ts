@@ -14,7 +14,21 @@ const call = (script: string, name: string, n: number, ...args: unknown[]) => {
 };
 type AcquireArgs = { owner?: string; ttl?: number; mode?: number; limit?: number; rid?: string; waiter?: string; hold?: string; maxWaiters?: number };
 const acquire = (name: string, token: string, o: AcquireArgs = {}) =>
-  call('acquire', name, 4, token, o.owner ?? '', o.ttl ?? 10000, o.mode ?? 1, o.limit ?? 1, o.rid ?? '', o.waiter ?? '', 3000, o.hold ?? '', ...(o.maxWaiters === undefined ? [] : [o.maxWaiters]));
+  call(
+    'acquire',
+    name,
+    4,
+    token,
+    o.owner ?? '',
+    o.ttl ?? 10000,
+    o.mode ?? 1,
+    o.limit ?? 1,
+    o.rid ?? '',
+    o.waiter ?? '',
+    3000,
+    o.hold ?? '',
+    ...(o.maxWaiters === undefined ? [] : [o.maxWaiters]),
+  );
 const release = (name: string, token: string, o: { hold?: string; vanished?: boolean; delay?: number } = {}) =>
   call('release', name, 4, token, o.hold ?? '', o.vanished ? 1 : 0, o.delay ?? 0);
 const renew = (name: string, token: string, ttl: number, hold = '') => call('renew', name, 3, token, ttl, hold);
@@ -149,7 +163,7 @@ describe('acquire and release', () => {
     expect((await acquire(name, 'other'))[0]).toBe(1);
   });
 
-  it('keeps a vanished holder\'s lock closed until its lease has run out, plus the lock delay', async () => {
+  it("keeps a vanished holder's lock closed until its lease has run out, plus the lock delay", async () => {
     const name = uniqueName();
     await acquire(name, 't1', { ttl: 200, hold: 'h1' });
     expect(await release(name, 't1', { hold: 'h1', vanished: true, delay: 300 })).toEqual([1, 0, 'h1']);

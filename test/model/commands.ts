@@ -6,7 +6,18 @@ import { EXCLUSIVE, SHARED, type LockModel, type Mode, type Reply, type Request 
 
 export type Kind = 'rw' | 'semaphore2' | 'semaphore3';
 export type Op =
-  | { op: 'acquire'; owner: string; shared: boolean; otherLimit: boolean; ttl: number; rid: string; queued: boolean; entryLease: number; named: boolean; server: string }
+  | {
+      op: 'acquire';
+      owner: string;
+      shared: boolean;
+      otherLimit: boolean;
+      ttl: number;
+      rid: string;
+      queued: boolean;
+      entryLease: number;
+      named: boolean;
+      server: string;
+    }
   | { op: 'requeue'; pick: number }
   | { op: 'release'; pick: number; hold: number | null; vanished: boolean; lockDelay: number; server: string }
   | { op: 'renew'; pick: number; ttl: number; hold: number | null }

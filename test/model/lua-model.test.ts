@@ -231,7 +231,8 @@ function checkKeyTtls(seen: Observed, state: LockState, gaps: LuaGaps, trail: st
       continue;
     }
     if (pttl <= 0) problems.push(`${key} key has PTTL ${pttl}`);
-    else if (key !== 'queue' && seen.tRead + pttl + 1 < needed) problems.push(`${key} key expires ${needed - seen.tRead - pttl} ms before its last lease + 60 s`);
+    else if (key !== 'queue' && seen.tRead + pttl + 1 < needed)
+      problems.push(`${key} key expires ${needed - seen.tRead - pttl} ms before its last lease + 60 s`);
   }
   if (problems.length > 0) throw new Error(`${trail.join('\n')}\nkeys: ${problems.join('; ')}`);
 }
@@ -304,7 +305,7 @@ describe('gaps these tests found between the README and lua/, now mended', () =>
     expect(await redis.client.pttl(lockKeys('hf', name).holders)).toBeGreaterThan(0);
   });
 
-  it('holdCountBelowZero: a dequeued waiter gives back only its own hold, never a Hold stream\'s', async () => {
+  it("holdCountBelowZero: a dequeued waiter gives back only its own hold, never a Hold stream's", async () => {
     const name = uniqueName('gap');
     const acquireAs = (token: string, owner: string, mode: Mode, waiterId: string, holdId: string) =>
       run('acquire', name, token, owner, 10_000, mode, 1, '', waiterId, 3000, holdId);

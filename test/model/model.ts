@@ -280,9 +280,7 @@ export class LockModel {
 
   /** Unexpired holders in the order Redis lists them: by lease end, then token. */
   private holdersByExpiry(): [string, Grant][] {
-    return [...this.state.grants]
-      .filter(([, g]) => g.expiry > this.now)
-      .sort(([ta, a], [tb, b]) => a.expiry - b.expiry || (ta < tb ? -1 : ta > tb ? 1 : 0));
+    return [...this.state.grants].filter(([, g]) => g.expiry > this.now).sort(([ta, a], [tb, b]) => a.expiry - b.expiry || (ta < tb ? -1 : ta > tb ? 1 : 0));
   }
 
   // ---- the rules ------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ describe('the epoch record', () => {
     expect(later.lastFailoverAt).toBe(-Infinity);
   });
 
-  it('a server starting during another one\'s quarantine waits out the rest of it', async () => {
+  it("a server starting during another one's quarantine waits out the rest of it", async () => {
     const key = epochKey();
     const first = watch(key);
     await verified(first);

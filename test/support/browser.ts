@@ -11,7 +11,16 @@ import puppeteer, { type Browser } from 'puppeteer-core';
 export const CHROMIUM = process.env.HOLDFAST_CHROMIUM ?? '/usr/bin/chromium';
 
 /** Headless, and quiet: nothing of its own on the network. */
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 export interface TestBrowser {
   browser: Browser;

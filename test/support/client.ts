@@ -18,9 +18,7 @@ type Unary<Req, Res> = (req: Req, metadata: Metadata, options: { deadline?: numb
 function promisify<Req, Res>(client: LockServiceClient, method: Unary<Req, Res>) {
   return (req: Req, deadlineMs?: number): Promise<Res> =>
     new Promise((resolve, reject) =>
-      method.call(client, req, new Metadata(), deadlineMs ? { deadline: Date.now() + deadlineMs } : {}, (err, res) =>
-        err ? reject(err) : resolve(res),
-      ),
+      method.call(client, req, new Metadata(), deadlineMs ? { deadline: Date.now() + deadlineMs } : {}, (err, res) => (err ? reject(err) : resolve(res))),
     );
 }
 
@@ -57,7 +55,18 @@ export function acquireRequest(req: Partial<AcquireRequest>): AcquireRequest {
 }
 
 function holdStream(client: LockServiceClient, req: Partial<HoldRequest>, deadlineMs?: number): HoldStream {
-  const full: HoldRequest = { name: '', owner: '', ttlMs: '0', waitTimeoutMs: '0', mode: 0, limit: 0, maxHoldMs: '0', releaseOnDisconnect: false, value: '', ...req };
+  const full: HoldRequest = {
+    name: '',
+    owner: '',
+    ttlMs: '0',
+    waitTimeoutMs: '0',
+    mode: 0,
+    limit: 0,
+    maxHoldMs: '0',
+    releaseOnDisconnect: false,
+    value: '',
+    ...req,
+  };
   const call = client.hold(full, new Metadata(), deadlineMs ? { deadline: Date.now() + deadlineMs } : {});
   const events: HoldResponse[] = [];
   const listeners = new Set<() => void>();

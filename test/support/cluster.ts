@@ -23,7 +23,17 @@ export async function startTestCluster(size = 3, replicasPerMaster = 0, nodeArgs
     Array.from({ length: size * (1 + replicasPerMaster) }, (_, i) =>
       startEmbeddedRedis({
         dataDir: join(root, `node-${i}`),
-        args: ['--save', '', '--cluster-enabled', 'yes', '--cluster-config-file', join(root, `node-${i}`, 'nodes.conf'), '--cluster-node-timeout', '2000', ...nodeArgs],
+        args: [
+          '--save',
+          '',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(root, `node-${i}`, 'nodes.conf'),
+          '--cluster-node-timeout',
+          '2000',
+          ...nodeArgs,
+        ],
       }),
     ),
   );

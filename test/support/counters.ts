@@ -1,7 +1,8 @@
 // The Prometheus counters that say what happened to calls and locks, read from a real server's
 // /metrics, and what moved between two reads. Timings' sums, gauges and the process's own
 // series are left out: they move on their own.
-const COUNTED = /^holdfast_(rpcs_total|grants_total|releases_total|lease_expiries_total|leases_lost_total|limit_refusals_total|redis_errors_total|(acquire|wait|handoff)_duration_seconds_count)(\{|$)/;
+const COUNTED =
+  /^holdfast_(rpcs_total|grants_total|releases_total|lease_expiries_total|leases_lost_total|limit_refusals_total|redis_errors_total|(acquire|wait|handoff)_duration_seconds_count)(\{|$)/;
 
 export type Counters = Map<string, number>;
 

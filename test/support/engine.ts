@@ -7,11 +7,11 @@ import { afterAll, beforeAll } from 'vitest';
 import { LockEngine } from '../../src/engine/engine';
 import type { LockBackend } from '../../src/engine/backend';
 import { Mode, type AcquireParams, type Grant } from '../../src/engine/types';
-import type { LostReason } from '../../src/engine/watchdog';
+import type { LostReason } from '../../src/engine/types';
 import { epochKey, shardEpochKey } from '../../src/engine/keys';
-import { lockLibrary } from '../../src/engine/scripts';
 import { connectRedis } from '../../src/redis/connect';
 import { createWriteGuard } from '../../src/redis/guard';
+import { RedisStore } from '../../src/redis/store';
 import { RedisTrouble, redisLabel } from '../../src/redis/trouble';
 import { startTestRedis, uniqueName, type TestRedis } from './redis';
 
@@ -46,18 +46,25 @@ export async function startEngine(redis: TestRedis, options: TestEngineOptions =
         ? undefined
         : { ms: maxTtlMs + options.quarantineMarginMs, epochKey: epochKey(keyPrefix), shardEpochKey: (tag) => shardEpochKey(keyPrefix, tag) },
   });
-  const engine = new LockEngine(connections.commands, connections.subscriber, {
+  const commands = connections.commands;
+  const store = new RedisStore(commands, connections.subscriber, {
+    // As the server does: while Redis is away, a grant fails at once and hears about Redis.
+    guard: guard && {
+      ...guard,
+      grantsBlocked: (key?: string) => (commands.status === 'ready' ? guard.grantsBlocked(key) : trouble.describe()),
+      grantsResumeInMs: (key?: string) => (commands.status === 'ready' ? guard.grantsResumeInMs(key) : 0),
+    },
+    describeUnavailable: (err: unknown) => trouble.describe(err),
+  });
+  const engine = new LockEngine(store, {
     keyPrefix,
     maxTtlMs,
-    // As the server does: while Redis is away, a grant waits for it and hears about Redis.
-    guard: guard && { ...guard, grantsBlocked: (key) => (connections.commands.status === 'ready' ? guard.grantsBlocked(key) : trouble.describe()) },
-    describeUnavailable: (err) => trouble.describe(err),
     entryRefreshMs: options.refreshMs,
     // Entries must outlive the refresh interval, or a waiter drops out of the queue between two.
     entryLeaseMs: options.refreshMs === undefined ? undefined : options.refreshMs * 3,
   });
-  if (connections.commands.status !== 'ready') await once(connections.commands, 'ready');
-  await lockLibrary().load(connections.commands);
+  if (commands.status !== 'ready') await once(commands, 'ready');
+  await store.loadFunctions();
   // Ready as the server is SERVING: once the guard knows which master this is and grants may be made.
   if (guard) {
     await new Promise<void>((resolve) => {

@@ -27,7 +27,8 @@ function parse(argv: string[]): { logs: string; servers: string[][] } {
     } catch {
       flags = undefined;
     }
-    if (!Array.isArray(flags) || !flags.every((f) => typeof f === 'string')) throw new Error(`server ${servers.length}: expected a JSON array of strings, got ${argv[i]}`);
+    if (!Array.isArray(flags) || !flags.every((f) => typeof f === 'string'))
+      throw new Error(`server ${servers.length}: expected a JSON array of strings, got ${argv[i]}`);
     servers.push(flags);
   }
   return { logs: logs || mkdtempSync(join(tmpdir(), 'holdfast-launch-')), servers };
@@ -51,7 +52,16 @@ async function main(): Promise<void> {
   try {
     for (const [i, args] of serverFlags.entries()) {
       const log = createWriteStream(join(logs, `server-${i}.log`));
-      servers.push(await launchServer({ redisUrl: redis.url, args, keepLogs: false, timeoutMs: 60_000, onLine: (line) => log.write(`${line}\n`), onStderr: (chunk) => log.write(chunk) }));
+      servers.push(
+        await launchServer({
+          redisUrl: redis.url,
+          args,
+          keepLogs: false,
+          timeoutMs: 60_000,
+          onLine: (line) => log.write(`${line}\n`),
+          onStderr: (chunk) => log.write(chunk),
+        }),
+      );
       say(`server-${i}`, servers[i].addr);
       say(`server-${i}-pid`, servers[i].pid);
     }

@@ -1,7 +1,16 @@
 // A gRPC server (in this process, on a free loopback port) that answers every LockService call
 // with PERMISSION_DENIED after noting what the client sent with it: its `authorization`
 // metadata and its verified client certificate's subject. For checking what clients send.
-import { Metadata, Server, ServerCredentials, status, type ServerUnaryCall, type ServerWritableStream, type ServiceError, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import {
+  Metadata,
+  Server,
+  ServerCredentials,
+  status,
+  type ServerUnaryCall,
+  type ServerWritableStream,
+  type ServiceError,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
 import { LockServiceService } from '../../clients/ts/gen/holdfast/v1/lock';
 import { clientCertificateSubject, type ClientCertificateSubject } from '../../src/tls/peer';
 

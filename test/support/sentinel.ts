@@ -61,9 +61,7 @@ export async function startTestSentinels(options: SentinelOptions = {}): Promise
   const args = [...NODE_ARGS, ...auth, ...(options.nodeArgs ?? [])];
   const master = await startEmbeddedRedis({ dataDir: join(root, 'node-0'), args });
   const replicas = await Promise.all(
-    [1, 2].map((i) =>
-      startEmbeddedRedis({ dataDir: join(root, `node-${i}`), args: [...args, '--replicaof', '127.0.0.1', String(master.port)] }),
-    ),
+    [1, 2].map((i) => startEmbeddedRedis({ dataDir: join(root, `node-${i}`), args: [...args, '--replicaof', '127.0.0.1', String(master.port)] })),
   );
   const nodes = [master, ...replicas];
   try {

@@ -93,7 +93,10 @@ export async function launchServer(options: LaunchOptions = {}): Promise<ServerP
   });
   try {
     await new Promise<void>((resolve, reject) => {
-      const timer = timeoutMs === undefined ? undefined : setTimeout(() => reject(new Error(`server did not listen within ${timeoutMs} ms:\n${logs.join('\n')}`)), timeoutMs);
+      const timer =
+        timeoutMs === undefined
+          ? undefined
+          : setTimeout(() => reject(new Error(`server did not listen within ${timeoutMs} ms:\n${logs.join('\n')}`)), timeoutMs);
       heardListening = () => {
         clearTimeout(timer);
         resolve();

@@ -37,7 +37,8 @@ it('fails on a circle, type-only imports included', () => {
 
 it('fails on arrows that point up: the engine to gRPC or a Cluster, config to the transport, the SDK to the server', () => {
   const root = fixture({
-    'src/engine/e.ts': "import { status } from '@grpc/grpc-js';\nimport { Cluster, type Redis } from 'ioredis';\nexport const e = [status, Cluster];\nexport type R = Redis;\n",
+    'src/engine/e.ts':
+      "import { status } from '@grpc/grpc-js';\nimport { Cluster, type Redis } from 'ioredis';\nexport const e = [status, Cluster];\nexport type R = Redis;\n",
     'src/config/c.ts': "import { MAX } from '../transport/t';\nexport const c = MAX;\n",
     'src/transport/t.ts': 'export const MAX = 1;\n',
     'clients/ts/x.ts': "import { MAX } from '../../src/transport/t';\nexport const x = MAX;\n",

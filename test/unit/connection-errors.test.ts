@@ -6,9 +6,12 @@ import { checkAddress, explainConnectionFailure, InvalidAddressError } from '../
 const plaintext = { tls: false, clientCert: false };
 
 describe('checkAddress', () => {
-  it.each(['127.0.0.1:50051', 'localhost:1', '[::1]:65535', 'holdfast.internal:443', 'unix:/run/holdfast.sock', 'dns:///holdfast:50051'])('accepts %j', (address) => {
-    expect(checkAddress(address)).toBe(address);
-  });
+  it.each(['127.0.0.1:50051', 'localhost:1', '[::1]:65535', 'holdfast.internal:443', 'unix:/run/holdfast.sock', 'dns:///holdfast:50051'])(
+    'accepts %j',
+    (address) => {
+      expect(checkAddress(address)).toBe(address);
+    },
+  );
 
   it.each(['127.0.0.1', 'localhost', '[::1]', '::1', 'h:0', 'h:65536', 'h:5x', 'grpc://h:1', ' h:1'])('refuses %j', (address) => {
     expect(() => checkAddress(address)).toThrow(InvalidAddressError);

@@ -41,7 +41,10 @@ describe('the field table comes from the .proto', () => {
   it.each(methods.map((m) => [m.path, m] as const))('%s: a message ts-proto encodes with every field set passes, wire types and all', (path, method) => {
     const defaults = method.requestDeserialize(Buffer.alloc(0));
     const full = Object.fromEntries(
-      Object.entries(defaults).map(([k, v]) => [k, k in REPEATED ? FULL_REPEATED[REPEATED[k]] : v === '' ? 'x\u00e9\u{1f512}' : v === '0' ? '5' : typeof v === 'number' ? 2 : !v]),
+      Object.entries(defaults).map(([k, v]) => [
+        k,
+        k in REPEATED ? FULL_REPEATED[REPEATED[k]] : v === '' ? 'x\u00e9\u{1f512}' : v === '0' ? '5' : typeof v === 'number' ? 2 : !v,
+      ]),
     );
     const bytes = method.requestSerialize(full);
     expect(checkMessageBytes(bytes, shapeOf(path))).toBeUndefined();
@@ -70,10 +73,15 @@ describe('the field table comes from the .proto', () => {
       expect(checkMessageBytes(message(bytesField(2, 'ok'), bytesField(2, NOT_UTF8['byte 0xff'])), kinds)?.message).toBe('tags is not valid UTF-8');
       expect(checkMessageBytes(bytesField(3, NOT_UTF8['byte 0xff']), kinds)).toBeUndefined(); // bytes are bytes
 
-      writeFileSync(join(dir, 'nested.proto'), `syntax = "proto3"; package t.v1; service S { rpc Do(Outer) returns (Outer); } message Inner { string s = 1; } message Outer { repeated Inner inner = 1; }`);
+      writeFileSync(
+        join(dir, 'nested.proto'),
+        `syntax = "proto3"; package t.v1; service S { rpc Do(Outer) returns (Outer); } message Inner { string s = 1; } message Outer { repeated Inner inner = 1; }`,
+      );
       const outer = readRequestShapes('nested.proto', [dir]).get('/t.v1.S/Do')!;
       expect(checkMessageBytes(bytesField(1, bytesField(1, 'ok')), outer)).toBeUndefined();
-      expect(checkMessageBytes(message(bytesField(1, bytesField(1, 'ok')), bytesField(1, bytesField(1, NOT_UTF8['byte 0xff']))), outer)?.message).toBe('inner.s is not valid UTF-8');
+      expect(checkMessageBytes(message(bytesField(1, bytesField(1, 'ok')), bytesField(1, bytesField(1, NOT_UTF8['byte 0xff']))), outer)?.message).toBe(
+        'inner.s is not valid UTF-8',
+      );
       expect(checkMessageBytes(bytesField(1, tag(1, 7)), outer)?.message).toBe('request is not a valid t.v1.Outer: inner: s has wire type 7, not 2');
       writeFileSync(join(dir, 'loop.proto'), `syntax = "proto3"; package t.v1; service S { rpc Do(Node) returns (Node); } message Node { Node next = 1; }`);
       expect(() => readRequestShapes('loop.proto', [dir])).toThrow(/t\.v1\.Node\.next: .* not a top-level, non-recursive message/);
@@ -84,7 +92,11 @@ describe('the field table comes from the .proto', () => {
 });
 
 describe('UTF-8', () => {
-  const cases = methods.flatMap((m) => shapeOf(m.path).fields.filter((f) => f?.utf8).map((f) => [m.path, f!.name, f!] as const));
+  const cases = methods.flatMap((m) =>
+    shapeOf(m.path)
+      .fields.filter((f) => f?.utf8)
+      .map((f) => [m.path, f!.name, f!] as const),
+  );
 
   it.each(cases)('%s: %s must be UTF-8', (path, name, field) => {
     const number = shapeOf(path).fields.indexOf(field);
@@ -116,10 +128,17 @@ describe('malformed bytes', () => {
     expect(checkMessageBytes(valid, acquire)).toBeUndefined();
     const unknown = message(
       varintField(20, 2n ** 64n - 1n),
-      tag(21, 1), Buffer.alloc(8),
+      tag(21, 1),
+      Buffer.alloc(8),
       bytesField(22, Buffer.from([0, 1, 2])),
-      tag(23, 3), varintField(1, 5), tag(24, 3), tag(24, 4), bytesField(2, NOT_UTF8['byte 0xff']), tag(23, 4),
-      tag(25, 5), Buffer.alloc(4),
+      tag(23, 3),
+      varintField(1, 5),
+      tag(24, 3),
+      tag(24, 4),
+      bytesField(2, NOT_UTF8['byte 0xff']),
+      tag(23, 4),
+      tag(25, 5),
+      Buffer.alloc(4),
     );
     expect(checkMessageBytes(message(valid, unknown), acquire)).toBeUndefined();
     const padded = message(varint(10, 3), varint(2, 4), Buffer.from('ab'), tag(3, 0), varint(100, 8));
@@ -175,7 +194,7 @@ describe('the guarded deserializer', () => {
     for (let seed = 1; seed <= 2000; seed++) {
       const noise = randomBytes(seed, 1 + (seed % 64));
       const flipped = Buffer.from(valid);
-      flipped[seed % flipped.length] ^= 1 << seed % 8;
+      flipped[seed % flipped.length] ^= 1 << (seed % 8);
       for (const input of [noise, flipped, valid.subarray(0, seed % valid.length)]) {
         for (const key of keys) {
           let request: unknown;

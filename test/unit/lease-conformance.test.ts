@@ -20,9 +20,7 @@ interface Table {
   cases: { name: string; sentAtMs: number; steps: Step[] }[];
 }
 
-const table = JSON.parse(
-  readFileSync(join(__dirname, '..', '..', 'clients', 'conformance', 'lease-deadline.json'), 'utf8'),
-) as Table;
+const table = JSON.parse(readFileSync(join(__dirname, '..', '..', 'clients', 'conformance', 'lease-deadline.json'), 'utf8')) as Table;
 
 interface Rule {
   leaseDeadline: typeof leaseDeadline;

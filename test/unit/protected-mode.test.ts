@@ -3,7 +3,15 @@ import { isLoopbackListen, protectedModeRefusal } from '../../src/cli/protected-
 
 describe('protected mode', () => {
   it('tells loopback listen addresses from the others', () => {
-    for (const listen of ['127.0.0.1:50051', '127.1.2.3:1', 'localhost:50051', 'LOCALHOST:1', '[::1]:50051', '[::ffff:127.0.0.1]:1', 'unix:/tmp/holdfast.sock']) {
+    for (const listen of [
+      '127.0.0.1:50051',
+      '127.1.2.3:1',
+      'localhost:50051',
+      'LOCALHOST:1',
+      '[::1]:50051',
+      '[::ffff:127.0.0.1]:1',
+      'unix:/tmp/holdfast.sock',
+    ]) {
       expect([listen, isLoopbackListen(listen)]).toEqual([listen, true]);
     }
     for (const listen of ['0.0.0.0:50051', '[::]:50051', ':50051', '10.0.0.7:50051', '[fe80::1]:1', 'holdfast.internal:50051', '128.0.0.1:1']) {

@@ -6,13 +6,29 @@ import { Mode } from '../../src/engine/types';
 import { checkFencingToken, checkMillis, toAcquireParams } from '../../src/transport/requests';
 
 const request = (fields: Partial<AcquireRequest>): AcquireRequest => ({
-  name: 'n', owner: '', ttlMs: '0', waitTimeoutMs: '0', mode: LockMode.LOCK_MODE_UNSPECIFIED, limit: 0, requestId: '', value: '', ...fields,
+  name: 'n',
+  owner: '',
+  ttlMs: '0',
+  waitTimeoutMs: '0',
+  mode: LockMode.LOCK_MODE_UNSPECIFIED,
+  limit: 0,
+  requestId: '',
+  value: '',
+  ...fields,
 });
 
 describe('toAcquireParams', () => {
   it('fills in defaults: server ttl, exclusive, limit 1', () => {
     expect(toAcquireParams(request({}), 30000)).toEqual({
-      name: 'n', owner: '', ttlMs: 30000, waitMs: 0, mode: Mode.EXCLUSIVE, limit: 1, requestId: '', holdId: '', value: '',
+      name: 'n',
+      owner: '',
+      ttlMs: 30000,
+      waitMs: 0,
+      mode: Mode.EXCLUSIVE,
+      limit: 1,
+      requestId: '',
+      holdId: '',
+      value: '',
     });
     expect(toAcquireParams(request({ mode: LockMode.LOCK_MODE_SHARED, limit: 1 }), 30000)).toMatchObject({ mode: Mode.SHARED, limit: 1 });
     expect(toAcquireParams(request({ limit: 5, ttlMs: '10', waitTimeoutMs: '86400000' }), 30000)).toMatchObject({ limit: 5, ttlMs: 10, waitMs: 86_400_000 });

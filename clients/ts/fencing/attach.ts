@@ -3,7 +3,10 @@ import { Metadata } from '@grpc/grpc-js';
 import { encodeFence, FENCE_HEADERS, FENCE_METADATA } from './wire';
 
 /** What `fence()` can write to: a plain headers object, a fetch `Headers`, or Node's `ClientRequest`. */
-export type HeaderTarget = Record<string, string | string[] | number | undefined> | { set(name: string, value: string): void } | { setHeader(name: string, value: string): unknown };
+export type HeaderTarget =
+  | Record<string, string | string[] | number | undefined>
+  | { set(name: string, value: string): void }
+  | { setHeader(name: string, value: string): unknown };
 
 /** Sets Holdfast-Fence-Lock and Holdfast-Fence-Token on `headers` and returns it. */
 export function attachFenceHeaders<T extends HeaderTarget>(headers: T, lock: string, token: bigint): T {

@@ -50,7 +50,12 @@ export class PostgresFenceStore implements FenceStore {
  * the transaction rolls back; accepted, the fence and `work`'s writes commit together (or neither,
  * if `work` throws).
  */
-export async function withFence<T>(conn: SqlQueryable, lock: string, token: bigint, work: (tx: SqlQueryable) => Promise<T>): Promise<{ decision: FenceDecision; result?: T }> {
+export async function withFence<T>(
+  conn: SqlQueryable,
+  lock: string,
+  token: bigint,
+  work: (tx: SqlQueryable) => Promise<T>,
+): Promise<{ decision: FenceDecision; result?: T }> {
   await conn.query('BEGIN');
   try {
     const decision = await checkFence(conn, lock, token);
@@ -94,10 +99,11 @@ export async function fencedUpdate(db: SqlQueryable, update: FencedUpdate): Prom
   const token = `$${setColumns.length + 1}`;
   const sets = [...setColumns.map((c, i) => `${quoteIdent(c)} = $${i + 1}`), `${fence} = ${token}`].join(', ');
   const keyValues = Object.values(update.key);
-  const done = await db.query(
-    `UPDATE ${table} SET ${sets} WHERE ${where(setColumns.length + 2)} AND (${fence} IS NULL OR ${fence} <= ${token}) RETURNING 1`,
-    [...Object.values(update.set), update.token.toString(), ...keyValues],
-  );
+  const done = await db.query(`UPDATE ${table} SET ${sets} WHERE ${where(setColumns.length + 2)} AND (${fence} IS NULL OR ${fence} <= ${token}) RETURNING 1`, [
+    ...Object.values(update.set),
+    update.token.toString(),
+    ...keyValues,
+  ]);
   if (done.rows.length > 0) return { updated: true, newest: update.token };
   const row = await db.query(`SELECT ${fence}::text AS fence FROM ${table} WHERE ${where(1)}`, keyValues);
   if (row.rows.length === 0) return { updated: false };

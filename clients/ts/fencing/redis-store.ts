@@ -82,10 +82,14 @@ async function configGet(redis: RedisCommander, name: string): Promise<string> {
 async function refuseLossyRedis(redis: RedisCommander): Promise<void> {
   const appendonly = await configGet(redis, 'appendonly');
   if (appendonly !== 'yes') {
-    throw new Error(`the fence store's Redis has appendonly "${appendonly}": a restart can forget the newest fencing tokens. Set appendonly yes and appendfsync always, or set allowLossyRedis to accept that loss`);
+    throw new Error(
+      `the fence store's Redis has appendonly "${appendonly}": a restart can forget the newest fencing tokens. Set appendonly yes and appendfsync always, or set allowLossyRedis to accept that loss`,
+    );
   }
   const appendfsync = await configGet(redis, 'appendfsync');
   if (appendfsync !== 'always') {
-    throw new Error(`the fence store's Redis has appendfsync "${appendfsync}": a crash can lose the last second of acknowledged fencing tokens. Set appendfsync always, or set allowLossyRedis to accept that loss`);
+    throw new Error(
+      `the fence store's Redis has appendfsync "${appendfsync}": a crash can lose the last second of acknowledged fencing tokens. Set appendfsync always, or set allowLossyRedis to accept that loss`,
+    );
   }
 }
