@@ -59,7 +59,8 @@ describe('redis-server killed and restarted empty', () => {
     // While the engine is still reconnecting, a grant is UNAVAILABLE at once (Redis away): ask again.
     const after = await waitFor(
       'a waiting grant after the restart',
-      () => b.engine.acquire(request(name, { waitMs: 20_000 })).catch((err: { kind?: string }) => (err.kind === 'unavailable' ? undefined : Promise.reject(err))),
+      () =>
+        b.engine.acquire(request(name, { waitMs: 20_000 })).catch((err: { kind?: string }) => (err.kind === 'unavailable' ? undefined : Promise.reject(err))),
       30_000,
       50,
     );
