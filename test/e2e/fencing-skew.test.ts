@@ -8,6 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
 import { connect, type TestClient } from '../support/client';
@@ -72,7 +73,13 @@ async function tokenAfterRestart(name: string, skewMs: number): Promise<bigint> 
   // The shifted clock is real: Redis TIME is off by what was asked (within 200 ms of test overhead).
   expect(Number(skewSeen / 1000n)).toBeGreaterThan(skewMs - 200);
   expect(Number(skewSeen / 1000n)).toBeLessThan(skewMs + 200);
-  const next = await client.acquire({ name, ttlMs: String(MAX_TTL_MS), waitTimeoutMs: '30000' });
+  // While the server is still reconnecting, a grant is UNAVAILABLE at once (Redis away): ask again.
+  const next = (await waitFor(
+    'a waiting grant after the restart',
+    () => client.acquire({ name, ttlMs: String(MAX_TTL_MS), waitTimeoutMs: '30000' }).catch((err: { code?: number }) => (err.code === status.UNAVAILABLE ? undefined : Promise.reject(err))),
+    40_000,
+    50,
+  ))!;
   expect(next.acquired).toBe(true);
   return BigInt(next.fencingToken);
 }
