@@ -76,7 +76,10 @@ async function tokenAfterRestart(name: string, skewMs: number): Promise<bigint> 
   // While the server is still reconnecting, a grant is UNAVAILABLE at once (Redis away): ask again.
   const next = (await waitFor(
     'a waiting grant after the restart',
-    () => client.acquire({ name, ttlMs: String(MAX_TTL_MS), waitTimeoutMs: '30000' }).catch((err: { code?: number }) => (err.code === status.UNAVAILABLE ? undefined : Promise.reject(err))),
+    () =>
+      client
+        .acquire({ name, ttlMs: String(MAX_TTL_MS), waitTimeoutMs: '30000' })
+        .catch((err: { code?: number }) => (err.code === status.UNAVAILABLE ? undefined : Promise.reject(err))),
     40_000,
     50,
   ))!;
