@@ -24,6 +24,9 @@ const print = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
       .catch((err) => print({ event: 'error', message: String(err) }));
   };
   process.on('SIGUSR2', write);
+  // A holder process lives on whatever its lease does (a busy machine can end a short one before
+  // the test pauses it): the test, not the lease, decides when this process ends.
+  setInterval(() => {}, 60_000);
   write();
 })().catch((err) => {
   print({ event: 'error', message: String(err) });
