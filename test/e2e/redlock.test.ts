@@ -83,7 +83,12 @@ beforeAll(async () => {
   // A new deployment: no master has an epoch record yet, so each sits out one quarantine.
   await Promise.all(servers.map(serving));
 }, 60_000);
-afterEach(allNodesUp);
+// Every test starts with all masters up and voting: a master restarted, frozen or cut off by the
+// test before sits out until the servers trust it again.
+afterEach(async () => {
+  await allNodesUp();
+  await Promise.all(servers.map(serving));
+});
 afterAll(async () => {
   clients.forEach((c) => c.close());
   trustingClient?.close();
