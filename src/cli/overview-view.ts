@@ -1,6 +1,7 @@
 // The dashboard's picture as text, for `status --watch`: the backend's state, grants per second
 // over the last minute, and the page of locks with each lease as a bar.
 import type { Overview } from '../overview/overview';
+import { lockKind } from './lock-kind';
 import { formatTable } from './table';
 
 const SPARK = ' ▁▂▃▄▅▆▇█';
@@ -48,15 +49,21 @@ export function renderOverview(overview: Overview, source: string, lengths: Leas
   ];
   if (overview.error) lines.push(`cannot read the locks: ${overview.error}`, '');
   if (!page.listable) lines.push('this backend (Redlock) cannot list its locks', '');
-  const rows = [['LOCK', 'OWNER', 'MODE', 'FENCING', 'LEASE LEFT', 'WAITERS']];
+  const rows = [['LOCK', 'OWNER', 'KIND', 'FENCING', 'LEASE LEFT', 'WAITERS']];
   const frame = new Set<string>();
   for (const lock of page.locks) {
     const waiters = String(lock.waiters);
     if (lock.holders.length === 0) rows.push([lock.name, '-', 'free', '-', '-', waiters]);
     for (const holder of lock.holders) {
       const full = lengths.track(frame, `${lock.name}\u0000${holder.fencingToken}`, holder.ttlMs);
-      const mode = holder.mode === 2 ? 'shared' : 'exclusive';
-      rows.push([lock.name, holder.owner || '-', lock.limit > 1 ? `${mode}/${lock.limit}` : mode, holder.fencingToken, leaseBar(holder.ttlMs, full), waiters]);
+      rows.push([
+        lock.name,
+        holder.owner || '-',
+        lockKind(lock.limit, lock.holders.length, holder.mode === 2),
+        holder.fencingToken,
+        leaseBar(holder.ttlMs, full),
+        waiters,
+      ]);
     }
   }
   lengths.forgetAllBut(frame);

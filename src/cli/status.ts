@@ -6,9 +6,10 @@ import { followOverviews } from './overview-feed';
 import { LeaseLengths, renderOverview } from './overview-view';
 import { millis } from './options';
 import { Screen } from './screen';
+import { lockKind } from './lock-kind';
 import { formatTable } from './table';
 
-const HEADER = ['LOCK', 'OWNER', 'MODE', 'FENCING', 'TTL LEFT', 'HOLDS', 'WAITERS'];
+const HEADER = ['LOCK', 'OWNER', 'KIND', 'FENCING', 'TTL LEFT', 'HOLDS', 'WAITERS'];
 
 interface StatusFlags extends ConnectionFlags {
   watch?: boolean;
@@ -28,7 +29,7 @@ function rowsOf(info: LockInfo): string[][] {
   return info.holders.map((holder) => [
     info.name,
     holder.owner || '-',
-    holder.mode,
+    lockKind(info.limit, info.holders.length, holder.mode === 'shared'),
     String(holder.fencingToken),
     seconds(holder.ttlMs),
     String(holder.holdCount),

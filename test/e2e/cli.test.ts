@@ -236,18 +236,21 @@ describe('one-shot commands', () => {
     expect(stderr).toMatch(/^holdfast: INVALID_ARGUMENT: .*ttl_ms/);
   });
 
-  it('status prints a table of holders and waiters', async () => {
+  it('status prints a table of holders and waiters, each lock with its kind', async () => {
     const held = uniqueName();
     const free = uniqueName();
+    const counted = uniqueName();
     const lock = await client.acquire(held, { owner: 'status-owner', ttlMs: 30_000 });
-    const { code, stdout } = await holdfast('status', held, free).done;
+    const place = await client.acquire(counted, { owner: 'status-owner', ttlMs: 30_000, limit: 3 });
+    const { code, stdout } = await holdfast('status', held, free, counted).done;
     expect(code).toBe(0);
     const rows = stdout
       .trim()
       .split('\n')
       .map((row) => row.split(/\s{2,}/));
-    expect(rows[0]).toEqual(['LOCK', 'OWNER', 'MODE', 'FENCING', 'TTL LEFT', 'HOLDS', 'WAITERS']);
+    expect(rows[0]).toEqual(['LOCK', 'OWNER', 'KIND', 'FENCING', 'TTL LEFT', 'HOLDS', 'WAITERS']);
     expect(rows[1]).toEqual([held, 'status-owner', 'exclusive', String(lock.fencingToken), expect.stringMatching(/^\d+\.\ds$/), '1', '0']);
     expect(rows[2]).toEqual([free, '-', 'free', '-', '-', '-', '0']);
+    expect(rows[3]).toEqual([counted, 'status-owner', 'semaphore, 1 of 3', String(place.fencingToken), expect.stringMatching(/^\d+\.\ds$/), '1', '0']);
   });
 });
