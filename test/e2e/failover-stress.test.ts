@@ -12,14 +12,18 @@ import { startServerProcess, type ServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
 
 let group: TestSentinels;
-/** The lease cap: it sizes the quarantine after the failover. */
-const MAX_TTL_MS = 30_000;
+/**
+ * The lease cap: it sizes the quarantine after the failover, and the kept Hold's lease, which must
+ * outlast the time until a renewal is confirmed on the new master (a replica re-pointed by the
+ * Sentinels): 3-5 s on a quiet machine, 14.5 s and once over 28 s on a loaded one.
+ */
+const MAX_TTL_MS = 45_000;
 let servers: ServerProcess[];
 let clients: TestClient[];
 
 beforeAll(async () => {
   group = await startTestSentinels({ nodeArgs: ['--min-replicas-to-write', '1'] });
-  // Default safety with a 30 s lease cap: the failover's quarantine lasts 31 s.
+  // Default safety with a 45 s lease cap: the failover's quarantine lasts 46 s.
   const args = [
     '--redis-sentinels',
     group.sentinelAddrs.join(','),
@@ -101,7 +105,7 @@ it('keeps one holder at a time through a Sentinel failover, and resumes within s
       `first grant asked for after the kill came ${firstAfter - killedAt} ms after it (Sentinels agreed on the new master after ` +
       `${promotedAt - killedAt} ms); ${contention.unavailable} UNAVAILABLE answers`,
   );
-  // The quarantine (the 20 s cap + 1 s) and then typically 3-5 s; the bound leaves room for a busy
+  // The quarantine (the cap + 1 s) and then typically 3-5 s; the bound leaves room for a busy
   // 2-core machine (one run under a load of 20 took 14.9 s past the promotion).
   expect(firstAfter - promotedAt).toBeLessThan(MAX_TTL_MS + 1000 + 60_000);
 
