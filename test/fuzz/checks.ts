@@ -12,8 +12,8 @@ const { OK, INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION, DEADLINE_EXCEEDED,
 /**
  * The statuses each method may answer a fuzzed request with (README, "Errors"). Never INTERNAL or
  * UNKNOWN. UNAVAILABLE only as the server's own answer that Redis did not reply in time (its 1 s
- * command timeout, on a machine this loaded), or on a connection the fuzzer cut; never a lost
- * connection otherwise.
+ * command timeout, on a machine this loaded) or that it has not yet confirmed the master after a
+ * reconnect, or on a connection the fuzzer cut; never a lost connection otherwise.
  */
 export const ALLOWED: Record<Method, readonly status[]> = {
   acquire: [OK, INVALID_ARGUMENT, FAILED_PRECONDITION],
@@ -29,6 +29,17 @@ export const ALLOWED: Record<Method, readonly status[]> = {
 
 /** How the server words UNAVAILABLE when Redis did not answer (src/engine/errors.ts). */
 export const REDIS_UNAVAILABLE = 'Redis is unavailable';
+/**
+ * How it words UNAVAILABLE after its Redis connection came back, until it has checked that the
+ * master is the one it wrote to (src/redis/failover-watch.ts): on a machine this loaded a command
+ * timeout can drop the connection, and the server must not grant before it knows.
+ */
+const MASTER_UNCONFIRMED = /^lock ".*": the server has not yet confirmed which Redis master/s;
+
+/** The server's own UNAVAILABLE for Redis trouble (a timeout, a master not yet confirmed). */
+export function isRedisTrouble(details: string): boolean {
+  return details.startsWith(REDIS_UNAVAILABLE) || MASTER_UNCONFIRMED.test(details);
+}
 const REDIS_CALLS = new Set<Method>(['acquire', 'release', 'renew', 'hold', 'inspect', 'checkFencingToken']);
 
 /** The server's default --max-message-bytes; a larger request is RESOURCE_EXHAUSTED before any handler. */
@@ -37,7 +48,7 @@ const MAX_MESSAGE_BYTES = DEFAULT_LIMITS.maxMessageBytes;
 /** What is wrong with how a call ended, or undefined. `connectionCut`: the fuzzer cut its connection (UNAVAILABLE). */
 export function checkOutcome(method: Method, outcome: Outcome, bodyBytes: number, connectionCut = false): string | undefined {
   const allowed = new Set<number>(ALLOWED[method]);
-  if (connectionCut || (REDIS_CALLS.has(method) && outcome.details.startsWith(REDIS_UNAVAILABLE))) allowed.add(UNAVAILABLE);
+  if (connectionCut || (REDIS_CALLS.has(method) && isRedisTrouble(outcome.details))) allowed.add(UNAVAILABLE);
   if (outcome.cancelled) allowed.add(CANCELLED);
   if (outcome.deadline) allowed.add(DEADLINE_EXCEEDED);
   if (bodyBytes > MAX_MESSAGE_BYTES) allowed.add(RESOURCE_EXHAUSTED);

@@ -102,7 +102,7 @@ describe(`fuzzing every method for ${SECONDS} s (seed ${SEED})`, () => {
       });
       console.log(
         `grpc-fuzz: ${report.calls} calls in ${Math.round((Date.now() - started) / 1000)} s, ${report.waves} waves (${report.waveCalls} calls), ` +
-          `${report.names.size} lock names, ${report.budgetSkips} cancels skipped for the RST_STREAM budget, ${report.largeSkipped} large requests left out, ${report.redisUnavailable} UNAVAILABLE for a Redis timeout\n` +
+          `${report.names.size} lock names, ${report.budgetSkips} cancels skipped for the RST_STREAM budget, ${report.largeSkipped} large requests left out, ${report.redisUnavailable} UNAVAILABLE for Redis trouble (a timeout, a master not yet confirmed)\n` +
           `codes: ${JSON.stringify(report.codes)}\nlost reasons: ${JSON.stringify(report.lostReasons)}\n` +
           `the fuzzer's own event loop: ${report.loopDelayMs.max} ms longest delay, ${report.loopDelayMs.p99} ms p99`,
       );

@@ -8,7 +8,7 @@ import { AcquireRequest, AcquireResponse, HoldRequest, type HoldResponse } from 
 import { bytesField, message } from '../support/wire-bytes';
 import { describeBytes, encodeBody, readShapes, type BodyContext, type LiveGrant } from './bodies';
 import { call, LARGE_BYTES, openConnection, type Connection, type Send } from './calls';
-import { checkOutcome, REDIS_UNAVAILABLE } from './checks';
+import { checkOutcome, isRedisTrouble } from './checks';
 import { planBatch, type End, type Method, type Plan } from './plans';
 import { runWave, type WaveContext } from './waves';
 
@@ -155,7 +155,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       const codes = (report.codes[method] ??= {});
       const name = status[outcome.code] ?? String(outcome.code);
       codes[name] = (codes[name] ?? 0) + 1;
-      if (outcome.code === status.UNAVAILABLE && outcome.details.startsWith(REDIS_UNAVAILABLE)) report.redisUnavailable++;
+      if (outcome.code === status.UNAVAILABLE && isRedisTrouble(outcome.details)) report.redisUnavailable++;
       const problem = checkOutcome(method, outcome, body.length, connectionCut);
       if (problem) report.failures.push({ ...info, what: problem, ms: outcome.ms });
       const lost = outcome.events.find((e) => e.lost)?.lost;

@@ -1,0 +1,14 @@
+// The fuzzer's checker lets UNAVAILABLE through only as the server's own words for Redis trouble.
+import { status } from '@grpc/grpc-js';
+import { expect, it } from 'vitest';
+import type { Outcome } from '../fuzz/calls';
+import { checkOutcome } from '../fuzz/checks';
+
+const unavailable = (details: string): Outcome => ({ code: status.UNAVAILABLE, details, cancelled: false, deadline: false, events: [], ms: 1 });
+
+it('accepts a Redis timeout and a master not yet confirmed, and refuses any other UNAVAILABLE (negative control)', () => {
+  expect(checkOutcome('acquire', unavailable('Redis is unavailable: Command timed out'), 10)).toBeUndefined();
+  expect(checkOutcome('acquire', unavailable('lock "a": the server has not yet confirmed which Redis master it writes to'), 10)).toBeUndefined();
+  expect(checkOutcome('acquire', unavailable('No connection established'), 10)).toMatch(/is not one acquire may answer/);
+  expect(checkOutcome('getServerStats', unavailable('Redis is unavailable'), 10)).toMatch(/is not one getServerStats may answer/);
+});
