@@ -9,15 +9,16 @@
   ARGV[1] token
 
   Returns
-    1   released here
-    0   the token held nothing here
+    {1, holdId}   released here; holdId: the Hold stream's hold it was ('' for Acquire)
+    {0}           the token held nothing here
 ]]
 local leaseKey, channel, releasedKey = KEYS[1], KEYS[2], KEYS[3]
 local token = ARGV[1]
 
-if redis.call('HGET', leaseKey, 't') ~= token then return 0 end
+local vote = redis.call('HMGET', leaseKey, 't', 'h')
+if vote[1] ~= token then return { 0 } end
 local left = redis.call('PTTL', leaseKey)
 redis.call('DEL', leaseKey)
 if left > 0 then redis.call('SET', releasedKey, token, 'PX', left) end
 redis.call('PUBLISH', channel, 'released')
-return 1
+return { 1, vote[2] or '' }

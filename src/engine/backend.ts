@@ -1,5 +1,5 @@
-// What the transport asks of a lock backend. LockEngine (one Redis, Sentinel or Cluster) and
-// RedlockEngine (a majority of independent Redis masters, src/redlock) both provide it.
+// What the transport asks of a lock backend: LockEngine provides it, on whichever store (one
+// Redis, Sentinel or Cluster, or Redlock's independent masters).
 import type { EngineStats } from './engine';
 import type { AcquireParams, FenceCheck, Grant, LockInfo, LockScan, ReleaseOptions, ReleaseResult } from './types';
 import type { WatchListener } from './watch-room';

@@ -1,5 +1,5 @@
 // When each kept lease next needs its renewal loop, for the loops that serve many leases from one
-// timer (engine/watchdog.ts, redlock/engine.ts): a tick takes only the leases that are due, from a
+// timer (engine/watchdog.ts): a tick takes only the leases that are due, from a
 // min-heap, instead of walking every lease. With 10 000 Holds, walking them all at each tick was
 // a third of the server's CPU. Setting an item again leaves its older entry in the heap, stale:
 // it is skipped when it comes up.

@@ -1,6 +1,7 @@
 // The lock engine: plain requests in, plain results out. Every change to lock state is one
 // Lua script on one slot, run by the store (src/engine/store.ts: whichever topology it is);
-// waiting lives in WaitRoom, lease keeping in Watchdog. Knows nothing about gRPC or topologies.
+// waiting lives in WaitRoom (a queue in storage) or RetryWait (a store without one), lease
+// keeping in Watchdog. Knows nothing about gRPC or topologies; what a store cannot do, it asks.
 import { ttlCapProblem } from '../config/bounds';
 import { LockError, ReleaseCode, ScriptCode, ScriptFlag } from './errors';
 import { lockKeys, lockNameOfKey, lockScanPattern, requestIdKey, scriptKeys } from './keys';
@@ -24,6 +25,7 @@ import type {
 } from './types';
 import { LockChannels } from './lock-channels';
 import { randomId } from './random-ids';
+import { RetryWait } from './retry-wait';
 import { WaitRoom, type WaitRoomStats } from './wait-room';
 import { WatchRoom, type WatchListener } from './watch-room';
 import { Watchdog, type WatchdogStats } from './watchdog';
@@ -67,6 +69,7 @@ export class LockEngine {
   /** Prefixes this server's waiter ids ('<server id>.<random>'): release-4 hands the lock to them directly. */
   readonly serverId = randomId(6);
   private readonly room: WaitRoom;
+  private readonly retries: RetryWait;
   private readonly watchers: WatchRoom;
   private readonly watchdog: Watchdog;
   private readonly maxTtlMs: number;
@@ -85,6 +88,8 @@ export class LockEngine {
     const onBackgroundError = options.onBackgroundError ?? (() => {});
     const channels = new LockChannels(store.subscriber);
     this.room = new WaitRoom(this, channels, { refreshMs: options.entryRefreshMs ?? 1000, onBackgroundError });
+    this.retries = new RetryWait(this, channels);
+    if (store.scan) this.scanLocks = (cursor, count, namePrefix) => this.scanStep(store.scan!.bind(store), cursor, count, namePrefix);
     this.watchers = new WatchRoom(this, channels, onBackgroundError);
     // The watchdog's give-back of a hold it kept: finding it gone already (its set was released
     // with ReleaseSet, its loss was counted by the renewal) is no lease expiry seen by a Release.
@@ -155,11 +160,13 @@ export class LockEngine {
   }
 
   private async grantOrWait(params: AcquireParams, signal?: AbortSignal): Promise<Grant | null> {
+    this.refuseIf(this.store.refusal?.('acquire', params));
     this.checkTtl(params.ttlMs);
     if (params.requestId) await this.tieRequestId(params);
     const deadline = performance.now() + params.waitMs;
     // Waiters wait out a quarantine here; a try-once caller is told UNAVAILABLE by attempt().
     if (params.waitMs > 0 && !(await this.untilGrantsResume(params.name, deadline, signal))) return null;
+    if (!this.store.queues) return this.grantOrRetry(params, deadline, signal);
     const waiterId = params.waitMs > 0 ? this.room.expect(`${this.serverId}.${randomId(9)}`) : '';
     const token = newToken();
     let queued = false;
@@ -186,6 +193,24 @@ export class LockEngine {
       this.observer.waitEnd(probe, 'error');
       throw err;
     }
+  }
+
+  /** Storage without a queue: try, then retry until the deadline (retry-wait.ts). */
+  private async grantOrRetry(params: AcquireParams, deadline: number, signal?: AbortSignal): Promise<Grant | null> {
+    const grant = await this.retries.acquire(params, deadline, signal);
+    if (!grant || !signal?.aborted) return grant;
+    await this.release(params.name, grant.token, { holdId: params.holdId }).catch(() => {});
+    return null;
+  }
+
+  /** One try that never queues, with a fresh token. */
+  tryOnce(params: AcquireParams): Promise<{ grant?: Grant; nextExpiryMs: number }> {
+    return this.attempt(params, newToken(), '');
+  }
+
+  /** A store's refusal, thrown. */
+  private refuseIf(refused: LockError | null | undefined): void {
+    if (refused) throw refused;
   }
 
   /** One run of acquire-4: granted, refused, or queued under waiterId (when not ''). */
@@ -252,6 +277,7 @@ export class LockEngine {
 
   /** Replaces the value a live grant publishes to watchers; resolves with its fencing token. */
   async setValue(name: string, token: string, value: string): Promise<{ fencingToken: string }> {
+    this.refuseIf(this.store.refusal?.('setValue'));
     const reply = await this.run('setValue', name, [token, value]);
     if (reply[0] === ScriptCode.NOT_FOUND) throw notHeld(name);
     return { fencingToken: String(reply[1]) };
@@ -259,6 +285,7 @@ export class LockEngine {
 
   /** Follows one lock: `listener` gets its state at once, then each change. Returns the way to stop. */
   watch(name: string, listener: WatchListener): () => void {
+    this.refuseIf(this.store.refusal?.('watch'));
     return this.watchers.watch(name, listener);
   }
 
@@ -282,7 +309,9 @@ export class LockEngine {
 
   /** Counts of what this engine keeps, read when asked: waiting and renewing do no extra work for it. */
   stats(): EngineStats {
-    return { ...this.room.stats(), ...this.watchdog.stats() };
+    const room = this.room.stats();
+    const retrying = this.retries.stats();
+    return { ...room, waiters: room.waiters + retrying.waiters, lines: room.lines + retrying.lines, ...this.watchdog.stats() };
   }
 
   /**
@@ -340,16 +369,20 @@ export class LockEngine {
       value: String(h[5] ?? ''),
     }));
     holders.sort((a, b) => (BigInt(a.fencingToken) < BigInt(b.fencingToken) ? -1 : 1));
-    return { name, holders, waiters: Number(reply[2]), fencingToken: String(reply[0]), limit: Number(reply[1]), grantsResumeInMs: this.grantsResumeInMs(name) };
+    // A store without a queue knows no waiters: this server's retrying ones are the ones known.
+    const waiters = Number(reply[2]) + this.retries.waitingOn(name);
+    return { name, holders, waiters, fencingToken: String(reply[0]), limit: Number(reply[1]), grantsResumeInMs: this.grantsResumeInMs(name) };
   }
 
   /**
    * One SCAN step (never KEYS) through the locks that have holders or waiters, whose names start
    * with `namePrefix`: the names it found (possibly none, possibly repeated across steps) and the
-   * cursor to go on from ('0': the walk is complete).
+   * cursor to go on from ('0': the walk is complete). Absent when the store cannot list its locks.
    */
-  async scanLocks(cursor: string, count: number, namePrefix = ''): Promise<LockScan> {
-    const step = await this.store.scan(cursor, lockScanPattern(this.prefix, namePrefix), count);
+  readonly scanLocks?: (cursor: string, count: number, namePrefix?: string) => Promise<LockScan>;
+
+  private async scanStep(scan: NonNullable<LockStore['scan']>, cursor: string, count: number, namePrefix = ''): Promise<LockScan> {
+    const step = await scan(cursor, lockScanPattern(this.prefix, namePrefix), count);
     const names = new Set<string>();
     for (const key of step.keys) {
       const name = lockNameOfKey(this.prefix, key);
@@ -374,6 +407,7 @@ export class LockEngine {
    * released on disconnect.
    */
   async close(): Promise<void> {
+    this.retries.closeAll(new LockError('unavailable', 'the server is shutting down'));
     await Promise.all([
       this.room.closeAll(new LockError('unavailable', 'the server is shutting down')),
       this.watchers.closeAll(new LockError('unavailable', 'the server is shutting down')),

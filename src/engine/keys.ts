@@ -41,8 +41,23 @@ export function lockKeys(prefix: string, name: string): LockKeys {
 }
 
 /** A lock's keys on each Redlock node (src/redlock): its vote, its highest fencing token, its wake-up channel, its last released token. */
-export function redlockKeys(prefix: string, name: string): { lease: string; fence: string; channel: string; released: string } {
-  const base = `${prefix}:{${tagOf(name)}}`;
+export interface RedlockKeys {
+  lease: string;
+  fence: string;
+  channel: string;
+  released: string;
+}
+
+export function redlockKeys(prefix: string, name: string): RedlockKeys {
+  return redlockKeysAt(`${prefix}:{${tagOf(name)}}`);
+}
+
+/** The Redlock keys of the lock that `lockKey` (one of its lockKeys, which end in ':<letter>') belongs to. */
+export function redlockKeysOf(lockKey: string): RedlockKeys {
+  return redlockKeysAt(lockKey.slice(0, lockKey.lastIndexOf(':')));
+}
+
+function redlockKeysAt(base: string): RedlockKeys {
   return { lease: `${base}:rl`, fence: `${base}:rf`, channel: `${base}:rc`, released: `${base}:rr` };
 }
 

@@ -9,10 +9,10 @@ import type { LostReason } from './types';
 export type Probe = unknown;
 
 /**
- * A script run, 'renewBatch' (the watchdog's pipelined renewals of one tick on one node), or one
- * round of a Redlock script over every master ('redlock_acquire', ...).
+ * A script run (in Redlock mode: its rounds over every master), or 'renewBatch' (the watchdog's
+ * pipelined renewals of one tick on one node).
  */
-export type ScriptRun = ScriptName | 'renewBatch' | `redlock_${string}`;
+export type ScriptRun = ScriptName | 'renewBatch';
 
 export type AcquireOutcome = 'granted' | 'not_granted' | 'error';
 

@@ -2,8 +2,12 @@
 // Each topology (one Redis or Sentinel, a Cluster; src/redis/store.ts) is one implementation and
 // owns its connections, the loading and reloading of the function library, pipelines per node,
 // the replicas' acknowledgement (WAIT), slot refreshes and the failover quarantine. The engine
-// never learns which topology it is on.
+// never learns which topology it is on. A store that cannot do everything (Redlock's independent
+// masters, src/redlock/store.ts) says so through its capabilities (queues, refusal, scan), and
+// the engine asks before acting.
+import type { LockError } from './errors';
 import type { ScriptName } from './scripts';
+import type { AcquireParams } from './types';
 
 export type Reply = (string | number | Reply)[];
 
@@ -23,7 +27,17 @@ export interface Subscriber {
   sunsubscribe(channel: string): Promise<unknown>;
 }
 
+/** What the engine asks a store whether it may do (LockStore.refusal). */
+export type StoreOp = 'acquire' | 'setValue' | 'watch';
+
 export interface LockStore {
+  /**
+   * Whether a waiter can queue here (acquire-4 answers QUEUED and releases hand the lock over);
+   * false: acquire only grants or refuses, and the engine's waiters retry (retry-wait.ts).
+   */
+  readonly queues: boolean;
+  /** Why this store refuses `op` (with these acquire params), or null; absent: it refuses nothing. */
+  refusal?(op: StoreOp, params?: AcquireParams): LockError | null;
   /** Runs one script; Redis trouble becomes LockError('unavailable'). */
   run(script: ScriptName, call: ScriptCall): Promise<Reply>;
   /**
@@ -41,8 +55,8 @@ export interface LockStore {
   nodeOf(key: string): string;
   /** Whether grants and renewals wait for replicas (runConfirmed then costs a WAIT). */
   readonly confirmsWrites: boolean;
-  /** One bounded SCAN step for keys matching `pattern` ('0' starts and ends a walk). */
-  scan(cursor: string, pattern: string, count: number): Promise<{ keys: string[]; cursor: string }>;
+  /** One bounded SCAN step for keys matching `pattern` ('0' starts and ends a walk); absent: the store cannot list its locks. */
+  scan?(cursor: string, pattern: string, count: number): Promise<{ keys: string[]; cursor: string }>;
   /** The connection lock channels are subscribed on. */
   readonly subscriber: Subscriber;
   /** Why no grant may be made now on the lock `key` belongs to (a quarantine, Redis away), or null. */

@@ -210,7 +210,8 @@ export class Watchdog {
   }
 
   private async renewOnOneNode(due: Lease[], sentAt: number): Promise<void> {
-    const calls = due.map((lease) => ({ keys: lease.keys, args: [lease.token, renewalTtl(lease, sentAt), lease.holdId] }));
+    const asked = due.map((lease) => renewalTtl(lease, sentAt));
+    const calls = due.map((lease, i) => ({ keys: lease.keys, args: [lease.token, asked[i], lease.holdId] }));
     const probe = this.observer.scriptStart('renewBatch');
     // One replica acknowledgement for the whole batch; without it no renewal of it counts.
     const results = await this.store.runBatch('renew', calls);
@@ -225,13 +226,13 @@ export class Watchdog {
       const [err, reply] = results[i] ?? [new Error('no reply'), null];
       // A failed renewal is tried again at the next tick; lostAt decides when to give up.
       if (err || !reply) failure ??= err ?? new Error('no reply');
-      else this.settle(lease, reply as number[], sentAt);
+      else this.settle(lease, reply as number[], sentAt, asked[i]);
       this.reschedule(lease);
     });
     if (failure) this.onBackgroundError(fromRedisError(failure));
   }
 
-  private settle(lease: Lease, reply: number[], sentAt: number): void {
+  private settle(lease: Lease, reply: number[], sentAt: number, askedMs: number): void {
     // Ended while this renewal was on its way: the hold is being given back, and a renewal that
     // runs after that finds the hold gone (renew-3 checks the hold id), so nothing is extended.
     if (lease.ended) return;
@@ -248,7 +249,9 @@ export class Watchdog {
     const leftMs = Number(reply[1]);
     lease.renewAt = sentAt + lease.ttlMs * RENEW_FRACTION;
     lease.lostAt = sentAt + leftMs - safetyMargin(lease.ttlMs);
-    lease.final = runsToCap(lease, sentAt + leftMs);
+    // A renewal that asked for the rest of the max hold time is the last, whatever a store takes
+    // off what it confirms (Redlock's clock drift allowance).
+    lease.final = runsToCap(lease, sentAt + Math.max(leftMs, askedMs));
     lease.toldUntil = Math.max(lease.toldUntil, sentAt + leftMs);
     lease.onRenewed(leftMs, sentAt);
   }

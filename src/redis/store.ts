@@ -27,6 +27,7 @@ export class RedisStore implements LockStore {
   private readonly guard?: WriteGuard;
   private readonly describeUnavailable?: DescribeUnavailable;
   readonly confirmsWrites: boolean;
+  readonly queues = true;
 
   constructor(
     private readonly redis: Redis | Cluster,

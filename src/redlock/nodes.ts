@@ -30,7 +30,7 @@ export interface RedlockNode {
   /** How long until it votes again (0: it does; an estimate while it is away). */
   votesInMs(): number;
   run(script: RedlockScript, keys: string[], args: (string | number)[]): Promise<Reply>;
-  /** Calls `onMessage` with the channel of every wake-up this node publishes on a subscribed channel. */
+  /** Calls `onMessage` with every wake-up this node publishes on a subscribed channel. */
   subscribe(channel: string): Promise<unknown>;
   unsubscribe(channel: string): Promise<unknown>;
 }
@@ -40,7 +40,7 @@ export interface NodeOptions {
   timeoutMs: number;
   epochKey: string;
   quarantineMs: number;
-  onMessage(channel: string): void;
+  onMessage(channel: string, message: string): void;
   onQuarantine?: (url: string, why: string, ms: number) => void;
   onChange?: () => void;
 }
@@ -63,7 +63,7 @@ export function connectNodes(urls: string[], options: NodeOptions): { nodes: Red
     });
     commands.on('error', () => {}); // failures surface as a missing vote
     subscriber.on('error', () => {});
-    subscriber.on('message', (channel: string) => options.onMessage(channel));
+    subscriber.on('message', (channel: string, message: string) => options.onMessage(channel, message));
     for (const [script, [file, keys]] of Object.entries(FILES)) {
       commands.defineCommand(`redlock_${script}`, { numberOfKeys: keys, lua: readScript(file) });
     }
