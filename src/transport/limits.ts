@@ -22,6 +22,12 @@ export interface ServerLimits {
   maxHoldsPerNamespace: number;
   /** Queued waiters per lock across all servers (acquire-4 checks it); 0: no cap. */
   maxWaitersPerLock: number;
+  /** Operations in flight on one Session stream: at the cap the server reads no more until some are answered. */
+  maxSessionOps: number;
+  /** Waiting operations (acquire or hold with wait_timeout_ms > 0) in flight on one Session; over it: RESOURCE_EXHAUSTED. */
+  maxSessionWaiters: number;
+  /** Locks held with `hold` on one Session; over it: RESOURCE_EXHAUSTED. */
+  maxSessionLocks: number;
   /** Pings closer together than this, with nothing sent in between, are strikes (ping-policy.ts). */
   minPingIntervalMs: number;
   /** Strikes allowed before the connection is closed with GOAWAY ENHANCE_YOUR_CALM. */
@@ -40,6 +46,9 @@ export const DEFAULT_LIMITS: ServerLimits = {
   maxWaitersPerNamespace: 10_000,
   maxHoldsPerNamespace: 10_000,
   maxWaitersPerLock: 1000,
+  maxSessionOps: 10_000,
+  maxSessionWaiters: 5000,
+  maxSessionLocks: 10_000,
   minPingIntervalMs: 5000,
   maxPingStrikes: 2,
 };
@@ -70,6 +79,8 @@ export interface ConnectionState extends Counts {
 /** Calls that may wait for locks, and those that then hold them as a stream (a set counts once). */
 const ACQUIRE_PATHS = new Set(['/holdfast.v1.LockService/Acquire', '/holdfast.v1.LockService/AcquireSet']);
 const HOLD_PATHS = new Set(['/holdfast.v1.LockService/Hold', '/holdfast.v1.LockService/HoldSet']);
+/** A Session counts as one Hold stream, however many locks it holds (it has caps of its own: transport/session.ts). */
+const SESSION_PATH = '/holdfast.v1.LockService/Session';
 
 export class CallLimits {
   private readonly connections = new WeakMap<Http2Session, ConnectionState>();
@@ -92,7 +103,8 @@ export class CallLimits {
   readonly interceptor: ServerInterceptor = (method, call: ServerInterceptingCallInterface) => {
     const session = sessionOf(call);
     const connection = session ? this.connection(session) : { waiters: 0, holds: 0, sentSincePing: false };
-    const isHold = HOLD_PATHS.has(method.path);
+    const isSession = method.path === SESSION_PATH;
+    const isHold = isSession || HOLD_PATHS.has(method.path);
     if (!isHold && !ACQUIRE_PATHS.has(method.path)) {
       // Still noted for the ping policy: a response is data sent on the connection.
       return new ServerInterceptingCall(call, {
@@ -135,9 +147,11 @@ export class CallLimits {
             nextMetadata(received);
           },
           onReceiveMessage: (message, nextMessage) => {
+            if (refused) return;
+            if (admitted && isSession) return void nextMessage(message); // a session is admitted once, at its first operation
             // Asked now, not with the metadata: every interceptor has seen the metadata by the time a message arrives.
             namespace = metadata ? this.namespaceOf(metadata) : '';
-            const waits = isHold || Number((message as { waitTimeoutMs?: unknown })?.waitTimeoutMs ?? 0) > 0;
+            const waits = (isHold && !isSession) || Number((message as { waitTimeoutMs?: unknown })?.waitTimeoutMs ?? 0) > 0;
             const refusal = this.refusal(connection, namespace, isHold, waits);
             if (refusal) {
               refused = true;

@@ -1,0 +1,282 @@
+// Session: one stream carrying many lock operations, each answered by its op_id as soon as it is
+// done (src/transport/session-ops.ts runs them as their unary twins). Locks taken with `hold` are
+// kept as a Hold's are and live as long as the session (session-leases.ts). The session ends as a
+// Hold does: on its holder's word (close, half-close, a cancel from a live client) every lock is
+// given back at once; a stream that vanished leaves them until the leases its client was told of
+// have run out.
+//
+// Back-pressure: at max-session-ops operations in flight, or while the client does not read its
+// answers, the server stops reading the stream, so HTTP/2 flow control slows the sender and no
+// request piles up in server memory. Waiting operations have their own, lower cap
+// (max-session-waiters, over it RESOURCE_EXHAUSTED), so that quick operations, cancels among
+// them, are always read soon.
+import { status, type Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
+import type { SessionRequest, SessionResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import type { LockBackend } from '../engine/backend';
+import type { LostReason } from '../engine/types';
+import { callScope } from './call-context';
+import { rejectedOp } from './decode';
+import { deadlineEndWait, LOST_CODE, type HoldOptions } from './hold';
+import { msSince } from './operations';
+import { OP_KINDS, OP_METHOD, runOp, type OpKind, type OpResult } from './session-ops';
+import { SessionLeases } from './session-leases';
+import { lostLeaseError, serviceError, toServiceError } from './status';
+
+export interface SessionLimits {
+  /** Operations in flight on one session; at the cap the server stops reading the stream. */
+  maxSessionOps: number;
+  /** Waiting operations (acquire or hold with wait_timeout_ms > 0) in flight; over it: RESOURCE_EXHAUSTED. */
+  maxSessionWaiters: number;
+  /** Locks held with `hold` (granted or being acquired); over it: RESOURCE_EXHAUSTED. */
+  maxSessionLocks: number;
+}
+
+export interface SessionOptions extends HoldOptions, SessionLimits {
+  /** Why the caller may not run the unary RPC at `path` (its role), or undefined: applied to each operation. */
+  opRefusal?(metadata: Metadata, path: string): { code: status; details: string } | undefined;
+  /** Told of each answered operation: its unary twin's method name and the status code (metrics). */
+  onOp?(method: string, code: status): void;
+}
+
+type SessionCall = ServerDuplexStream<SessionRequest, SessionResponse>;
+
+interface InFlight {
+  controller: AbortController;
+  waits: boolean;
+  method: string;
+  /** Answered (or cancelled): a result that comes later is undone. */
+  done: boolean;
+}
+
+const SERVICE_PATH = '/holdfast.v1.LockService/';
+
+function waitsForLock(kind: OpKind, request: SessionRequest): boolean {
+  return (kind === 'acquire' || kind === 'hold') && Number(request[kind]?.waitTimeoutMs || 0) > 0;
+}
+
+export function sessionHandler(engine: LockBackend, options: SessionOptions) {
+  return (call: SessionCall) => new Session(engine, options, call).start();
+}
+
+class Session {
+  /** Every time told to the client counts from here: it anchors them at when it opened the stream. */
+  private readonly startedAt = performance.now();
+  private readonly inFlight = new Map<string, InFlight>();
+  private readonly scope;
+  private readonly leases: SessionLeases;
+  private waiting = 0;
+  /** Locks held, and hold operations in flight that may add one. */
+  private holdsPending = 0;
+  /** No operation is read any more: the session ends once those in flight are answered. */
+  private closing = false;
+  /** The stream has ended (or is ending): nothing more is written. */
+  private over = false;
+  private writeBlocked = false;
+
+  constructor(
+    private readonly engine: LockBackend,
+    private readonly options: SessionOptions,
+    private readonly call: SessionCall,
+  ) {
+    this.scope = callScope(call);
+    this.leases = new SessionLeases(({ ttlMs, leaseStart, locks }) =>
+      this.write({ opId: '0', renewed: { ttlMs: String(ttlMs), leaseStartedAfterMs: msSince(this.startedAt, leaseStart), locks } }),
+    );
+  }
+
+  start(): void {
+    this.call.on('data', (message: unknown) => this.receive(message));
+    this.call.on('end', () => this.close());
+    this.scope.signal.addEventListener('abort', () => this.ended());
+  }
+
+  private receive(message: unknown): void {
+    if (this.closing || this.over) return;
+    const bad = rejectedOp(message);
+    if (!bad) {
+      this.request(message as SessionRequest);
+    } else if (bad.opId === undefined) {
+      // Without a readable op_id there is no operation to answer: the stream itself is refused.
+      this.fail(status.INVALID_ARGUMENT, bad.message);
+    } else {
+      this.answerError(bad.opId, 'Session', status.INVALID_ARGUMENT, bad.message);
+    }
+  }
+
+  private request(request: SessionRequest): void {
+    if (request.close) {
+      this.close();
+    } else if (request.cancel !== undefined) {
+      this.cancel(request.cancel);
+    } else {
+      const kind = OP_KINDS.find((k) => request[k] !== undefined);
+      const refusal = kind
+        ? this.refusal(request.opId, kind, request)
+        : { code: status.INVALID_ARGUMENT, message: `op is required: one of ${OP_KINDS.join(', ')}, cancel or close` };
+      if (refusal) this.answerError(request.opId, kind ? OP_METHOD[kind] : 'Session', refusal.code, refusal.message);
+      else this.begin(request.opId, kind!, request);
+    }
+  }
+
+  /** Why the session itself refuses the operation (its id, the caller's role, a cap), or undefined. */
+  private refusal(opId: string, kind: OpKind, request: SessionRequest): { code: status; message: string } | undefined {
+    if (this.inFlight.has(opId)) return { code: status.INVALID_ARGUMENT, message: `op_id ${opId} is in flight already: give each operation its own id` };
+    const refused = this.options.opRefusal?.(this.call.metadata, SERVICE_PATH + OP_METHOD[kind]);
+    if (refused) return { code: refused.code, message: refused.details };
+    if (waitsForLock(kind, request) && this.waiting >= this.options.maxSessionWaiters) {
+      return {
+        code: status.RESOURCE_EXHAUSTED,
+        message: `this session has ${this.waiting} operations waiting for locks, the most max-session-waiters allows; wait for fewer locks at once`,
+      };
+    }
+    const locks = this.leases.size + this.holdsPending;
+    if (kind === 'hold' && locks >= this.options.maxSessionLocks) {
+      return {
+        code: status.RESOURCE_EXHAUSTED,
+        message: `this session holds ${locks} locks, the most max-session-locks allows; release some or open another session`,
+      };
+    }
+    return undefined;
+  }
+
+  private begin(opId: string, kind: OpKind, request: SessionRequest): void {
+    const method = OP_METHOD[kind];
+    const waits = waitsForLock(kind, request);
+    const holds = kind === 'hold';
+    const op: InFlight = { controller: new AbortController(), waits, method, done: false };
+    this.inFlight.set(opId, op);
+    if (waits) this.waiting++;
+    if (holds) this.holdsPending++;
+    if (this.inFlight.size >= this.options.maxSessionOps) this.call.pause();
+    const context = { engine: this.engine, options: this.options, call: this.call, anchor: this.startedAt, signal: op.controller.signal, opId };
+    runOp(kind, request, context, {
+      kept: (held) => this.leases.add(held),
+      renewed: (holdId, ttlMs, start) => this.leases.renewed(holdId, ttlMs, start),
+      lost: (holdId, reason, message) => this.lost(holdId, reason, message),
+      dropped: (holdId) => void this.leases.remove(holdId),
+    }).then(
+      (result) => {
+        if (holds) this.holdsPending--;
+        this.settle(opId, op, result);
+      },
+      (err) => {
+        if (holds) this.holdsPending--;
+        if (op.done) return;
+        const { code, details } = toServiceError(err, this.options.logError);
+        this.finishOp(opId, op);
+        this.answerError(opId, method, code, details);
+      },
+    );
+  }
+
+  private settle(opId: string, op: InFlight, result: OpResult): void {
+    if (op.done) {
+      // Cancelled, or the session ended, while the result was on its way: nothing may stay behind.
+      void result.undo?.();
+      return;
+    }
+    this.finishOp(opId, op);
+    this.options.onOp?.(op.method, status.OK);
+    this.write({ opId, ...result.response });
+  }
+
+  private finishOp(opId: string, op: InFlight): void {
+    op.done = true;
+    this.inFlight.delete(opId);
+    if (op.waits) this.waiting--;
+    this.resumeReading();
+    if (this.closing && this.inFlight.size === 0) this.finishClose();
+  }
+
+  private cancel(target: string): void {
+    const op = this.inFlight.get(target);
+    if (!op) return;
+    this.finishOp(target, op);
+    op.controller.abort();
+    this.answerError(target, op.method, status.CANCELLED, 'the operation was cancelled by the client');
+  }
+
+  /** A hold of this session ended other than by the session's own end. */
+  private lost(holdId: string, reason: LostReason, message: string): void {
+    const held = this.leases.remove(holdId);
+    if (!held || this.over) return;
+    if (reason !== 'released') this.options.onAbnormalEnd?.({ name: held.name, holdId, reason, message });
+    this.write({ opId: held.opId, lost: { reason: message, code: LOST_CODE[reason], name: held.name } });
+    if (reason === 'server_shutdown') this.fail(status.UNAVAILABLE, 'the server is shutting down');
+  }
+
+  /** The holder's clean end: read nothing more, answer what is in flight, then give every lock back and end with OK. */
+  private close(): void {
+    if (this.closing || this.over) return;
+    this.closing = true;
+    if (this.inFlight.size === 0) this.finishClose();
+  }
+
+  private finishClose(): void {
+    if (this.over) return;
+    this.over = true;
+    this.scope.finish(); // grpc-js reports every end as 'cancelled': this one is no news
+    for (const held of this.leases.takeAll()) void held.lease.letGo();
+    this.call.end();
+  }
+
+  /** The stream ended under the session: a cancel by its client, its deadline, or a lost connection. */
+  private ended(): void {
+    this.over = true;
+    for (const op of this.inFlight.values()) {
+      op.done = true;
+      op.controller.abort();
+    }
+    this.inFlight.clear();
+    const held = this.leases.takeAll();
+    if (this.scope.cancelledByClient()) {
+      for (const { lease } of held) void lease.letGo();
+      return;
+    }
+    const givenBack = deadlineEndWait(this.call, this.startedAt);
+    if (givenBack !== undefined) {
+      setTimeout(() => held.forEach(({ lease }) => void lease.letGo()), givenBack);
+      return;
+    }
+    const message = 'the session stream ended without a cancel (the connection was lost)';
+    for (const { name, holdId, lease } of held) {
+      this.options.onAbnormalEnd?.({ name, holdId, reason: 'stream_lost', message });
+      void lease.abandon();
+    }
+  }
+
+  /** Ends the whole session with a status (the engine is gone, or a message could not be read at all). */
+  private fail(code: status, details: string): void {
+    if (this.over) return;
+    this.over = true;
+    this.scope.finish();
+    for (const op of this.inFlight.values()) {
+      op.done = true;
+      op.controller.abort();
+    }
+    this.inFlight.clear();
+    for (const held of this.leases.takeAll()) void (code === status.UNAVAILABLE ? held.lease.abandon() : held.lease.letGo());
+    this.call.emit('error', code === status.UNAVAILABLE ? lostLeaseError('server_shutdown', details) : serviceError(code, details));
+  }
+
+  private answerError(opId: string, method: string, code: status, message: string): void {
+    this.options.onOp?.(method, code);
+    this.write({ opId, error: { code, message } });
+  }
+
+  private write(response: SessionResponse): void {
+    if (this.over) return;
+    if (this.call.write(response) || this.writeBlocked) return;
+    // The client is not reading its answers: read no more operations until it does.
+    this.writeBlocked = true;
+    this.call.pause();
+    this.call.once('drain', () => {
+      this.writeBlocked = false;
+      this.resumeReading();
+    });
+  }
+
+  private resumeReading(): void {
+    if (!this.writeBlocked && !this.closing && this.inFlight.size < this.options.maxSessionOps) this.call.resume();
+  }
+}
