@@ -14,7 +14,7 @@ import { status, type Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { SessionRequest, SessionResponse } from '../../clients/ts/gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
 import type { LostReason } from '../engine/types';
-import { callScope } from './call-context';
+import { callScope, peerAnswers } from './call-context';
 import { rejectedOp } from './decode';
 import { deadlineEndWait, LOST_CODE, type HoldOptions } from './hold';
 import { msSince } from './operations';
@@ -86,7 +86,9 @@ class Session {
 
   start(): void {
     this.call.on('data', (message: unknown) => this.receive(message));
-    this.call.on('end', () => this.close());
+    // A half-close is the client's word only if its connection is still up: a killed client's
+    // connection ends every stream the same way (EOF), and that must not free its locks.
+    this.call.on('end', () => void peerAnswers(this.call).then((alive) => alive && this.close()));
     this.scope.signal.addEventListener('abort', () => this.ended());
   }
 
