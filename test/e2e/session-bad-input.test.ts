@@ -13,7 +13,7 @@ import {
   LockServiceService,
   ReleaseRequest,
   RenewRequest,
-  SessionResponse,
+  type SessionResponse,
   SetValueRequest,
 } from '../../clients/ts/gen/holdfast/v1/lock';
 import { useServers } from '../support/fixture';
