@@ -46,8 +46,11 @@ export const DEFAULT_LIMITS: ServerLimits = {
   maxWaitersPerNamespace: 10_000,
   maxHoldsPerNamespace: 10_000,
   maxWaitersPerLock: 1000,
-  maxSessionOps: 10_000,
-  maxSessionWaiters: 5000,
+  // About 13 KiB of server RSS per waiting operation or held lock, as per waiter or Hold stream
+  // (docs/sessions.md): a full session is about 130 MB of each, like a full namespace. The ops cap
+  // leaves room for 6 384 quick operations (cancels among them) beside a full set of waits.
+  maxSessionOps: 16_384,
+  maxSessionWaiters: 10_000,
   maxSessionLocks: 10_000,
   minPingIntervalMs: 5000,
   maxPingStrikes: 2,
