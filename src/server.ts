@@ -144,6 +144,10 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     maxSessionLocks: limits.maxSessionLocks,
     opRefusal: (metadata: Metadata, path: string) => auth.opRefusal(metadata, path),
     onOp: metrics && ((method: string, code: number) => metrics.sessionOp(method, code)),
+    namespaceSlots: {
+      take: (kind: 'waiters' | 'holds') => callLimits.takeNamespaceSlot(namespaceLabel(namespace), kind),
+      give: (kind: 'waiters' | 'holds') => callLimits.giveNamespaceSlot(namespaceLabel(namespace), kind),
+    },
     logError,
     // One line per lost lease and per Hold stream that broke; a shutdown ends them all, said once.
     onAbnormalEnd: ({ name, holdId, reason, message }: AbnormalHoldEnd) => {

@@ -218,6 +218,33 @@ export class CallLimits {
     return undefined;
   }
 
+  /**
+   * One waiter or hold slot of a namespace, for a Session's waiting operation or held lock: they
+   * count as waiting calls and Hold streams do. Why not (naming the cap), or undefined once counted.
+   */
+  takeNamespaceSlot(namespace: string, kind: keyof Counts): string | undefined {
+    const counts = this.namespaceCounts(namespace);
+    const holds = kind === 'holds';
+    const cap = holds ? this.limits.maxHoldsPerNamespace : this.limits.maxWaitersPerNamespace;
+    if (counts[kind] < cap) {
+      counts[kind]++;
+      return undefined;
+    }
+    this.dropIfIdle(namespace);
+    const limit: LimitName = holds ? 'max-holds-per-namespace' : 'max-waiters-per-namespace';
+    this.onRefused?.(limit);
+    const where = namespace === '' ? 'the default namespace' : `namespace "${namespace}"`;
+    const what = holds ? 'locks held by Hold streams and sessions' : 'calls and session operations waiting for locks';
+    return `${where} has ${counts[kind]} ${what} on this server, the most ${limit} allows`;
+  }
+
+  giveNamespaceSlot(namespace: string, kind: keyof Counts): void {
+    const counts = this.namespaces.get(namespace);
+    if (!counts) return;
+    counts[kind]--;
+    this.dropIfIdle(namespace);
+  }
+
   private admit(connection: Counts, namespace: string, isHold: boolean, waits: boolean): void {
     const ns = this.namespaceCounts(namespace);
     if (isHold) {

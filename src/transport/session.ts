@@ -36,6 +36,16 @@ export interface SessionOptions extends HoldOptions, SessionLimits {
   opRefusal?(metadata: Metadata, path: string): { code: status; details: string } | undefined;
   /** Told of each answered operation: its unary twin's method name and the status code (metrics). */
   onOp?(method: string, code: status): void;
+  /**
+   * The caller's namespace caps: a session's waits and locks count in them as waiting calls and
+   * Hold streams do. take() says why not, or counts one.
+   */
+  namespaceSlots?: NamespaceSlots;
+}
+
+export interface NamespaceSlots {
+  take(kind: 'waiters' | 'holds'): string | undefined;
+  give(kind: 'waiters' | 'holds'): void;
 }
 
 type SessionCall = ServerDuplexStream<SessionRequest, SessionResponse>;
@@ -49,6 +59,8 @@ interface InFlight {
 }
 
 const SERVICE_PATH = '/holdfast.v1.LockService/';
+/** One shared reason: abort() without one would build a DOMException for every cancel. */
+const STOPPED = Object.freeze(new Error('the operation was cancelled or its session ended'));
 
 function waitsForLock(kind: OpKind, request: SessionRequest): boolean {
   return (kind === 'acquire' || kind === 'hold') && Number(request[kind]?.waitTimeoutMs || 0) > 0;
@@ -65,8 +77,10 @@ class Session {
   private readonly scope;
   private readonly leases: SessionLeases;
   private waiting = 0;
-  /** Locks held, and hold operations in flight that may add one. */
+  /** Hold operations in flight (each may add a lock). */
   private holdsPending = 0;
+  /** Namespace hold slots taken: one per lock held and per hold operation in flight. */
+  private holdSlots = 0;
   /** No operation is read any more: the session ends once those in flight are answered. */
   private closing = false;
   /** The stream has ended (or is ending): nothing more is written. */
@@ -138,7 +152,29 @@ class Session {
         message: `this session holds ${locks} locks, the most max-session-locks allows; release some or open another session`,
       };
     }
+    return this.takeNamespaceSlots(kind, request);
+  }
+
+  /** Last: a refusal after this would have to give the slots back. */
+  private takeNamespaceSlots(kind: OpKind, request: SessionRequest): { code: status; message: string } | undefined {
+    const slots = this.options.namespaceSlots;
+    if (!slots) return undefined;
+    const waits = waitsForLock(kind, request);
+    const refused = (waits && slots.take('waiters')) || undefined;
+    if (refused) return { code: status.RESOURCE_EXHAUSTED, message: refused };
+    if (kind !== 'hold') return undefined;
+    const noHold = slots.take('holds');
+    if (noHold) {
+      if (waits) slots.give('waiters');
+      return { code: status.RESOURCE_EXHAUSTED, message: noHold };
+    }
+    this.holdSlots++;
     return undefined;
+  }
+
+  /** Gives back the namespace hold slots of locks and hold operations that are gone. */
+  private returnHoldSlots(): void {
+    for (; this.holdSlots > this.holdsPending + this.leases.size; this.holdSlots--) this.options.namespaceSlots?.give('holds');
   }
 
   private begin(opId: string, kind: OpKind, request: SessionRequest): void {
@@ -155,14 +191,16 @@ class Session {
       kept: (held) => this.leases.add(held),
       renewed: (holdId, ttlMs, start) => this.leases.renewed(holdId, ttlMs, start),
       lost: (holdId, reason, message) => this.lost(holdId, reason, message),
-      dropped: (holdId) => void this.leases.remove(holdId),
+      dropped: (holdId) => this.dropLock(holdId),
     }).then(
       (result) => {
         if (holds) this.holdsPending--;
         this.settle(opId, op, result);
+        this.returnHoldSlots();
       },
       (err) => {
         if (holds) this.holdsPending--;
+        this.returnHoldSlots();
         if (op.done) return;
         const { code, details } = toServiceError(err, this.options.logError);
         this.finishOp(opId, op);
@@ -182,25 +220,51 @@ class Session {
     this.write({ opId, ...result.response });
   }
 
-  private finishOp(opId: string, op: InFlight): void {
-    op.done = true;
+  private finishOp(opId: string, op: InFlight, stop = false): void {
+    this.dropOp(op, stop);
     this.inFlight.delete(opId);
-    if (op.waits) this.waiting--;
     this.resumeReading();
     if (this.closing && this.inFlight.size === 0) this.finishClose();
+  }
+
+  /** The operation will not be answered (or just was): stop it and give back its waiter slots. */
+  private dropOp(op: InFlight, stop: boolean): void {
+    op.done = true;
+    if (stop) op.controller.abort(STOPPED);
+    if (!op.waits) return;
+    this.waiting--;
+    this.options.namespaceSlots?.give('waiters');
+  }
+
+  /** Every operation in flight, dropped unanswered: the session is over. */
+  private dropAllOps(): void {
+    for (const op of this.inFlight.values()) this.dropOp(op, true);
+    this.inFlight.clear();
+  }
+
+  /** Every lock, out of the session: the caller lets go of them or abandons them. */
+  private takeAllLocks() {
+    const all = this.leases.takeAll();
+    this.returnHoldSlots();
+    return all;
+  }
+
+  private dropLock(holdId: string) {
+    const held = this.leases.remove(holdId);
+    this.returnHoldSlots();
+    return held;
   }
 
   private cancel(target: string): void {
     const op = this.inFlight.get(target);
     if (!op) return;
-    this.finishOp(target, op);
-    op.controller.abort();
+    this.finishOp(target, op, true);
     this.answerError(target, op.method, status.CANCELLED, 'the operation was cancelled by the client');
   }
 
   /** A hold of this session ended other than by the session's own end. */
   private lost(holdId: string, reason: LostReason, message: string): void {
-    const held = this.leases.remove(holdId);
+    const held = this.dropLock(holdId);
     if (!held || this.over) return;
     if (reason !== 'released') this.options.onAbnormalEnd?.({ name: held.name, holdId, reason, message });
     this.write({ opId: held.opId, lost: { reason: message, code: LOST_CODE[reason], name: held.name } });
@@ -218,19 +282,15 @@ class Session {
     if (this.over) return;
     this.over = true;
     this.scope.finish(); // grpc-js reports every end as 'cancelled': this one is no news
-    for (const held of this.leases.takeAll()) void held.lease.letGo();
+    for (const held of this.takeAllLocks()) void held.lease.letGo();
     this.call.end();
   }
 
   /** The stream ended under the session: a cancel by its client, its deadline, or a lost connection. */
   private ended(): void {
     this.over = true;
-    for (const op of this.inFlight.values()) {
-      op.done = true;
-      op.controller.abort();
-    }
-    this.inFlight.clear();
-    const held = this.leases.takeAll();
+    this.dropAllOps();
+    const held = this.takeAllLocks();
     if (this.scope.cancelledByClient()) {
       for (const { lease } of held) void lease.letGo();
       return;
@@ -252,12 +312,8 @@ class Session {
     if (this.over) return;
     this.over = true;
     this.scope.finish();
-    for (const op of this.inFlight.values()) {
-      op.done = true;
-      op.controller.abort();
-    }
-    this.inFlight.clear();
-    for (const held of this.leases.takeAll()) void (code === status.UNAVAILABLE ? held.lease.abandon() : held.lease.letGo());
+    this.dropAllOps();
+    for (const held of this.takeAllLocks()) void (code === status.UNAVAILABLE ? held.lease.abandon() : held.lease.letGo());
     this.call.emit('error', code === status.UNAVAILABLE ? lostLeaseError('server_shutdown', details) : serviceError(code, details));
   }
 
