@@ -144,6 +144,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     maxSessionLocks: limits.maxSessionLocks,
     opRefusal: (metadata: Metadata, path: string) => auth.opRefusal(metadata, path),
     onOp: metrics && ((method: string, code: number) => metrics.sessionOp(method, code)),
+    traceOp: tracing?.sessionOp,
     namespaceSlots: {
       take: (kind: 'waiters' | 'holds') => callLimits.takeNamespaceSlot(namespaceLabel(namespace), kind),
       give: (kind: 'waiters' | 'holds') => callLimits.giveNamespaceSlot(namespaceLabel(namespace), kind),

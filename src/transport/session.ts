@@ -36,6 +36,8 @@ export interface SessionOptions extends HoldOptions, SessionLimits {
   opRefusal?(metadata: Metadata, path: string): { code: status; details: string } | undefined;
   /** Told of each answered operation: its unary twin's method name and the status code (metrics). */
   onOp?(method: string, code: status): void;
+  /** Runs one operation inside a span of its own (traces); `end` is told its status once. */
+  traceOp?<T>(method: string, lock: string, run: () => T): { result: T; end(code: number, details: string): void };
   /**
    * The caller's namespace caps: a session's waits and locks count in them as waiting calls and
    * Hold streams do. take() says why not, or counts one.
@@ -56,6 +58,8 @@ interface InFlight {
   method: string;
   /** Answered (or cancelled): a result that comes later is undone. */
   done: boolean;
+  /** Closes the operation's span (traces). */
+  traced?(code: number, details: string): void;
 }
 
 const SERVICE_PATH = '/holdfast.v1.LockService/';
@@ -187,12 +191,16 @@ class Session {
     if (holds) this.holdsPending++;
     if (this.inFlight.size >= this.options.maxSessionOps) this.call.pause();
     const context = { engine: this.engine, options: this.options, call: this.call, anchor: this.startedAt, signal: op.controller.signal, opId };
-    runOp(kind, request, context, {
-      kept: (held) => this.leases.add(held),
-      renewed: (holdId, ttlMs, start) => this.leases.renewed(holdId, ttlMs, start),
-      lost: (holdId, reason, message) => this.lost(holdId, reason, message),
-      dropped: (holdId) => this.dropLock(holdId),
-    }).then(
+    const run = () =>
+      runOp(kind, request, context, {
+        kept: (held) => this.leases.add(held),
+        renewed: (holdId, ttlMs, start) => this.leases.renewed(holdId, ttlMs, start),
+        lost: (holdId, reason, message) => this.lost(holdId, reason, message),
+        dropped: (holdId) => this.dropLock(holdId),
+      });
+    const traced = this.options.traceOp?.(method, request[kind]?.name ?? '', run);
+    op.traced = traced?.end;
+    (traced ? traced.result : run()).then(
       (result) => {
         if (holds) this.holdsPending--;
         this.settle(opId, op, result);
@@ -204,6 +212,7 @@ class Session {
         if (op.done) return;
         const { code, details } = toServiceError(err, this.options.logError);
         this.finishOp(opId, op);
+        op.traced?.(code, details);
         this.answerError(opId, method, code, details);
       },
     );
@@ -217,6 +226,7 @@ class Session {
     }
     this.finishOp(opId, op);
     this.options.onOp?.(op.method, status.OK);
+    op.traced?.(status.OK, '');
     this.write({ opId, ...result.response });
   }
 
@@ -230,7 +240,10 @@ class Session {
   /** The operation will not be answered (or just was): stop it and give back its waiter slots. */
   private dropOp(op: InFlight, stop: boolean): void {
     op.done = true;
-    if (stop) op.controller.abort(STOPPED);
+    if (stop) {
+      op.controller.abort(STOPPED);
+      op.traced?.(status.CANCELLED, STOPPED.message);
+    }
     if (!op.waits) return;
     this.waiting--;
     this.options.namespaceSlots?.give('waiters');
