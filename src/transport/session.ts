@@ -326,7 +326,8 @@ class Session {
     this.over = true;
     this.scope.finish();
     this.dropAllOps();
-    for (const held of this.takeAllLocks()) void (code === status.UNAVAILABLE ? held.lease.abandon() : held.lease.letGo());
+    // Not the holder's word: its client may not have read this end yet, so its leases run out first.
+    for (const held of this.takeAllLocks()) void held.lease.abandon();
     this.call.emit('error', code === status.UNAVAILABLE ? lostLeaseError('server_shutdown', details) : serviceError(code, details));
   }
 
