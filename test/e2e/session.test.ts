@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
 import type { TestClient } from '../support/client';
 import { useServers } from '../support/fixture';
-import { uniqueName } from '../support/redis';
+import { deleteLockState, uniqueName } from '../support/redis';
 import { openSession } from '../support/session';
 import { waitFor } from '../support/wait';
 
@@ -142,6 +142,22 @@ describe('locks held under a session', () => {
     await waitFor('the waiter to queue', async () => (await peer.inspect({ name: kept })).waiters === 1);
     s.call.cancel();
     expect((await waiter).acquired).toBe(true);
+  });
+
+  it('a lock whose lease is lost is reported on its own, under its hold op_id; the others stay held and renewed', async () => {
+    const [lost, kept] = [uniqueName(), uniqueName()];
+    const s = session();
+    const lostOp = s.send({ opId: '11', hold: { name: lost, ttlMs: '600' } });
+    await s.answerTo(lostOp);
+    expect((await s.op({ hold: { name: kept, ttlMs: '600' } })).hold).toBeDefined();
+    await deleteLockState(env.redis, lost);
+    const notice = await s.next((r) => r.opId === lostOp && !!r.lost);
+    expect(notice.lost).toMatchObject({ code: LostReason.LOST_REASON_EXPIRED, name: lost });
+    const after = s.received.length;
+    await s.next((r) => s.received.indexOf(r) >= after && r.renewed?.locks === 1);
+    expect((await peer.inspect({ name: kept })).holders).toHaveLength(1);
+    s.call.end();
+    expect((await s.ended).code).toBe(status.OK);
   });
 
   it('operations in flight when the session is cancelled leave no lock behind', async () => {
