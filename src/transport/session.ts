@@ -313,11 +313,11 @@ class Session {
       setTimeout(() => held.forEach(({ lease }) => void lease.letGo()), givenBack);
       return;
     }
-    const message = 'the session stream ended without a cancel (the connection was lost)';
-    for (const { name, holdId, lease } of held) {
-      this.options.onAbnormalEnd?.({ name, holdId, reason: 'stream_lost', message });
-      void lease.abandon();
-    }
+    for (const { lease } of held) void lease.abandon();
+    // One line for the session, not one per lock (a session may hold thousands).
+    const [first] = held;
+    const message = `the session stream ended without a cancel (the connection was lost); its ${held.length} locks stay held until their leases run out`;
+    if (first) this.options.onAbnormalEnd?.({ name: first.name, holdId: first.holdId, reason: 'stream_lost', message });
   }
 
   /** Ends the whole session with a status (the engine is gone, or a message could not be read at all). */
