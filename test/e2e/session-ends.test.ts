@@ -93,6 +93,26 @@ describe('a session client that vanishes keeps its locks until their leases end'
     }
   });
 
+  it('operations in flight when the connection drops leave no lock behind', async () => {
+    const proxy = await startTcpProxy(server.addr);
+    const viaProxy = connect(proxy.addr);
+    const name = uniqueName();
+    try {
+      const blocker = await peer.acquire({ name, ttlMs: '30000' });
+      const s = openSession(viaProxy.client);
+      s.send({ opId: '1', acquire: { name, waitTimeoutMs: '20000' } });
+      s.send({ opId: '2', hold: { name, waitTimeoutMs: '20000' } });
+      await waitFor('both to queue', async () => (await peer.inspect({ name })).waiters === 2);
+      proxy.cut();
+      await waitFor('the queue to empty', async () => (await peer.inspect({ name })).waiters === 0);
+      await peer.release({ name, token: blocker.token });
+      expect((await peer.inspect({ name })).holders).toEqual([]);
+    } finally {
+      viaProxy.close();
+      await proxy.close();
+    }
+  });
+
   it('negative control: with --release-on-disconnect the same check catches a grant before the deadline', async () => {
     const { believed, grantedAt } = await vanishAfterRenewal(oldRule.addr, 'SIGKILL');
     expect(grantedAt.some((at, i) => at < believed[i])).toBe(true);
