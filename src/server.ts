@@ -1,7 +1,7 @@
 // Wiring only: the backend (Redis given or embedded, or Redlock's masters, src/backend) with its
 // lock engine, the gRPC server with health and reflection, and an orderly stop.
 import { join } from 'node:path';
-import { Server, ServerCredentials, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { type Metadata, Server, ServerCredentials, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
@@ -139,6 +139,16 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     maxHoldMs: config.maxHoldMs,
     lockDelayMs: config.lockDelayMs,
     releaseOnDisconnect: config.releaseOnDisconnect ?? false,
+    maxSessionOps: limits.maxSessionOps,
+    maxSessionWaiters: limits.maxSessionWaiters,
+    maxSessionLocks: limits.maxSessionLocks,
+    opRefusal: (metadata: Metadata, path: string) => auth.opRefusal(metadata, path),
+    onOp: metrics && ((method: string, code: number) => metrics.sessionOp(method, code)),
+    traceOp: tracing?.sessionOp,
+    namespaceSlots: {
+      take: (kind: 'waiters' | 'holds') => callLimits.takeNamespaceSlot(namespaceLabel(namespace), kind),
+      give: (kind: 'waiters' | 'holds') => callLimits.giveNamespaceSlot(namespaceLabel(namespace), kind),
+    },
     logError,
     // One line per lost lease and per Hold stream that broke; a shutdown ends them all, said once.
     onAbnormalEnd: ({ name, holdId, reason, message }: AbnormalHoldEnd) => {

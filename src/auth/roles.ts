@@ -2,7 +2,14 @@
 // (etcd's readwrite includes read). `admin` may call everything, AdminService included.
 import type { Role } from '../config/schema';
 
-const READ = new Set(['/holdfast.v1.LockService/Inspect', '/holdfast.v1.LockService/CheckFencingToken', '/holdfast.v1.LockService/Watch']);
+// A Session may be opened by any role: each of its operations is then allowed or refused as its
+// unary RPC would be (transport/auth.ts opRefusal).
+const READ = new Set([
+  '/holdfast.v1.LockService/Inspect',
+  '/holdfast.v1.LockService/CheckFencingToken',
+  '/holdfast.v1.LockService/Watch',
+  '/holdfast.v1.LockService/Session',
+]);
 const LOCK = new Set([
   ...READ,
   '/holdfast.v1.LockService/Acquire',

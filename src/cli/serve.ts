@@ -248,6 +248,17 @@ export function serveCommand(): Command {
         .default(DEFAULT_LIMITS.maxWaitersPerLock),
     )
     .addOption(
+      new Option('--max-session-ops <n>', 'operations in flight on one Session stream; at the cap the server stops reading it (HTTP/2 flow control)')
+        .argParser(count)
+        .default(DEFAULT_LIMITS.maxSessionOps),
+    )
+    .addOption(
+      new Option('--max-session-waiters <n>', 'waiting acquire and hold operations in flight on one Session stream')
+        .argParser(count)
+        .default(DEFAULT_LIMITS.maxSessionWaiters),
+    )
+    .addOption(new Option('--max-session-locks <n>', 'locks held with hold on one Session stream').argParser(count).default(DEFAULT_LIMITS.maxSessionLocks))
+    .addOption(
       new Option('--min-ping-interval-ms <ms>', "shortest interval between a client's pings when the server sent nothing in between")
         .argParser(millis)
         .default(DEFAULT_LIMITS.minPingIntervalMs),
@@ -332,6 +343,9 @@ export function serveCommand(): Command {
             maxWaitersPerNamespace: opts.maxWaitersPerNamespace,
             maxHoldsPerNamespace: opts.maxHoldsPerNamespace,
             maxWaitersPerLock: opts.maxWaitersPerLock,
+            maxSessionOps: opts.maxSessionOps,
+            maxSessionWaiters: opts.maxSessionWaiters,
+            maxSessionLocks: opts.maxSessionLocks,
             minPingIntervalMs: opts.minPingIntervalMs,
             maxPingStrikes: opts.maxPingStrikes,
           },

@@ -131,6 +131,9 @@ export const serveSettings = {
   maxWaitersPerNamespace: count,
   maxHoldsPerNamespace: count,
   maxWaitersPerLock: count,
+  maxSessionOps: count.min(1),
+  maxSessionWaiters: count,
+  maxSessionLocks: count,
   minPingIntervalMs: ms,
   maxPingStrikes: count,
   httpListen: z

@@ -146,7 +146,7 @@ export class Metrics implements EngineObserver {
     const count = (code: number) => {
       if (counted) return;
       counted = true;
-      (byCode[code] ??= this.rpcs.labels(method.path.slice(1), CODE_NAMES[code] ?? String(code))).inc();
+      this.countRpc(byCode, method.path, code);
     };
     return new ServerInterceptingCall(call, {
       start: (next) => next({ onCancel: () => count(status.CANCELLED) }),
@@ -156,6 +156,19 @@ export class Metrics implements EngineObserver {
       },
     });
   };
+
+  /**
+   * One operation of a Session answered, counted as its unary twin under the method
+   * `holdfast.v1.LockService/Session/<Method>` (the Session stream itself counts once, at its end).
+   */
+  sessionOp(method: string, code: number): void {
+    const path = `/holdfast.v1.LockService/Session/${method}`;
+    this.countRpc(this.rpcChildrenOf(path), path, code);
+  }
+
+  private countRpc(byCode: Child[], path: string, code: number): void {
+    (byCode[code] ??= this.rpcs.labels(path.slice(1), CODE_NAMES[code] ?? String(code))).inc();
+  }
 
   private rpcChildrenOf(path: string): Child[] {
     let children = this.rpcChildren.get(path);

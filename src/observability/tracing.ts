@@ -24,6 +24,8 @@ export interface Tracing {
   observer: EngineObserver;
   /** Starts the SERVER span of each LockService call and runs its handler inside it. */
   interceptor: ServerInterceptor;
+  /** A span for one operation of a Session, a child of the session's span, named as its unary twin with Session/ before it. */
+  sessionOp: SessionOpTracer;
   /** Sends what is still buffered (orderly stop). */
   shutdown(): Promise<void>;
 }
@@ -47,6 +49,7 @@ export function startTracing(provider?: TracerProvider & { shutdown?(): Promise<
   return {
     observer: new TracingObserver(tracer),
     interceptor: rpcSpans(tracer),
+    sessionOp: sessionOpSpans(tracer),
     shutdown: async () => {
       await provider.shutdown?.();
     },
@@ -142,6 +145,32 @@ function rpcSpans(tracer: Tracer): ServerInterceptor {
         next(statusObject);
       },
     });
+  };
+}
+
+/** Runs `run` inside a new span for one session operation; `end` closes the span with the operation's status. */
+export type SessionOpTracer = <T>(method: string, lock: string, run: () => T) => { result: T; end(code: number, details: string): void };
+
+function sessionOpSpans(tracer: Tracer): SessionOpTracer {
+  return (method, lock, run) => {
+    const parent = context.active();
+    const span = tracer.startSpan(
+      `holdfast.v1.LockService/Session/${method}`,
+      { kind: SpanKind.INTERNAL, attributes: { 'rpc.system': 'grpc', 'rpc.service': 'holdfast.v1.LockService', 'rpc.method': method, 'holdfast.lock': lock } },
+      parent,
+    );
+    const result = context.with(trace.setSpan(parent, span), run);
+    let open = true;
+    return {
+      result,
+      end: (code, details) => {
+        if (!open) return;
+        open = false;
+        span.setAttribute('rpc.grpc.status_code', code);
+        if (code !== status.OK) span.setStatus({ code: SpanStatusCode.ERROR, message: details });
+        span.end();
+      },
+    };
   };
 }
 

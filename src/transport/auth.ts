@@ -42,7 +42,7 @@ export class AuthGate {
   private credentials: Credentials;
   /** Whether credentials are required: fixed at start, so a reload that empties the file closes the server rather than opening it. */
   readonly required: boolean;
-  private readonly principals = new WeakMap<Metadata, Principal>();
+  private readonly principals = new WeakMap<Metadata, { principal: Principal; presented: Presented }>();
   private readonly open = new Set<OpenCall>();
 
   constructor(credentials: Credentials) {
@@ -62,7 +62,21 @@ export class AuthGate {
 
   /** The caller's namespace, for a call that passed the gate (the default namespace without authentication). */
   namespaceOf(metadata: Metadata): string {
-    return (this.principals.get(metadata) ?? EVERYONE).namespace;
+    return (this.principals.get(metadata)?.principal ?? EVERYONE).namespace;
+  }
+
+  /**
+   * Why one operation of a stream that passed the gate (a Session's) may not run, as its unary
+   * RPC at `path` would be refused, with the credentials as they are now; undefined when it may.
+   */
+  opRefusal(metadata: Metadata, path: string): { code: status; details: string } | undefined {
+    const caller = this.principals.get(metadata);
+    if (!this.required || !caller) return undefined;
+    const now = this.credentials.principalOf(caller.presented);
+    if (!now || now.namespace !== caller.principal.namespace)
+      return { code: status.UNAUTHENTICATED, details: `${who(caller.principal, caller.presented)} was revoked` };
+    if (!roleAllows(now.role, path)) return { code: status.PERMISSION_DENIED, details: `${who(now, caller.presented)} may not call ${method(path)}` };
+    return undefined;
   }
 
   /**
@@ -129,7 +143,7 @@ export class AuthGate {
               intercepting.sendStatus({ code: verdict.code!, details: verdict.details!, metadata: new Metadata() });
               return;
             }
-            this.principals.set(metadata, verdict.principal);
+            this.principals.set(metadata, { principal: verdict.principal, presented: verdict.presented! });
             open = {
               path,
               presented: verdict.presented!,

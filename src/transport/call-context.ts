@@ -40,6 +40,21 @@ export function callScope(call: ServerSurfaceCall): CallScope {
   };
 }
 
+/**
+ * Whether the client at the other end of the call's connection is still there: it answers an
+ * HTTP/2 PING. An end of the request stream reads the same whether the client sent it or its
+ * connection reached EOF (a killed process); only a live client answers. False at once when the
+ * stream cannot be found (the safe side), later when the connection dies first.
+ */
+export function peerAnswers(call: ServerSurfaceCall): Promise<boolean> {
+  const session = http2StreamOf(call)?.session;
+  if (!session || !isUp(session)) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const sent = session.ping((err) => resolve(!err && isUp(session) && !call.cancelled));
+    if (!sent) resolve(false);
+  });
+}
+
 function isUp(session: Http2Session | undefined): boolean {
   return session !== undefined && !session.destroyed && !session.closed;
 }

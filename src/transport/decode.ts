@@ -6,6 +6,7 @@ import {
   status,
   type MethodDefinition,
   type sendUnaryData,
+  type ServerDuplexStream,
   type ServerUnaryCall,
   type ServerWritableStream,
   type ServiceDefinition,
@@ -13,7 +14,7 @@ import {
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import { serviceError } from './status';
-import { checkMessageBytes, type MessageShape, type WireProblem } from './wire';
+import { checkMessageBytes, streamedOpOf, type MessageShape, type WireProblem } from './wire';
 
 /** A call refused before its handler, as reported to onRejected: never its bytes (they may hold a token). */
 export interface Rejection {
@@ -32,16 +33,42 @@ export interface GuardOptions {
   onRejected(rejection: Rejection): void;
 }
 
-/** Stands in for a request that could not be decoded; only guardRequests' handlers see it. */
+/**
+ * Stands in for a request that could not be decoded; only guardRequests' handlers see it, and
+ * a request stream's handler (through rejectedOp). `opProblem`: for a streamed request, what its
+ * one operation's unary twin would be refused for.
+ */
 class BadRequest {
-  constructor(readonly problem: WireProblem) {}
+  constructor(
+    readonly problem: WireProblem,
+    readonly opId?: string,
+    readonly opProblem?: WireProblem,
+  ) {}
+}
+
+/** A streamed request that could not be decoded: its op_id (when readable) and the INVALID_ARGUMENT message for it. */
+export interface RejectedOp {
+  opId?: string;
+  message: string;
+}
+
+/** For a request-stream handler: the message's refusal, or undefined for a good message. */
+export function rejectedOp(message: unknown): RejectedOp | undefined {
+  if (!(message instanceof BadRequest)) return undefined;
+  return { opId: message.opId, message: (message.opProblem ?? message.problem).message };
+}
+
+function badStreamedRequest(bytes: Buffer, shape: MessageShape, problem: WireProblem): BadRequest {
+  const { opId, op } = streamedOpOf(bytes, shape);
+  const opProblem = op && checkMessageBytes(op.bytes, op.shape);
+  return new BadRequest(problem, opId, opProblem);
 }
 
 function checkedDeserializer(method: MethodDefinition<unknown, unknown>, shape: MessageShape) {
   const decode = method.requestDeserialize;
   return (bytes: Buffer): unknown => {
     const problem = checkMessageBytes(bytes, shape);
-    if (problem) return new BadRequest(problem);
+    if (problem) return method.requestStream ? badStreamedRequest(bytes, shape, problem) : new BadRequest(problem);
     try {
       return decode(bytes);
     } catch {
@@ -55,7 +82,18 @@ function guardedHandler(method: MethodDefinition<unknown, unknown>, handler: Unt
     onRejected({ method: method.path, kind: bad.problem.kind, problem: bad.problem.message, peer: call.getPeer() });
     return serviceError(status.INVALID_ARGUMENT, bad.problem.message);
   };
-  if (method.requestStream) throw new Error(`${method.path}: guardRequests does not handle request streams yet`);
+  if (method.requestStream && !method.responseStream) throw new Error(`${method.path}: guardRequests does not handle client streams`);
+  if (method.requestStream) {
+    // Each bad message is one operation's: the handler answers it (rejectedOp); it is reported here.
+    const handle = handler as (call: ServerDuplexStream<unknown, unknown>) => void;
+    return (call: ServerDuplexStream<unknown, unknown>) => {
+      call.on('data', (message: unknown) => {
+        if (message instanceof BadRequest)
+          onRejected({ method: method.path, kind: message.problem.kind, problem: message.problem.message, peer: call.getPeer() });
+      });
+      handle(call);
+    };
+  }
   if (method.responseStream) {
     const handle = handler as (call: ServerWritableStream<unknown, unknown>) => void;
     return (call: ServerWritableStream<unknown, unknown>) => {

@@ -3,6 +3,7 @@
 // does the call's deadline (the client's own word, on its own clock); any other end leaves the
 // lease to run out, since the client may not know its stream is over.
 import type { ServerWritableStream } from '@grpc/grpc-js';
+import type { ServerSurfaceCall } from '@grpc/grpc-js/build/src/server-call';
 import { LostReason, type HoldRequest, type HoldResponse } from '../../clients/ts/gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
 import { newHoldId } from '../engine/engine';
@@ -138,7 +139,7 @@ async function hold(engine: LockBackend, options: HoldOptions, call: HoldCall): 
  * own allowance (clients/ts/deadline.ts), so the hold goes only once the client has stopped
  * counting on it.
  */
-function deadlineEndWait(call: HoldCall, receivedAt: number): number | undefined {
+export function deadlineEndWait(call: ServerSurfaceCall, receivedAt: number): number | undefined {
   const deadline = call.getDeadline();
   const at = deadline instanceof Date ? deadline.getTime() : Number(deadline);
   if (!Number.isFinite(at) || Date.now() < at) return undefined;

@@ -22,6 +22,12 @@ export interface ServerLimits {
   maxHoldsPerNamespace: number;
   /** Queued waiters per lock across all servers (acquire-4 checks it); 0: no cap. */
   maxWaitersPerLock: number;
+  /** Operations in flight on one Session stream: at the cap the server reads no more until some are answered. */
+  maxSessionOps: number;
+  /** Waiting operations (acquire or hold with wait_timeout_ms > 0) in flight on one Session; over it: RESOURCE_EXHAUSTED. */
+  maxSessionWaiters: number;
+  /** Locks held with `hold` on one Session; over it: RESOURCE_EXHAUSTED. */
+  maxSessionLocks: number;
   /** Pings closer together than this, with nothing sent in between, are strikes (ping-policy.ts). */
   minPingIntervalMs: number;
   /** Strikes allowed before the connection is closed with GOAWAY ENHANCE_YOUR_CALM. */
@@ -40,6 +46,12 @@ export const DEFAULT_LIMITS: ServerLimits = {
   maxWaitersPerNamespace: 10_000,
   maxHoldsPerNamespace: 10_000,
   maxWaitersPerLock: 1000,
+  // About 12 KiB of server RSS per waiting operation, 14.5 KiB per held lock, as per waiter or Hold stream
+  // (docs/sessions.md): a full session is about 130 MB of each, like a full namespace. The ops cap
+  // leaves room for 6 384 quick operations (cancels among them) beside a full set of waits.
+  maxSessionOps: 16_384,
+  maxSessionWaiters: 10_000,
+  maxSessionLocks: 10_000,
   minPingIntervalMs: 5000,
   maxPingStrikes: 2,
 };
@@ -70,6 +82,8 @@ export interface ConnectionState extends Counts {
 /** Calls that may wait for locks, and those that then hold them as a stream (a set counts once). */
 const ACQUIRE_PATHS = new Set(['/holdfast.v1.LockService/Acquire', '/holdfast.v1.LockService/AcquireSet']);
 const HOLD_PATHS = new Set(['/holdfast.v1.LockService/Hold', '/holdfast.v1.LockService/HoldSet']);
+/** A Session counts as one Hold stream, however many locks it holds (it has caps of its own: transport/session.ts). */
+const SESSION_PATH = '/holdfast.v1.LockService/Session';
 
 export class CallLimits {
   private readonly connections = new WeakMap<Http2Session, ConnectionState>();
@@ -92,7 +106,8 @@ export class CallLimits {
   readonly interceptor: ServerInterceptor = (method, call: ServerInterceptingCallInterface) => {
     const session = sessionOf(call);
     const connection = session ? this.connection(session) : { waiters: 0, holds: 0, sentSincePing: false };
-    const isHold = HOLD_PATHS.has(method.path);
+    const isSession = method.path === SESSION_PATH;
+    const isHold = isSession || HOLD_PATHS.has(method.path);
     if (!isHold && !ACQUIRE_PATHS.has(method.path)) {
       // Still noted for the ping policy: a response is data sent on the connection.
       return new ServerInterceptingCall(call, {
@@ -135,9 +150,11 @@ export class CallLimits {
             nextMetadata(received);
           },
           onReceiveMessage: (message, nextMessage) => {
+            if (refused) return;
+            if (admitted && isSession) return void nextMessage(message); // a session is admitted once, at its first operation
             // Asked now, not with the metadata: every interceptor has seen the metadata by the time a message arrives.
             namespace = metadata ? this.namespaceOf(metadata) : '';
-            const waits = isHold || Number((message as { waitTimeoutMs?: unknown })?.waitTimeoutMs ?? 0) > 0;
+            const waits = (isHold && !isSession) || Number((message as { waitTimeoutMs?: unknown })?.waitTimeoutMs ?? 0) > 0;
             const refusal = this.refusal(connection, namespace, isHold, waits);
             if (refusal) {
               refused = true;
@@ -199,6 +216,33 @@ export class CallLimits {
       );
     }
     return undefined;
+  }
+
+  /**
+   * One waiter or hold slot of a namespace, for a Session's waiting operation or held lock: they
+   * count as waiting calls and Hold streams do. Why not (naming the cap), or undefined once counted.
+   */
+  takeNamespaceSlot(namespace: string, kind: keyof Counts): string | undefined {
+    const counts = this.namespaceCounts(namespace);
+    const holds = kind === 'holds';
+    const cap = holds ? this.limits.maxHoldsPerNamespace : this.limits.maxWaitersPerNamespace;
+    if (counts[kind] < cap) {
+      counts[kind]++;
+      return undefined;
+    }
+    this.dropIfIdle(namespace);
+    const limit: LimitName = holds ? 'max-holds-per-namespace' : 'max-waiters-per-namespace';
+    this.onRefused?.(limit);
+    const where = namespace === '' ? 'the default namespace' : `namespace "${namespace}"`;
+    const what = holds ? 'locks held by Hold streams and sessions' : 'calls and session operations waiting for locks';
+    return `${where} has ${counts[kind]} ${what} on this server, the most ${limit} allows`;
+  }
+
+  giveNamespaceSlot(namespace: string, kind: keyof Counts): void {
+    const counts = this.namespaces.get(namespace);
+    if (!counts) return;
+    counts[kind]--;
+    this.dropIfIdle(namespace);
   }
 
   private admit(connection: Counts, namespace: string, isHold: boolean, waits: boolean): void {

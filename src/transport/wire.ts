@@ -207,3 +207,52 @@ export function checkMessageBytes(bytes: Uint8Array, shape: MessageShape): WireP
   if (pos > end || groups?.length) return malformed(shape, 'it ends inside a field');
   return undefined;
 }
+
+/** What could be read of a streamed request the walk refused: its op_id (field 1) and its first message field. */
+export interface StreamedOp {
+  /** Decimal, or undefined when field 1 came before the damage, or not at all. */
+  opId?: string;
+  /** The message field's own shape and bytes, to be checked as its unary request is. */
+  op?: { shape: MessageShape; bytes: Uint8Array };
+}
+
+/**
+ * Reads, leniently, the op_id (a uint64 varint in field 1) and the first message field of a
+ * session request whose bytes checkMessageBytes refused, stopping at the first damage: enough to
+ * answer that one operation, by its id, with its unary twin's error.
+ */
+export function streamedOpOf(bytes: Uint8Array, shape: MessageShape): StreamedOp {
+  const found: StreamedOp = {};
+  const end = bytes.length;
+  let pos = 0;
+  while (pos < end) {
+    pos = readVarint(bytes, pos, end);
+    if (pos < 0) break;
+    const fieldNumber = Math.floor(varintValue / 8);
+    const wireType = varintValue % 8;
+    if (wireType === VARINT) {
+      const start = pos;
+      pos = readVarint(bytes, pos, end);
+      if (pos < 0) break;
+      if (fieldNumber === 1) found.opId = varintBig(bytes, start, pos).toString();
+    } else if (wireType === LENGTH_DELIMITED) {
+      pos = readVarint(bytes, pos, end);
+      if (pos < 0 || pos + varintValue > end) break;
+      const field = shape.fields[fieldNumber];
+      if (field?.message && !found.op) found.op = { shape: field.message, bytes: bytes.subarray(pos, pos + varintValue) };
+      pos += varintValue;
+    } else if (wireType === FIXED64 || wireType === FIXED32) {
+      pos += wireType === FIXED64 ? 8 : 4;
+    } else {
+      break;
+    }
+  }
+  return found;
+}
+
+/** A varint read whole, as a bigint: a uint64 op_id may pass 2^53. */
+function varintBig(bytes: Uint8Array, start: number, end: number): bigint {
+  let value = 0n;
+  for (let i = end - 1; i >= start; i--) value = (value << 7n) | BigInt(bytes[i] & 0x7f);
+  return value;
+}

@@ -15,6 +15,7 @@ import { LockServiceClient } from '../../clients/ts/gen/holdfast/v1/lock';
 import { freePort } from '../../src/redis/embedded';
 import { startServer, type RunningServer } from '../../src/server';
 import { connect, acquireRequest, type TestClient } from '../support/client';
+import { openSession } from '../support/session';
 import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
 import { startServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
@@ -89,6 +90,32 @@ describe('traces', () => {
     // The Release has its own span with its script inside.
     const release = spansOf(name).find((s) => s.name === 'holdfast.v1.LockService/Release')!;
     expect(spansOf(name).some((s) => s.name === 'redis release' && parentOf(s) === idOf(release))).toBe(true);
+  });
+
+  it('a Session: each operation a span of its own under the session, with its scripts and wait inside', async () => {
+    const name = uniqueName();
+    const first = await client.acquire({ name, ttlMs: '10000' });
+    const s = openSession(peer.client);
+    const waiting = s.send({ opId: '1', acquire: { name, ttlMs: '10000', waitTimeoutMs: '10000' } });
+    await waitFor('a waiter', async () => (await client.inspect({ name })).waiters === 1);
+    await client.release({ name, token: first.token });
+    const token = (await s.answerTo(waiting)).acquire!.token;
+    expect((await s.op({ release: { name, token: 'not-a-token' } })).error?.code).toBe(5);
+    expect((await s.op({ release: { name, token } })).release?.released).toBe(true);
+    s.call.end();
+    await s.ended;
+    await waitFor('the session span', () => spansOf(name).some((sp) => sp.name === 'holdfast.v1.LockService/Session'));
+    const session = spansOf(name).find((sp) => sp.name === 'holdfast.v1.LockService/Session')!;
+    const ops = spansOf(name).filter((sp) => parentOf(sp) === idOf(session));
+    expect(ops.map((sp) => [sp.name, sp.attributes['rpc.grpc.status_code']])).toEqual([
+      ['holdfast.v1.LockService/Session/Acquire', 0],
+      ['holdfast.v1.LockService/Session/Release', 5],
+      ['holdfast.v1.LockService/Session/Release', 0],
+    ]);
+    const acquire = ops[0];
+    expect(spansOf(name).some((sp) => sp.name === 'holdfast.wait' && parentOf(sp) === idOf(acquire))).toBe(true);
+    expect(spansOf(name).some((sp) => sp.name === 'redis acquire' && parentOf(sp) === idOf(acquire))).toBe(true);
+    expect(spansOf(name).some((sp) => sp.name === 'redis release' && parentOf(sp) === idOf(ops[2]))).toBe(true);
   });
 
   it('a Hold: a SERVER span that ends with the stream, with its acquire script inside', async () => {

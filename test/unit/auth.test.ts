@@ -7,10 +7,24 @@ import { needsCredentials, roleAllows } from '../../src/auth/roles';
 const LOCK = '/holdfast.v1.LockService/';
 
 describe('roles', () => {
-  it('gives read Inspect, CheckFencingToken and Watch, lock those and the lock calls, admin everything', () => {
-    const methods = ['Acquire', 'Release', 'Renew', 'Hold', 'SetValue', 'AcquireSet', 'ReleaseSet', 'HoldSet', 'Inspect', 'CheckFencingToken', 'Watch'];
+  it('gives read Inspect, CheckFencingToken, Watch and Session, lock those and the lock calls, admin everything', () => {
+    const methods = [
+      'Acquire',
+      'Release',
+      'Renew',
+      'Hold',
+      'SetValue',
+      'AcquireSet',
+      'ReleaseSet',
+      'HoldSet',
+      'Inspect',
+      'CheckFencingToken',
+      'Watch',
+      'Session',
+    ];
     const allowed = (role: 'read' | 'lock' | 'admin') => methods.filter((m) => roleAllows(role, LOCK + m));
-    expect(allowed('read')).toEqual(['Inspect', 'CheckFencingToken', 'Watch']);
+    // Any role opens a Session; each of its operations is then checked as its unary RPC (session-observe.test.ts).
+    expect(allowed('read')).toEqual(['Inspect', 'CheckFencingToken', 'Watch', 'Session']);
     expect(allowed('lock')).toEqual(methods);
     expect(allowed('admin')).toEqual(methods);
     expect(roleAllows('lock', '/holdfast.v1.AdminService/GetServerStats')).toBe(false);

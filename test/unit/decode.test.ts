@@ -7,7 +7,7 @@ import type { MethodDefinition } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { LockServiceService } from '../../clients/ts/gen/holdfast/v1/lock';
 import { guardRequests } from '../../src/transport/decode';
-import { checkMessageBytes, readRequestShapes, type MessageShape } from '../../src/transport/wire';
+import { checkMessageBytes, readRequestShapes, streamedOpOf, type MessageShape } from '../../src/transport/wire';
 import { NOT_UTF8, bytesField, message, randomBytes, tag, varint, varintField } from '../support/wire-bytes';
 
 const PROTO_DIR = join(__dirname, '..', '..', 'proto');
@@ -40,11 +40,11 @@ describe('the field table comes from the .proto', () => {
 
   it.each(methods.map((m) => [m.path, m] as const))('%s: a message ts-proto encodes with every field set passes, wire types and all', (path, method) => {
     const defaults = method.requestDeserialize(Buffer.alloc(0));
+    // A oneof's members decode to undefined (a SessionRequest's operations): each is a request message its own method's case fills.
     const full = Object.fromEntries(
-      Object.entries(defaults).map(([k, v]) => [
-        k,
-        k in REPEATED ? FULL_REPEATED[REPEATED[k]] : v === '' ? 'x\u00e9\u{1f512}' : v === '0' ? '5' : typeof v === 'number' ? 2 : !v,
-      ]),
+      Object.entries(defaults)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => [k, k in REPEATED ? FULL_REPEATED[REPEATED[k]] : v === '' ? 'x\u00e9\u{1f512}' : v === '0' ? '5' : typeof v === 'number' ? 2 : !v]),
     );
     const bytes = method.requestSerialize(full);
     expect(checkMessageBytes(bytes, shapeOf(path))).toBeUndefined();
@@ -205,5 +205,24 @@ describe('the guarded deserializer', () => {
         }
       }
     }
+  });
+});
+
+describe('a session request the walk refused: its op_id and operation, read leniently', () => {
+  const session = shapeOf(LockServiceService.session.path);
+  const acquireBytes = (name: Buffer | string) => message(bytesField(1, name), bytesField(2, 'worker'));
+
+  it('reads a uint64 op_id past 2^53 exactly, and checks the operation as its unary request', () => {
+    const bytes = message(varintField(1, 2n ** 64n - 1n), bytesField(2, acquireBytes(NOT_UTF8['byte 0xff'])));
+    expect(checkMessageBytes(bytes, session)?.message).toBe('acquire.name is not valid UTF-8');
+    const { opId, op } = streamedOpOf(bytes, session);
+    expect(opId).toBe('18446744073709551615');
+    expect(op && checkMessageBytes(op.bytes, op.shape)).toEqual({ kind: 'invalid_utf8', message: 'name is not valid UTF-8' });
+  });
+
+  it('stops at the first damage: an op_id after it is not read', () => {
+    const bytes = message(tag(1, 7), varintField(1, 5));
+    expect(streamedOpOf(bytes, session)).toEqual({});
+    expect(streamedOpOf(message(varintField(1, 5), tag(1, 7)), session)).toEqual({ opId: '5' });
   });
 });

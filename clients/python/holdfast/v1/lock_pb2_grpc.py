@@ -70,6 +70,11 @@ class LockServiceStub(object):
                 request_serializer=holdfast_dot_v1_dot_lock__pb2.HoldSetRequest.SerializeToString,
                 response_deserializer=holdfast_dot_v1_dot_lock__pb2.HoldSetResponse.FromString,
                 )
+        self.Session = channel.stream_stream(
+                '/holdfast.v1.LockService/Session',
+                request_serializer=holdfast_dot_v1_dot_lock__pb2.SessionRequest.SerializeToString,
+                response_deserializer=holdfast_dot_v1_dot_lock__pb2.SessionResponse.FromString,
+                )
 
 
 class LockServiceServicer(object):
@@ -164,6 +169,23 @@ class LockServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Session(self, request_iterator, context):
+        """A session: one stream that carries many lock operations (docs/sessions.md). Each SessionRequest is one
+        operation with an op_id the client picks; the server answers each with a SessionResponse of the same op_id as
+        soon as it completes, in any order, so many operations are in flight at once. Every operation is checked and
+        run as its unary RPC is, and a bad one is answered with its own error (SessionResponse.error, the status code
+        and message the unary RPC would give): it never ends the session.
+        Locks taken with `hold` live as long as the session: the server renews them all and sends one SessionRenewed
+        per renewal tick for the whole session. A clean end (a `close` operation, the client half-closing the stream,
+        or a cancel from a live client) releases them all at once; a stream that vanishes (lost connection) leaves
+        them until the leases the client was told of run out, as Hold does.
+        By hand: grpcurl -plaintext -d @ 127.0.0.1:7070 holdfast.v1.LockService/Session, then one JSON request per
+        line, for example {"op_id": 1, "hold": {"name": "jobs/nightly", "ttl_ms": 10000}}; end stdin to close.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LockServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -221,6 +243,11 @@ def add_LockServiceServicer_to_server(servicer, server):
                     servicer.HoldSet,
                     request_deserializer=holdfast_dot_v1_dot_lock__pb2.HoldSetRequest.FromString,
                     response_serializer=holdfast_dot_v1_dot_lock__pb2.HoldSetResponse.SerializeToString,
+            ),
+            'Session': grpc.stream_stream_rpc_method_handler(
+                    servicer.Session,
+                    request_deserializer=holdfast_dot_v1_dot_lock__pb2.SessionRequest.FromString,
+                    response_serializer=holdfast_dot_v1_dot_lock__pb2.SessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -417,5 +444,22 @@ class LockService(object):
         return grpc.experimental.unary_stream(request, target, '/holdfast.v1.LockService/HoldSet',
             holdfast_dot_v1_dot_lock__pb2.HoldSetRequest.SerializeToString,
             holdfast_dot_v1_dot_lock__pb2.HoldSetResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Session(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(request_iterator, target, '/holdfast.v1.LockService/Session',
+            holdfast_dot_v1_dot_lock__pb2.SessionRequest.SerializeToString,
+            holdfast_dot_v1_dot_lock__pb2.SessionResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

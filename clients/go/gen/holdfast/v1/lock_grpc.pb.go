@@ -50,6 +50,18 @@ type LockServiceClient interface {
 	// Holds several locks all or nothing for as long as the stream stays open, as AcquireSet takes them and as Hold
 	// keeps one. The set is lost as a whole when any member is lost: HoldLost.name says which.
 	HoldSet(ctx context.Context, in *HoldSetRequest, opts ...grpc.CallOption) (LockService_HoldSetClient, error)
+	// A session: one stream that carries many lock operations (docs/sessions.md). Each SessionRequest is one
+	// operation with an op_id the client picks; the server answers each with a SessionResponse of the same op_id as
+	// soon as it completes, in any order, so many operations are in flight at once. Every operation is checked and
+	// run as its unary RPC is, and a bad one is answered with its own error (SessionResponse.error, the status code
+	// and message the unary RPC would give): it never ends the session.
+	// Locks taken with `hold` live as long as the session: the server renews them all and sends one SessionRenewed
+	// per renewal tick for the whole session. A clean end (a `close` operation, the client half-closing the stream,
+	// or a cancel from a live client) releases them all at once; a stream that vanishes (lost connection) leaves
+	// them until the leases the client was told of run out, as Hold does.
+	// By hand: grpcurl -plaintext -d @ 127.0.0.1:7070 holdfast.v1.LockService/Session, then one JSON request per
+	// line, for example {"op_id": 1, "hold": {"name": "jobs/nightly", "ttl_ms": 10000}}; end stdin to close.
+	Session(ctx context.Context, opts ...grpc.CallOption) (LockService_SessionClient, error)
 }
 
 type lockServiceClient struct {
@@ -228,6 +240,37 @@ func (x *lockServiceHoldSetClient) Recv() (*HoldSetResponse, error) {
 	return m, nil
 }
 
+func (c *lockServiceClient) Session(ctx context.Context, opts ...grpc.CallOption) (LockService_SessionClient, error) {
+	stream, err := c.cc.NewStream(ctx, &_LockService_serviceDesc.Streams[3], "/holdfast.v1.LockService/Session", opts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &lockServiceSessionClient{stream}
+	return x, nil
+}
+
+type LockService_SessionClient interface {
+	Send(*SessionRequest) error
+	Recv() (*SessionResponse, error)
+	grpc.ClientStream
+}
+
+type lockServiceSessionClient struct {
+	grpc.ClientStream
+}
+
+func (x *lockServiceSessionClient) Send(m *SessionRequest) error {
+	return x.ClientStream.SendMsg(m)
+}
+
+func (x *lockServiceSessionClient) Recv() (*SessionResponse, error) {
+	m := new(SessionResponse)
+	if err := x.ClientStream.RecvMsg(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // LockServiceServer is the server API for LockService service.
 // All implementations must embed UnimplementedLockServiceServer
 // for forward compatibility
@@ -265,6 +308,18 @@ type LockServiceServer interface {
 	// Holds several locks all or nothing for as long as the stream stays open, as AcquireSet takes them and as Hold
 	// keeps one. The set is lost as a whole when any member is lost: HoldLost.name says which.
 	HoldSet(*HoldSetRequest, LockService_HoldSetServer) error
+	// A session: one stream that carries many lock operations (docs/sessions.md). Each SessionRequest is one
+	// operation with an op_id the client picks; the server answers each with a SessionResponse of the same op_id as
+	// soon as it completes, in any order, so many operations are in flight at once. Every operation is checked and
+	// run as its unary RPC is, and a bad one is answered with its own error (SessionResponse.error, the status code
+	// and message the unary RPC would give): it never ends the session.
+	// Locks taken with `hold` live as long as the session: the server renews them all and sends one SessionRenewed
+	// per renewal tick for the whole session. A clean end (a `close` operation, the client half-closing the stream,
+	// or a cancel from a live client) releases them all at once; a stream that vanishes (lost connection) leaves
+	// them until the leases the client was told of run out, as Hold does.
+	// By hand: grpcurl -plaintext -d @ 127.0.0.1:7070 holdfast.v1.LockService/Session, then one JSON request per
+	// line, for example {"op_id": 1, "hold": {"name": "jobs/nightly", "ttl_ms": 10000}}; end stdin to close.
+	Session(LockService_SessionServer) error
 	mustEmbedUnimplementedLockServiceServer()
 }
 
@@ -304,6 +359,9 @@ func (UnimplementedLockServiceServer) ReleaseSet(context.Context, *ReleaseSetReq
 }
 func (UnimplementedLockServiceServer) HoldSet(*HoldSetRequest, LockService_HoldSetServer) error {
 	return status.Errorf(codes.Unimplemented, "method HoldSet not implemented")
+}
+func (UnimplementedLockServiceServer) Session(LockService_SessionServer) error {
+	return status.Errorf(codes.Unimplemented, "method Session not implemented")
 }
 func (UnimplementedLockServiceServer) mustEmbedUnimplementedLockServiceServer() {}
 
@@ -525,6 +583,32 @@ func (x *lockServiceHoldSetServer) Send(m *HoldSetResponse) error {
 	return x.ServerStream.SendMsg(m)
 }
 
+func _LockService_Session_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(LockServiceServer).Session(&lockServiceSessionServer{stream})
+}
+
+type LockService_SessionServer interface {
+	Send(*SessionResponse) error
+	Recv() (*SessionRequest, error)
+	grpc.ServerStream
+}
+
+type lockServiceSessionServer struct {
+	grpc.ServerStream
+}
+
+func (x *lockServiceSessionServer) Send(m *SessionResponse) error {
+	return x.ServerStream.SendMsg(m)
+}
+
+func (x *lockServiceSessionServer) Recv() (*SessionRequest, error) {
+	m := new(SessionRequest)
+	if err := x.ServerStream.RecvMsg(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 var _LockService_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "holdfast.v1.LockService",
 	HandlerType: (*LockServiceServer)(nil),
@@ -577,6 +661,12 @@ var _LockService_serviceDesc = grpc.ServiceDesc{
 			StreamName:    "HoldSet",
 			Handler:       _LockService_HoldSet_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Session",
+			Handler:       _LockService_Session_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "holdfast/v1/lock.proto",

@@ -29771,6 +29771,8263 @@ public final class Lock {
 
   }
 
+  public interface SessionRequestOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.SessionRequest)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * Chosen by the client to match the answer: the SessionResponse of this operation carries the same op_id. Any
+     * value, 0 included; reusing the id of an operation still in flight is refused with INVALID_ARGUMENT.
+     * </pre>
+     *
+     * <code>uint64 op_id = 1 [json_name = "opId"];</code>
+     * @return The opId.
+     */
+    long getOpId();
+
+    /**
+     * <pre>
+     * As the Acquire RPC; wait_timeout_ms is this operation's deadline. Answered with `acquire`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireRequest acquire = 2 [json_name = "acquire"];</code>
+     * @return Whether the acquire field is set.
+     */
+    boolean hasAcquire();
+    /**
+     * <pre>
+     * As the Acquire RPC; wait_timeout_ms is this operation's deadline. Answered with `acquire`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireRequest acquire = 2 [json_name = "acquire"];</code>
+     * @return The acquire.
+     */
+    holdfast.v1.Lock.AcquireRequest getAcquire();
+    /**
+     * <pre>
+     * As the Acquire RPC; wait_timeout_ms is this operation's deadline. Answered with `acquire`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireRequest acquire = 2 [json_name = "acquire"];</code>
+     */
+    holdfast.v1.Lock.AcquireRequestOrBuilder getAcquireOrBuilder();
+
+    /**
+     * <pre>
+     * As the Release RPC (a hold taken with `hold` is given back with its hold_id). Answered with `release`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseRequest release = 3 [json_name = "release"];</code>
+     * @return Whether the release field is set.
+     */
+    boolean hasRelease();
+    /**
+     * <pre>
+     * As the Release RPC (a hold taken with `hold` is given back with its hold_id). Answered with `release`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseRequest release = 3 [json_name = "release"];</code>
+     * @return The release.
+     */
+    holdfast.v1.Lock.ReleaseRequest getRelease();
+    /**
+     * <pre>
+     * As the Release RPC (a hold taken with `hold` is given back with its hold_id). Answered with `release`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseRequest release = 3 [json_name = "release"];</code>
+     */
+    holdfast.v1.Lock.ReleaseRequestOrBuilder getReleaseOrBuilder();
+
+    /**
+     * <pre>
+     * As the Renew RPC. Answered with `renew`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.RenewRequest renew = 4 [json_name = "renew"];</code>
+     * @return Whether the renew field is set.
+     */
+    boolean hasRenew();
+    /**
+     * <pre>
+     * As the Renew RPC. Answered with `renew`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.RenewRequest renew = 4 [json_name = "renew"];</code>
+     * @return The renew.
+     */
+    holdfast.v1.Lock.RenewRequest getRenew();
+    /**
+     * <pre>
+     * As the Renew RPC. Answered with `renew`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.RenewRequest renew = 4 [json_name = "renew"];</code>
+     */
+    holdfast.v1.Lock.RenewRequestOrBuilder getRenewOrBuilder();
+
+    /**
+     * <pre>
+     * A lock held for as long as the session lives, as a Hold stream holds one: the server renews it and reports
+     * its renewals in SessionRenewed. Waits up to wait_timeout_ms; not granted in time is DEADLINE_EXCEEDED.
+     * Answered with `hold`; a hold lost later is reported with `lost`, under this op_id.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldRequest hold = 5 [json_name = "hold"];</code>
+     * @return Whether the hold field is set.
+     */
+    boolean hasHold();
+    /**
+     * <pre>
+     * A lock held for as long as the session lives, as a Hold stream holds one: the server renews it and reports
+     * its renewals in SessionRenewed. Waits up to wait_timeout_ms; not granted in time is DEADLINE_EXCEEDED.
+     * Answered with `hold`; a hold lost later is reported with `lost`, under this op_id.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldRequest hold = 5 [json_name = "hold"];</code>
+     * @return The hold.
+     */
+    holdfast.v1.Lock.HoldRequest getHold();
+    /**
+     * <pre>
+     * A lock held for as long as the session lives, as a Hold stream holds one: the server renews it and reports
+     * its renewals in SessionRenewed. Waits up to wait_timeout_ms; not granted in time is DEADLINE_EXCEEDED.
+     * Answered with `hold`; a hold lost later is reported with `lost`, under this op_id.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldRequest hold = 5 [json_name = "hold"];</code>
+     */
+    holdfast.v1.Lock.HoldRequestOrBuilder getHoldOrBuilder();
+
+    /**
+     * <pre>
+     * As the Inspect RPC. Answered with `inspect`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.InspectRequest inspect = 6 [json_name = "inspect"];</code>
+     * @return Whether the inspect field is set.
+     */
+    boolean hasInspect();
+    /**
+     * <pre>
+     * As the Inspect RPC. Answered with `inspect`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.InspectRequest inspect = 6 [json_name = "inspect"];</code>
+     * @return The inspect.
+     */
+    holdfast.v1.Lock.InspectRequest getInspect();
+    /**
+     * <pre>
+     * As the Inspect RPC. Answered with `inspect`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.InspectRequest inspect = 6 [json_name = "inspect"];</code>
+     */
+    holdfast.v1.Lock.InspectRequestOrBuilder getInspectOrBuilder();
+
+    /**
+     * <pre>
+     * As the SetValue RPC. Answered with `set_value`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SetValueRequest set_value = 7 [json_name = "setValue"];</code>
+     * @return Whether the setValue field is set.
+     */
+    boolean hasSetValue();
+    /**
+     * <pre>
+     * As the SetValue RPC. Answered with `set_value`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SetValueRequest set_value = 7 [json_name = "setValue"];</code>
+     * @return The setValue.
+     */
+    holdfast.v1.Lock.SetValueRequest getSetValue();
+    /**
+     * <pre>
+     * As the SetValue RPC. Answered with `set_value`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SetValueRequest set_value = 7 [json_name = "setValue"];</code>
+     */
+    holdfast.v1.Lock.SetValueRequestOrBuilder getSetValueOrBuilder();
+
+    /**
+     * <pre>
+     * As the CheckFencingToken RPC. Answered with `check_fencing_token`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.CheckFencingTokenRequest check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+     * @return Whether the checkFencingToken field is set.
+     */
+    boolean hasCheckFencingToken();
+    /**
+     * <pre>
+     * As the CheckFencingToken RPC. Answered with `check_fencing_token`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.CheckFencingTokenRequest check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+     * @return The checkFencingToken.
+     */
+    holdfast.v1.Lock.CheckFencingTokenRequest getCheckFencingToken();
+    /**
+     * <pre>
+     * As the CheckFencingToken RPC. Answered with `check_fencing_token`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.CheckFencingTokenRequest check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+     */
+    holdfast.v1.Lock.CheckFencingTokenRequestOrBuilder getCheckFencingTokenOrBuilder();
+
+    /**
+     * <pre>
+     * Cancels the operation in flight with this op_id: it is answered with error CANCELLED (an acquire or hold
+     * granted meanwhile is given back). The cancel itself is not answered; an op_id not in flight is ignored.
+     * </pre>
+     *
+     * <code>uint64 cancel = 9 [json_name = "cancel"];</code>
+     * @return Whether the cancel field is set.
+     */
+    boolean hasCancel();
+    /**
+     * <pre>
+     * Cancels the operation in flight with this op_id: it is answered with error CANCELLED (an acquire or hold
+     * granted meanwhile is given back). The cancel itself is not answered; an op_id not in flight is ignored.
+     * </pre>
+     *
+     * <code>uint64 cancel = 9 [json_name = "cancel"];</code>
+     * @return The cancel.
+     */
+    long getCancel();
+
+    /**
+     * <pre>
+     * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
+     * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionClose close = 10 [json_name = "close"];</code>
+     * @return Whether the close field is set.
+     */
+    boolean hasClose();
+    /**
+     * <pre>
+     * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
+     * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionClose close = 10 [json_name = "close"];</code>
+     * @return The close.
+     */
+    holdfast.v1.Lock.SessionClose getClose();
+    /**
+     * <pre>
+     * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
+     * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionClose close = 10 [json_name = "close"];</code>
+     */
+    holdfast.v1.Lock.SessionCloseOrBuilder getCloseOrBuilder();
+
+    public holdfast.v1.Lock.SessionRequest.OpCase getOpCase();
+  }
+  /**
+   * <pre>
+   * SessionRequest is one operation on a Session stream.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.SessionRequest}
+   */
+  public static final class SessionRequest extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.SessionRequest)
+      SessionRequestOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use SessionRequest.newBuilder() to construct.
+    private SessionRequest(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private SessionRequest() {
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new SessionRequest();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SessionRequest_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SessionRequest_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.SessionRequest.class, holdfast.v1.Lock.SessionRequest.Builder.class);
+    }
+
+    private int opCase_ = 0;
+    private java.lang.Object op_;
+    public enum OpCase
+        implements com.google.protobuf.Internal.EnumLite,
+            com.google.protobuf.AbstractMessage.InternalOneOfEnum {
+      ACQUIRE(2),
+      RELEASE(3),
+      RENEW(4),
+      HOLD(5),
+      INSPECT(6),
+      SET_VALUE(7),
+      CHECK_FENCING_TOKEN(8),
+      CANCEL(9),
+      CLOSE(10),
+      OP_NOT_SET(0);
+      private final int value;
+      private OpCase(int value) {
+        this.value = value;
+      }
+      /**
+       * @param value The number of the enum to look for.
+       * @return The enum associated with the given number.
+       * @deprecated Use {@link #forNumber(int)} instead.
+       */
+      @java.lang.Deprecated
+      public static OpCase valueOf(int value) {
+        return forNumber(value);
+      }
+
+      public static OpCase forNumber(int value) {
+        switch (value) {
+          case 2: return ACQUIRE;
+          case 3: return RELEASE;
+          case 4: return RENEW;
+          case 5: return HOLD;
+          case 6: return INSPECT;
+          case 7: return SET_VALUE;
+          case 8: return CHECK_FENCING_TOKEN;
+          case 9: return CANCEL;
+          case 10: return CLOSE;
+          case 0: return OP_NOT_SET;
+          default: return null;
+        }
+      }
+      public int getNumber() {
+        return this.value;
+      }
+    };
+
+    public OpCase
+    getOpCase() {
+      return OpCase.forNumber(
+          opCase_);
+    }
+
+    public static final int OP_ID_FIELD_NUMBER = 1;
+    private long opId_ = 0L;
+    /**
+     * <pre>
+     * Chosen by the client to match the answer: the SessionResponse of this operation carries the same op_id. Any
+     * value, 0 included; reusing the id of an operation still in flight is refused with INVALID_ARGUMENT.
+     * </pre>
+     *
+     * <code>uint64 op_id = 1 [json_name = "opId"];</code>
+     * @return The opId.
+     */
+    @java.lang.Override
+    public long getOpId() {
+      return opId_;
+    }
+
+    public static final int ACQUIRE_FIELD_NUMBER = 2;
+    /**
+     * <pre>
+     * As the Acquire RPC; wait_timeout_ms is this operation's deadline. Answered with `acquire`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireRequest acquire = 2 [json_name = "acquire"];</code>
+     * @return Whether the acquire field is set.
+     */
+    @java.lang.Override
+    public boolean hasAcquire() {
+      return opCase_ == 2;
+    }
+    /**
+     * <pre>
+     * As the Acquire RPC; wait_timeout_ms is this operation's deadline. Answered with `acquire`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireRequest acquire = 2 [json_name = "acquire"];</code>
+     * @return The acquire.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.AcquireRequest getAcquire() {
+      if (opCase_ == 2) {
+         return (holdfast.v1.Lock.AcquireRequest) op_;
+      }
+      return holdfast.v1.Lock.AcquireRequest.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * As the Acquire RPC; wait_timeout_ms is this operation's deadline. Answered with `acquire`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireRequest acquire = 2 [json_name = "acquire"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.AcquireRequestOrBuilder getAcquireOrBuilder() {
+      if (opCase_ == 2) {
+         return (holdfast.v1.Lock.AcquireRequest) op_;
+      }
+      return holdfast.v1.Lock.AcquireRequest.getDefaultInstance();
+    }
+
+    public static final int RELEASE_FIELD_NUMBER = 3;
+    /**
+     * <pre>
+     * As the Release RPC (a hold taken with `hold` is given back with its hold_id). Answered with `release`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseRequest release = 3 [json_name = "release"];</code>
+     * @return Whether the release field is set.
+     */
+    @java.lang.Override
+    public boolean hasRelease() {
+      return opCase_ == 3;
+    }
+    /**
+     * <pre>
+     * As the Release RPC (a hold taken with `hold` is given back with its hold_id). Answered with `release`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseRequest release = 3 [json_name = "release"];</code>
+     * @return The release.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.ReleaseRequest getRelease() {
+      if (opCase_ == 3) {
+         return (holdfast.v1.Lock.ReleaseRequest) op_;
+      }
+      return holdfast.v1.Lock.ReleaseRequest.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * As the Release RPC (a hold taken with `hold` is given back with its hold_id). Answered with `release`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseRequest release = 3 [json_name = "release"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.ReleaseRequestOrBuilder getReleaseOrBuilder() {
+      if (opCase_ == 3) {
+         return (holdfast.v1.Lock.ReleaseRequest) op_;
+      }
+      return holdfast.v1.Lock.ReleaseRequest.getDefaultInstance();
+    }
+
+    public static final int RENEW_FIELD_NUMBER = 4;
+    /**
+     * <pre>
+     * As the Renew RPC. Answered with `renew`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.RenewRequest renew = 4 [json_name = "renew"];</code>
+     * @return Whether the renew field is set.
+     */
+    @java.lang.Override
+    public boolean hasRenew() {
+      return opCase_ == 4;
+    }
+    /**
+     * <pre>
+     * As the Renew RPC. Answered with `renew`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.RenewRequest renew = 4 [json_name = "renew"];</code>
+     * @return The renew.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.RenewRequest getRenew() {
+      if (opCase_ == 4) {
+         return (holdfast.v1.Lock.RenewRequest) op_;
+      }
+      return holdfast.v1.Lock.RenewRequest.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * As the Renew RPC. Answered with `renew`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.RenewRequest renew = 4 [json_name = "renew"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.RenewRequestOrBuilder getRenewOrBuilder() {
+      if (opCase_ == 4) {
+         return (holdfast.v1.Lock.RenewRequest) op_;
+      }
+      return holdfast.v1.Lock.RenewRequest.getDefaultInstance();
+    }
+
+    public static final int HOLD_FIELD_NUMBER = 5;
+    /**
+     * <pre>
+     * A lock held for as long as the session lives, as a Hold stream holds one: the server renews it and reports
+     * its renewals in SessionRenewed. Waits up to wait_timeout_ms; not granted in time is DEADLINE_EXCEEDED.
+     * Answered with `hold`; a hold lost later is reported with `lost`, under this op_id.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldRequest hold = 5 [json_name = "hold"];</code>
+     * @return Whether the hold field is set.
+     */
+    @java.lang.Override
+    public boolean hasHold() {
+      return opCase_ == 5;
+    }
+    /**
+     * <pre>
+     * A lock held for as long as the session lives, as a Hold stream holds one: the server renews it and reports
+     * its renewals in SessionRenewed. Waits up to wait_timeout_ms; not granted in time is DEADLINE_EXCEEDED.
+     * Answered with `hold`; a hold lost later is reported with `lost`, under this op_id.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldRequest hold = 5 [json_name = "hold"];</code>
+     * @return The hold.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldRequest getHold() {
+      if (opCase_ == 5) {
+         return (holdfast.v1.Lock.HoldRequest) op_;
+      }
+      return holdfast.v1.Lock.HoldRequest.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * A lock held for as long as the session lives, as a Hold stream holds one: the server renews it and reports
+     * its renewals in SessionRenewed. Waits up to wait_timeout_ms; not granted in time is DEADLINE_EXCEEDED.
+     * Answered with `hold`; a hold lost later is reported with `lost`, under this op_id.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldRequest hold = 5 [json_name = "hold"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldRequestOrBuilder getHoldOrBuilder() {
+      if (opCase_ == 5) {
+         return (holdfast.v1.Lock.HoldRequest) op_;
+      }
+      return holdfast.v1.Lock.HoldRequest.getDefaultInstance();
+    }
+
+    public static final int INSPECT_FIELD_NUMBER = 6;
+    /**
+     * <pre>
+     * As the Inspect RPC. Answered with `inspect`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.InspectRequest inspect = 6 [json_name = "inspect"];</code>
+     * @return Whether the inspect field is set.
+     */
+    @java.lang.Override
+    public boolean hasInspect() {
+      return opCase_ == 6;
+    }
+    /**
+     * <pre>
+     * As the Inspect RPC. Answered with `inspect`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.InspectRequest inspect = 6 [json_name = "inspect"];</code>
+     * @return The inspect.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.InspectRequest getInspect() {
+      if (opCase_ == 6) {
+         return (holdfast.v1.Lock.InspectRequest) op_;
+      }
+      return holdfast.v1.Lock.InspectRequest.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * As the Inspect RPC. Answered with `inspect`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.InspectRequest inspect = 6 [json_name = "inspect"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.InspectRequestOrBuilder getInspectOrBuilder() {
+      if (opCase_ == 6) {
+         return (holdfast.v1.Lock.InspectRequest) op_;
+      }
+      return holdfast.v1.Lock.InspectRequest.getDefaultInstance();
+    }
+
+    public static final int SET_VALUE_FIELD_NUMBER = 7;
+    /**
+     * <pre>
+     * As the SetValue RPC. Answered with `set_value`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SetValueRequest set_value = 7 [json_name = "setValue"];</code>
+     * @return Whether the setValue field is set.
+     */
+    @java.lang.Override
+    public boolean hasSetValue() {
+      return opCase_ == 7;
+    }
+    /**
+     * <pre>
+     * As the SetValue RPC. Answered with `set_value`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SetValueRequest set_value = 7 [json_name = "setValue"];</code>
+     * @return The setValue.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.SetValueRequest getSetValue() {
+      if (opCase_ == 7) {
+         return (holdfast.v1.Lock.SetValueRequest) op_;
+      }
+      return holdfast.v1.Lock.SetValueRequest.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * As the SetValue RPC. Answered with `set_value`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SetValueRequest set_value = 7 [json_name = "setValue"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.SetValueRequestOrBuilder getSetValueOrBuilder() {
+      if (opCase_ == 7) {
+         return (holdfast.v1.Lock.SetValueRequest) op_;
+      }
+      return holdfast.v1.Lock.SetValueRequest.getDefaultInstance();
+    }
+
+    public static final int CHECK_FENCING_TOKEN_FIELD_NUMBER = 8;
+    /**
+     * <pre>
+     * As the CheckFencingToken RPC. Answered with `check_fencing_token`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.CheckFencingTokenRequest check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+     * @return Whether the checkFencingToken field is set.
+     */
+    @java.lang.Override
+    public boolean hasCheckFencingToken() {
+      return opCase_ == 8;
+    }
+    /**
+     * <pre>
+     * As the CheckFencingToken RPC. Answered with `check_fencing_token`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.CheckFencingTokenRequest check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+     * @return The checkFencingToken.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.CheckFencingTokenRequest getCheckFencingToken() {
+      if (opCase_ == 8) {
+         return (holdfast.v1.Lock.CheckFencingTokenRequest) op_;
+      }
+      return holdfast.v1.Lock.CheckFencingTokenRequest.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * As the CheckFencingToken RPC. Answered with `check_fencing_token`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.CheckFencingTokenRequest check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.CheckFencingTokenRequestOrBuilder getCheckFencingTokenOrBuilder() {
+      if (opCase_ == 8) {
+         return (holdfast.v1.Lock.CheckFencingTokenRequest) op_;
+      }
+      return holdfast.v1.Lock.CheckFencingTokenRequest.getDefaultInstance();
+    }
+
+    public static final int CANCEL_FIELD_NUMBER = 9;
+    /**
+     * <pre>
+     * Cancels the operation in flight with this op_id: it is answered with error CANCELLED (an acquire or hold
+     * granted meanwhile is given back). The cancel itself is not answered; an op_id not in flight is ignored.
+     * </pre>
+     *
+     * <code>uint64 cancel = 9 [json_name = "cancel"];</code>
+     * @return Whether the cancel field is set.
+     */
+    @java.lang.Override
+    public boolean hasCancel() {
+      return opCase_ == 9;
+    }
+    /**
+     * <pre>
+     * Cancels the operation in flight with this op_id: it is answered with error CANCELLED (an acquire or hold
+     * granted meanwhile is given back). The cancel itself is not answered; an op_id not in flight is ignored.
+     * </pre>
+     *
+     * <code>uint64 cancel = 9 [json_name = "cancel"];</code>
+     * @return The cancel.
+     */
+    @java.lang.Override
+    public long getCancel() {
+      if (opCase_ == 9) {
+        return (java.lang.Long) op_;
+      }
+      return 0L;
+    }
+
+    public static final int CLOSE_FIELD_NUMBER = 10;
+    /**
+     * <pre>
+     * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
+     * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionClose close = 10 [json_name = "close"];</code>
+     * @return Whether the close field is set.
+     */
+    @java.lang.Override
+    public boolean hasClose() {
+      return opCase_ == 10;
+    }
+    /**
+     * <pre>
+     * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
+     * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionClose close = 10 [json_name = "close"];</code>
+     * @return The close.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.SessionClose getClose() {
+      if (opCase_ == 10) {
+         return (holdfast.v1.Lock.SessionClose) op_;
+      }
+      return holdfast.v1.Lock.SessionClose.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
+     * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionClose close = 10 [json_name = "close"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.SessionCloseOrBuilder getCloseOrBuilder() {
+      if (opCase_ == 10) {
+         return (holdfast.v1.Lock.SessionClose) op_;
+      }
+      return holdfast.v1.Lock.SessionClose.getDefaultInstance();
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      if (opId_ != 0L) {
+        output.writeUInt64(1, opId_);
+      }
+      if (opCase_ == 2) {
+        output.writeMessage(2, (holdfast.v1.Lock.AcquireRequest) op_);
+      }
+      if (opCase_ == 3) {
+        output.writeMessage(3, (holdfast.v1.Lock.ReleaseRequest) op_);
+      }
+      if (opCase_ == 4) {
+        output.writeMessage(4, (holdfast.v1.Lock.RenewRequest) op_);
+      }
+      if (opCase_ == 5) {
+        output.writeMessage(5, (holdfast.v1.Lock.HoldRequest) op_);
+      }
+      if (opCase_ == 6) {
+        output.writeMessage(6, (holdfast.v1.Lock.InspectRequest) op_);
+      }
+      if (opCase_ == 7) {
+        output.writeMessage(7, (holdfast.v1.Lock.SetValueRequest) op_);
+      }
+      if (opCase_ == 8) {
+        output.writeMessage(8, (holdfast.v1.Lock.CheckFencingTokenRequest) op_);
+      }
+      if (opCase_ == 9) {
+        output.writeUInt64(
+            9, (long)((java.lang.Long) op_));
+      }
+      if (opCase_ == 10) {
+        output.writeMessage(10, (holdfast.v1.Lock.SessionClose) op_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      if (opId_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeUInt64Size(1, opId_);
+      }
+      if (opCase_ == 2) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(2, (holdfast.v1.Lock.AcquireRequest) op_);
+      }
+      if (opCase_ == 3) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(3, (holdfast.v1.Lock.ReleaseRequest) op_);
+      }
+      if (opCase_ == 4) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(4, (holdfast.v1.Lock.RenewRequest) op_);
+      }
+      if (opCase_ == 5) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(5, (holdfast.v1.Lock.HoldRequest) op_);
+      }
+      if (opCase_ == 6) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(6, (holdfast.v1.Lock.InspectRequest) op_);
+      }
+      if (opCase_ == 7) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(7, (holdfast.v1.Lock.SetValueRequest) op_);
+      }
+      if (opCase_ == 8) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(8, (holdfast.v1.Lock.CheckFencingTokenRequest) op_);
+      }
+      if (opCase_ == 9) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeUInt64Size(
+              9, (long)((java.lang.Long) op_));
+      }
+      if (opCase_ == 10) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(10, (holdfast.v1.Lock.SessionClose) op_);
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.SessionRequest)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.SessionRequest other = (holdfast.v1.Lock.SessionRequest) obj;
+
+      if (getOpId()
+          != other.getOpId()) return false;
+      if (!getOpCase().equals(other.getOpCase())) return false;
+      switch (opCase_) {
+        case 2:
+          if (!getAcquire()
+              .equals(other.getAcquire())) return false;
+          break;
+        case 3:
+          if (!getRelease()
+              .equals(other.getRelease())) return false;
+          break;
+        case 4:
+          if (!getRenew()
+              .equals(other.getRenew())) return false;
+          break;
+        case 5:
+          if (!getHold()
+              .equals(other.getHold())) return false;
+          break;
+        case 6:
+          if (!getInspect()
+              .equals(other.getInspect())) return false;
+          break;
+        case 7:
+          if (!getSetValue()
+              .equals(other.getSetValue())) return false;
+          break;
+        case 8:
+          if (!getCheckFencingToken()
+              .equals(other.getCheckFencingToken())) return false;
+          break;
+        case 9:
+          if (getCancel()
+              != other.getCancel()) return false;
+          break;
+        case 10:
+          if (!getClose()
+              .equals(other.getClose())) return false;
+          break;
+        case 0:
+        default:
+      }
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (37 * hash) + OP_ID_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getOpId());
+      switch (opCase_) {
+        case 2:
+          hash = (37 * hash) + ACQUIRE_FIELD_NUMBER;
+          hash = (53 * hash) + getAcquire().hashCode();
+          break;
+        case 3:
+          hash = (37 * hash) + RELEASE_FIELD_NUMBER;
+          hash = (53 * hash) + getRelease().hashCode();
+          break;
+        case 4:
+          hash = (37 * hash) + RENEW_FIELD_NUMBER;
+          hash = (53 * hash) + getRenew().hashCode();
+          break;
+        case 5:
+          hash = (37 * hash) + HOLD_FIELD_NUMBER;
+          hash = (53 * hash) + getHold().hashCode();
+          break;
+        case 6:
+          hash = (37 * hash) + INSPECT_FIELD_NUMBER;
+          hash = (53 * hash) + getInspect().hashCode();
+          break;
+        case 7:
+          hash = (37 * hash) + SET_VALUE_FIELD_NUMBER;
+          hash = (53 * hash) + getSetValue().hashCode();
+          break;
+        case 8:
+          hash = (37 * hash) + CHECK_FENCING_TOKEN_FIELD_NUMBER;
+          hash = (53 * hash) + getCheckFencingToken().hashCode();
+          break;
+        case 9:
+          hash = (37 * hash) + CANCEL_FIELD_NUMBER;
+          hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+              getCancel());
+          break;
+        case 10:
+          hash = (37 * hash) + CLOSE_FIELD_NUMBER;
+          hash = (53 * hash) + getClose().hashCode();
+          break;
+        case 0:
+        default:
+      }
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.SessionRequest parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionRequest parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionRequest parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionRequest parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionRequest parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionRequest parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionRequest parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionRequest parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionRequest parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionRequest parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionRequest parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionRequest parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.SessionRequest prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * SessionRequest is one operation on a Session stream.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.SessionRequest}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.SessionRequest)
+        holdfast.v1.Lock.SessionRequestOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionRequest_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionRequest_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.SessionRequest.class, holdfast.v1.Lock.SessionRequest.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.SessionRequest.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        opId_ = 0L;
+        if (acquireBuilder_ != null) {
+          acquireBuilder_.clear();
+        }
+        if (releaseBuilder_ != null) {
+          releaseBuilder_.clear();
+        }
+        if (renewBuilder_ != null) {
+          renewBuilder_.clear();
+        }
+        if (holdBuilder_ != null) {
+          holdBuilder_.clear();
+        }
+        if (inspectBuilder_ != null) {
+          inspectBuilder_.clear();
+        }
+        if (setValueBuilder_ != null) {
+          setValueBuilder_.clear();
+        }
+        if (checkFencingTokenBuilder_ != null) {
+          checkFencingTokenBuilder_.clear();
+        }
+        if (closeBuilder_ != null) {
+          closeBuilder_.clear();
+        }
+        opCase_ = 0;
+        op_ = null;
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionRequest_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionRequest getDefaultInstanceForType() {
+        return holdfast.v1.Lock.SessionRequest.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionRequest build() {
+        holdfast.v1.Lock.SessionRequest result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionRequest buildPartial() {
+        holdfast.v1.Lock.SessionRequest result = new holdfast.v1.Lock.SessionRequest(this);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        buildPartialOneofs(result);
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.SessionRequest result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000001) != 0)) {
+          result.opId_ = opId_;
+        }
+      }
+
+      private void buildPartialOneofs(holdfast.v1.Lock.SessionRequest result) {
+        result.opCase_ = opCase_;
+        result.op_ = this.op_;
+        if (opCase_ == 2 &&
+            acquireBuilder_ != null) {
+          result.op_ = acquireBuilder_.build();
+        }
+        if (opCase_ == 3 &&
+            releaseBuilder_ != null) {
+          result.op_ = releaseBuilder_.build();
+        }
+        if (opCase_ == 4 &&
+            renewBuilder_ != null) {
+          result.op_ = renewBuilder_.build();
+        }
+        if (opCase_ == 5 &&
+            holdBuilder_ != null) {
+          result.op_ = holdBuilder_.build();
+        }
+        if (opCase_ == 6 &&
+            inspectBuilder_ != null) {
+          result.op_ = inspectBuilder_.build();
+        }
+        if (opCase_ == 7 &&
+            setValueBuilder_ != null) {
+          result.op_ = setValueBuilder_.build();
+        }
+        if (opCase_ == 8 &&
+            checkFencingTokenBuilder_ != null) {
+          result.op_ = checkFencingTokenBuilder_.build();
+        }
+        if (opCase_ == 10 &&
+            closeBuilder_ != null) {
+          result.op_ = closeBuilder_.build();
+        }
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.SessionRequest) {
+          return mergeFrom((holdfast.v1.Lock.SessionRequest)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.SessionRequest other) {
+        if (other == holdfast.v1.Lock.SessionRequest.getDefaultInstance()) return this;
+        if (other.getOpId() != 0L) {
+          setOpId(other.getOpId());
+        }
+        switch (other.getOpCase()) {
+          case ACQUIRE: {
+            mergeAcquire(other.getAcquire());
+            break;
+          }
+          case RELEASE: {
+            mergeRelease(other.getRelease());
+            break;
+          }
+          case RENEW: {
+            mergeRenew(other.getRenew());
+            break;
+          }
+          case HOLD: {
+            mergeHold(other.getHold());
+            break;
+          }
+          case INSPECT: {
+            mergeInspect(other.getInspect());
+            break;
+          }
+          case SET_VALUE: {
+            mergeSetValue(other.getSetValue());
+            break;
+          }
+          case CHECK_FENCING_TOKEN: {
+            mergeCheckFencingToken(other.getCheckFencingToken());
+            break;
+          }
+          case CANCEL: {
+            setCancel(other.getCancel());
+            break;
+          }
+          case CLOSE: {
+            mergeClose(other.getClose());
+            break;
+          }
+          case OP_NOT_SET: {
+            break;
+          }
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 8: {
+                opId_ = input.readUInt64();
+                bitField0_ |= 0x00000001;
+                break;
+              } // case 8
+              case 18: {
+                input.readMessage(
+                    getAcquireFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                opCase_ = 2;
+                break;
+              } // case 18
+              case 26: {
+                input.readMessage(
+                    getReleaseFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                opCase_ = 3;
+                break;
+              } // case 26
+              case 34: {
+                input.readMessage(
+                    getRenewFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                opCase_ = 4;
+                break;
+              } // case 34
+              case 42: {
+                input.readMessage(
+                    getHoldFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                opCase_ = 5;
+                break;
+              } // case 42
+              case 50: {
+                input.readMessage(
+                    getInspectFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                opCase_ = 6;
+                break;
+              } // case 50
+              case 58: {
+                input.readMessage(
+                    getSetValueFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                opCase_ = 7;
+                break;
+              } // case 58
+              case 66: {
+                input.readMessage(
+                    getCheckFencingTokenFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                opCase_ = 8;
+                break;
+              } // case 66
+              case 72: {
+                op_ = input.readUInt64();
+                opCase_ = 9;
+                break;
+              } // case 72
+              case 82: {
+                input.readMessage(
+                    getCloseFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                opCase_ = 10;
+                break;
+              } // case 82
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int opCase_ = 0;
+      private java.lang.Object op_;
+      public OpCase
+          getOpCase() {
+        return OpCase.forNumber(
+            opCase_);
+      }
+
+      public Builder clearOp() {
+        opCase_ = 0;
+        op_ = null;
+        onChanged();
+        return this;
+      }
+
+      private int bitField0_;
+
+      private long opId_ ;
+      /**
+       * <pre>
+       * Chosen by the client to match the answer: the SessionResponse of this operation carries the same op_id. Any
+       * value, 0 included; reusing the id of an operation still in flight is refused with INVALID_ARGUMENT.
+       * </pre>
+       *
+       * <code>uint64 op_id = 1 [json_name = "opId"];</code>
+       * @return The opId.
+       */
+      @java.lang.Override
+      public long getOpId() {
+        return opId_;
+      }
+      /**
+       * <pre>
+       * Chosen by the client to match the answer: the SessionResponse of this operation carries the same op_id. Any
+       * value, 0 included; reusing the id of an operation still in flight is refused with INVALID_ARGUMENT.
+       * </pre>
+       *
+       * <code>uint64 op_id = 1 [json_name = "opId"];</code>
+       * @param value The opId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setOpId(long value) {
+        
+        opId_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Chosen by the client to match the answer: the SessionResponse of this operation carries the same op_id. Any
+       * value, 0 included; reusing the id of an operation still in flight is refused with INVALID_ARGUMENT.
+       * </pre>
+       *
+       * <code>uint64 op_id = 1 [json_name = "opId"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearOpId() {
+        bitField0_ = (bitField0_ & ~0x00000001);
+        opId_ = 0L;
+        onChanged();
+        return this;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.AcquireRequest, holdfast.v1.Lock.AcquireRequest.Builder, holdfast.v1.Lock.AcquireRequestOrBuilder> acquireBuilder_;
+      /**
+       * <pre>
+       * As the Acquire RPC; wait_timeout_ms is this operation's deadline. Answered with `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireRequest acquire = 2 [json_name = "acquire"];</code>
+       * @return Whether the acquire field is set.
+       */
+      @java.lang.Override
+      public boolean hasAcquire() {
+        return opCase_ == 2;
+      }
+      /**
+       * <pre>
+       * As the Acquire RPC; wait_timeout_ms is this operation's deadline. Answered with `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireRequest acquire = 2 [json_name = "acquire"];</code>
+       * @return The acquire.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.AcquireRequest getAcquire() {
+        if (acquireBuilder_ == null) {
+          if (opCase_ == 2) {
+            return (holdfast.v1.Lock.AcquireRequest) op_;
+          }
+          return holdfast.v1.Lock.AcquireRequest.getDefaultInstance();
+        } else {
+          if (opCase_ == 2) {
+            return acquireBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.AcquireRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * As the Acquire RPC; wait_timeout_ms is this operation's deadline. Answered with `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireRequest acquire = 2 [json_name = "acquire"];</code>
+       */
+      public Builder setAcquire(holdfast.v1.Lock.AcquireRequest value) {
+        if (acquireBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          op_ = value;
+          onChanged();
+        } else {
+          acquireBuilder_.setMessage(value);
+        }
+        opCase_ = 2;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the Acquire RPC; wait_timeout_ms is this operation's deadline. Answered with `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireRequest acquire = 2 [json_name = "acquire"];</code>
+       */
+      public Builder setAcquire(
+          holdfast.v1.Lock.AcquireRequest.Builder builderForValue) {
+        if (acquireBuilder_ == null) {
+          op_ = builderForValue.build();
+          onChanged();
+        } else {
+          acquireBuilder_.setMessage(builderForValue.build());
+        }
+        opCase_ = 2;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the Acquire RPC; wait_timeout_ms is this operation's deadline. Answered with `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireRequest acquire = 2 [json_name = "acquire"];</code>
+       */
+      public Builder mergeAcquire(holdfast.v1.Lock.AcquireRequest value) {
+        if (acquireBuilder_ == null) {
+          if (opCase_ == 2 &&
+              op_ != holdfast.v1.Lock.AcquireRequest.getDefaultInstance()) {
+            op_ = holdfast.v1.Lock.AcquireRequest.newBuilder((holdfast.v1.Lock.AcquireRequest) op_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            op_ = value;
+          }
+          onChanged();
+        } else {
+          if (opCase_ == 2) {
+            acquireBuilder_.mergeFrom(value);
+          } else {
+            acquireBuilder_.setMessage(value);
+          }
+        }
+        opCase_ = 2;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the Acquire RPC; wait_timeout_ms is this operation's deadline. Answered with `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireRequest acquire = 2 [json_name = "acquire"];</code>
+       */
+      public Builder clearAcquire() {
+        if (acquireBuilder_ == null) {
+          if (opCase_ == 2) {
+            opCase_ = 0;
+            op_ = null;
+            onChanged();
+          }
+        } else {
+          if (opCase_ == 2) {
+            opCase_ = 0;
+            op_ = null;
+          }
+          acquireBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * As the Acquire RPC; wait_timeout_ms is this operation's deadline. Answered with `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireRequest acquire = 2 [json_name = "acquire"];</code>
+       */
+      public holdfast.v1.Lock.AcquireRequest.Builder getAcquireBuilder() {
+        return getAcquireFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * As the Acquire RPC; wait_timeout_ms is this operation's deadline. Answered with `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireRequest acquire = 2 [json_name = "acquire"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.AcquireRequestOrBuilder getAcquireOrBuilder() {
+        if ((opCase_ == 2) && (acquireBuilder_ != null)) {
+          return acquireBuilder_.getMessageOrBuilder();
+        } else {
+          if (opCase_ == 2) {
+            return (holdfast.v1.Lock.AcquireRequest) op_;
+          }
+          return holdfast.v1.Lock.AcquireRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * As the Acquire RPC; wait_timeout_ms is this operation's deadline. Answered with `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireRequest acquire = 2 [json_name = "acquire"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.AcquireRequest, holdfast.v1.Lock.AcquireRequest.Builder, holdfast.v1.Lock.AcquireRequestOrBuilder> 
+          getAcquireFieldBuilder() {
+        if (acquireBuilder_ == null) {
+          if (!(opCase_ == 2)) {
+            op_ = holdfast.v1.Lock.AcquireRequest.getDefaultInstance();
+          }
+          acquireBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.AcquireRequest, holdfast.v1.Lock.AcquireRequest.Builder, holdfast.v1.Lock.AcquireRequestOrBuilder>(
+                  (holdfast.v1.Lock.AcquireRequest) op_,
+                  getParentForChildren(),
+                  isClean());
+          op_ = null;
+        }
+        opCase_ = 2;
+        onChanged();
+        return acquireBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.ReleaseRequest, holdfast.v1.Lock.ReleaseRequest.Builder, holdfast.v1.Lock.ReleaseRequestOrBuilder> releaseBuilder_;
+      /**
+       * <pre>
+       * As the Release RPC (a hold taken with `hold` is given back with its hold_id). Answered with `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseRequest release = 3 [json_name = "release"];</code>
+       * @return Whether the release field is set.
+       */
+      @java.lang.Override
+      public boolean hasRelease() {
+        return opCase_ == 3;
+      }
+      /**
+       * <pre>
+       * As the Release RPC (a hold taken with `hold` is given back with its hold_id). Answered with `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseRequest release = 3 [json_name = "release"];</code>
+       * @return The release.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.ReleaseRequest getRelease() {
+        if (releaseBuilder_ == null) {
+          if (opCase_ == 3) {
+            return (holdfast.v1.Lock.ReleaseRequest) op_;
+          }
+          return holdfast.v1.Lock.ReleaseRequest.getDefaultInstance();
+        } else {
+          if (opCase_ == 3) {
+            return releaseBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.ReleaseRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * As the Release RPC (a hold taken with `hold` is given back with its hold_id). Answered with `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseRequest release = 3 [json_name = "release"];</code>
+       */
+      public Builder setRelease(holdfast.v1.Lock.ReleaseRequest value) {
+        if (releaseBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          op_ = value;
+          onChanged();
+        } else {
+          releaseBuilder_.setMessage(value);
+        }
+        opCase_ = 3;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the Release RPC (a hold taken with `hold` is given back with its hold_id). Answered with `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseRequest release = 3 [json_name = "release"];</code>
+       */
+      public Builder setRelease(
+          holdfast.v1.Lock.ReleaseRequest.Builder builderForValue) {
+        if (releaseBuilder_ == null) {
+          op_ = builderForValue.build();
+          onChanged();
+        } else {
+          releaseBuilder_.setMessage(builderForValue.build());
+        }
+        opCase_ = 3;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the Release RPC (a hold taken with `hold` is given back with its hold_id). Answered with `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseRequest release = 3 [json_name = "release"];</code>
+       */
+      public Builder mergeRelease(holdfast.v1.Lock.ReleaseRequest value) {
+        if (releaseBuilder_ == null) {
+          if (opCase_ == 3 &&
+              op_ != holdfast.v1.Lock.ReleaseRequest.getDefaultInstance()) {
+            op_ = holdfast.v1.Lock.ReleaseRequest.newBuilder((holdfast.v1.Lock.ReleaseRequest) op_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            op_ = value;
+          }
+          onChanged();
+        } else {
+          if (opCase_ == 3) {
+            releaseBuilder_.mergeFrom(value);
+          } else {
+            releaseBuilder_.setMessage(value);
+          }
+        }
+        opCase_ = 3;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the Release RPC (a hold taken with `hold` is given back with its hold_id). Answered with `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseRequest release = 3 [json_name = "release"];</code>
+       */
+      public Builder clearRelease() {
+        if (releaseBuilder_ == null) {
+          if (opCase_ == 3) {
+            opCase_ = 0;
+            op_ = null;
+            onChanged();
+          }
+        } else {
+          if (opCase_ == 3) {
+            opCase_ = 0;
+            op_ = null;
+          }
+          releaseBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * As the Release RPC (a hold taken with `hold` is given back with its hold_id). Answered with `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseRequest release = 3 [json_name = "release"];</code>
+       */
+      public holdfast.v1.Lock.ReleaseRequest.Builder getReleaseBuilder() {
+        return getReleaseFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * As the Release RPC (a hold taken with `hold` is given back with its hold_id). Answered with `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseRequest release = 3 [json_name = "release"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.ReleaseRequestOrBuilder getReleaseOrBuilder() {
+        if ((opCase_ == 3) && (releaseBuilder_ != null)) {
+          return releaseBuilder_.getMessageOrBuilder();
+        } else {
+          if (opCase_ == 3) {
+            return (holdfast.v1.Lock.ReleaseRequest) op_;
+          }
+          return holdfast.v1.Lock.ReleaseRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * As the Release RPC (a hold taken with `hold` is given back with its hold_id). Answered with `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseRequest release = 3 [json_name = "release"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.ReleaseRequest, holdfast.v1.Lock.ReleaseRequest.Builder, holdfast.v1.Lock.ReleaseRequestOrBuilder> 
+          getReleaseFieldBuilder() {
+        if (releaseBuilder_ == null) {
+          if (!(opCase_ == 3)) {
+            op_ = holdfast.v1.Lock.ReleaseRequest.getDefaultInstance();
+          }
+          releaseBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.ReleaseRequest, holdfast.v1.Lock.ReleaseRequest.Builder, holdfast.v1.Lock.ReleaseRequestOrBuilder>(
+                  (holdfast.v1.Lock.ReleaseRequest) op_,
+                  getParentForChildren(),
+                  isClean());
+          op_ = null;
+        }
+        opCase_ = 3;
+        onChanged();
+        return releaseBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.RenewRequest, holdfast.v1.Lock.RenewRequest.Builder, holdfast.v1.Lock.RenewRequestOrBuilder> renewBuilder_;
+      /**
+       * <pre>
+       * As the Renew RPC. Answered with `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewRequest renew = 4 [json_name = "renew"];</code>
+       * @return Whether the renew field is set.
+       */
+      @java.lang.Override
+      public boolean hasRenew() {
+        return opCase_ == 4;
+      }
+      /**
+       * <pre>
+       * As the Renew RPC. Answered with `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewRequest renew = 4 [json_name = "renew"];</code>
+       * @return The renew.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.RenewRequest getRenew() {
+        if (renewBuilder_ == null) {
+          if (opCase_ == 4) {
+            return (holdfast.v1.Lock.RenewRequest) op_;
+          }
+          return holdfast.v1.Lock.RenewRequest.getDefaultInstance();
+        } else {
+          if (opCase_ == 4) {
+            return renewBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.RenewRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * As the Renew RPC. Answered with `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewRequest renew = 4 [json_name = "renew"];</code>
+       */
+      public Builder setRenew(holdfast.v1.Lock.RenewRequest value) {
+        if (renewBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          op_ = value;
+          onChanged();
+        } else {
+          renewBuilder_.setMessage(value);
+        }
+        opCase_ = 4;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the Renew RPC. Answered with `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewRequest renew = 4 [json_name = "renew"];</code>
+       */
+      public Builder setRenew(
+          holdfast.v1.Lock.RenewRequest.Builder builderForValue) {
+        if (renewBuilder_ == null) {
+          op_ = builderForValue.build();
+          onChanged();
+        } else {
+          renewBuilder_.setMessage(builderForValue.build());
+        }
+        opCase_ = 4;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the Renew RPC. Answered with `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewRequest renew = 4 [json_name = "renew"];</code>
+       */
+      public Builder mergeRenew(holdfast.v1.Lock.RenewRequest value) {
+        if (renewBuilder_ == null) {
+          if (opCase_ == 4 &&
+              op_ != holdfast.v1.Lock.RenewRequest.getDefaultInstance()) {
+            op_ = holdfast.v1.Lock.RenewRequest.newBuilder((holdfast.v1.Lock.RenewRequest) op_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            op_ = value;
+          }
+          onChanged();
+        } else {
+          if (opCase_ == 4) {
+            renewBuilder_.mergeFrom(value);
+          } else {
+            renewBuilder_.setMessage(value);
+          }
+        }
+        opCase_ = 4;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the Renew RPC. Answered with `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewRequest renew = 4 [json_name = "renew"];</code>
+       */
+      public Builder clearRenew() {
+        if (renewBuilder_ == null) {
+          if (opCase_ == 4) {
+            opCase_ = 0;
+            op_ = null;
+            onChanged();
+          }
+        } else {
+          if (opCase_ == 4) {
+            opCase_ = 0;
+            op_ = null;
+          }
+          renewBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * As the Renew RPC. Answered with `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewRequest renew = 4 [json_name = "renew"];</code>
+       */
+      public holdfast.v1.Lock.RenewRequest.Builder getRenewBuilder() {
+        return getRenewFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * As the Renew RPC. Answered with `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewRequest renew = 4 [json_name = "renew"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.RenewRequestOrBuilder getRenewOrBuilder() {
+        if ((opCase_ == 4) && (renewBuilder_ != null)) {
+          return renewBuilder_.getMessageOrBuilder();
+        } else {
+          if (opCase_ == 4) {
+            return (holdfast.v1.Lock.RenewRequest) op_;
+          }
+          return holdfast.v1.Lock.RenewRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * As the Renew RPC. Answered with `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewRequest renew = 4 [json_name = "renew"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.RenewRequest, holdfast.v1.Lock.RenewRequest.Builder, holdfast.v1.Lock.RenewRequestOrBuilder> 
+          getRenewFieldBuilder() {
+        if (renewBuilder_ == null) {
+          if (!(opCase_ == 4)) {
+            op_ = holdfast.v1.Lock.RenewRequest.getDefaultInstance();
+          }
+          renewBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.RenewRequest, holdfast.v1.Lock.RenewRequest.Builder, holdfast.v1.Lock.RenewRequestOrBuilder>(
+                  (holdfast.v1.Lock.RenewRequest) op_,
+                  getParentForChildren(),
+                  isClean());
+          op_ = null;
+        }
+        opCase_ = 4;
+        onChanged();
+        return renewBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.HoldRequest, holdfast.v1.Lock.HoldRequest.Builder, holdfast.v1.Lock.HoldRequestOrBuilder> holdBuilder_;
+      /**
+       * <pre>
+       * A lock held for as long as the session lives, as a Hold stream holds one: the server renews it and reports
+       * its renewals in SessionRenewed. Waits up to wait_timeout_ms; not granted in time is DEADLINE_EXCEEDED.
+       * Answered with `hold`; a hold lost later is reported with `lost`, under this op_id.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRequest hold = 5 [json_name = "hold"];</code>
+       * @return Whether the hold field is set.
+       */
+      @java.lang.Override
+      public boolean hasHold() {
+        return opCase_ == 5;
+      }
+      /**
+       * <pre>
+       * A lock held for as long as the session lives, as a Hold stream holds one: the server renews it and reports
+       * its renewals in SessionRenewed. Waits up to wait_timeout_ms; not granted in time is DEADLINE_EXCEEDED.
+       * Answered with `hold`; a hold lost later is reported with `lost`, under this op_id.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRequest hold = 5 [json_name = "hold"];</code>
+       * @return The hold.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldRequest getHold() {
+        if (holdBuilder_ == null) {
+          if (opCase_ == 5) {
+            return (holdfast.v1.Lock.HoldRequest) op_;
+          }
+          return holdfast.v1.Lock.HoldRequest.getDefaultInstance();
+        } else {
+          if (opCase_ == 5) {
+            return holdBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.HoldRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * A lock held for as long as the session lives, as a Hold stream holds one: the server renews it and reports
+       * its renewals in SessionRenewed. Waits up to wait_timeout_ms; not granted in time is DEADLINE_EXCEEDED.
+       * Answered with `hold`; a hold lost later is reported with `lost`, under this op_id.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRequest hold = 5 [json_name = "hold"];</code>
+       */
+      public Builder setHold(holdfast.v1.Lock.HoldRequest value) {
+        if (holdBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          op_ = value;
+          onChanged();
+        } else {
+          holdBuilder_.setMessage(value);
+        }
+        opCase_ = 5;
+        return this;
+      }
+      /**
+       * <pre>
+       * A lock held for as long as the session lives, as a Hold stream holds one: the server renews it and reports
+       * its renewals in SessionRenewed. Waits up to wait_timeout_ms; not granted in time is DEADLINE_EXCEEDED.
+       * Answered with `hold`; a hold lost later is reported with `lost`, under this op_id.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRequest hold = 5 [json_name = "hold"];</code>
+       */
+      public Builder setHold(
+          holdfast.v1.Lock.HoldRequest.Builder builderForValue) {
+        if (holdBuilder_ == null) {
+          op_ = builderForValue.build();
+          onChanged();
+        } else {
+          holdBuilder_.setMessage(builderForValue.build());
+        }
+        opCase_ = 5;
+        return this;
+      }
+      /**
+       * <pre>
+       * A lock held for as long as the session lives, as a Hold stream holds one: the server renews it and reports
+       * its renewals in SessionRenewed. Waits up to wait_timeout_ms; not granted in time is DEADLINE_EXCEEDED.
+       * Answered with `hold`; a hold lost later is reported with `lost`, under this op_id.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRequest hold = 5 [json_name = "hold"];</code>
+       */
+      public Builder mergeHold(holdfast.v1.Lock.HoldRequest value) {
+        if (holdBuilder_ == null) {
+          if (opCase_ == 5 &&
+              op_ != holdfast.v1.Lock.HoldRequest.getDefaultInstance()) {
+            op_ = holdfast.v1.Lock.HoldRequest.newBuilder((holdfast.v1.Lock.HoldRequest) op_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            op_ = value;
+          }
+          onChanged();
+        } else {
+          if (opCase_ == 5) {
+            holdBuilder_.mergeFrom(value);
+          } else {
+            holdBuilder_.setMessage(value);
+          }
+        }
+        opCase_ = 5;
+        return this;
+      }
+      /**
+       * <pre>
+       * A lock held for as long as the session lives, as a Hold stream holds one: the server renews it and reports
+       * its renewals in SessionRenewed. Waits up to wait_timeout_ms; not granted in time is DEADLINE_EXCEEDED.
+       * Answered with `hold`; a hold lost later is reported with `lost`, under this op_id.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRequest hold = 5 [json_name = "hold"];</code>
+       */
+      public Builder clearHold() {
+        if (holdBuilder_ == null) {
+          if (opCase_ == 5) {
+            opCase_ = 0;
+            op_ = null;
+            onChanged();
+          }
+        } else {
+          if (opCase_ == 5) {
+            opCase_ = 0;
+            op_ = null;
+          }
+          holdBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * A lock held for as long as the session lives, as a Hold stream holds one: the server renews it and reports
+       * its renewals in SessionRenewed. Waits up to wait_timeout_ms; not granted in time is DEADLINE_EXCEEDED.
+       * Answered with `hold`; a hold lost later is reported with `lost`, under this op_id.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRequest hold = 5 [json_name = "hold"];</code>
+       */
+      public holdfast.v1.Lock.HoldRequest.Builder getHoldBuilder() {
+        return getHoldFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * A lock held for as long as the session lives, as a Hold stream holds one: the server renews it and reports
+       * its renewals in SessionRenewed. Waits up to wait_timeout_ms; not granted in time is DEADLINE_EXCEEDED.
+       * Answered with `hold`; a hold lost later is reported with `lost`, under this op_id.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRequest hold = 5 [json_name = "hold"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldRequestOrBuilder getHoldOrBuilder() {
+        if ((opCase_ == 5) && (holdBuilder_ != null)) {
+          return holdBuilder_.getMessageOrBuilder();
+        } else {
+          if (opCase_ == 5) {
+            return (holdfast.v1.Lock.HoldRequest) op_;
+          }
+          return holdfast.v1.Lock.HoldRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * A lock held for as long as the session lives, as a Hold stream holds one: the server renews it and reports
+       * its renewals in SessionRenewed. Waits up to wait_timeout_ms; not granted in time is DEADLINE_EXCEEDED.
+       * Answered with `hold`; a hold lost later is reported with `lost`, under this op_id.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldRequest hold = 5 [json_name = "hold"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.HoldRequest, holdfast.v1.Lock.HoldRequest.Builder, holdfast.v1.Lock.HoldRequestOrBuilder> 
+          getHoldFieldBuilder() {
+        if (holdBuilder_ == null) {
+          if (!(opCase_ == 5)) {
+            op_ = holdfast.v1.Lock.HoldRequest.getDefaultInstance();
+          }
+          holdBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.HoldRequest, holdfast.v1.Lock.HoldRequest.Builder, holdfast.v1.Lock.HoldRequestOrBuilder>(
+                  (holdfast.v1.Lock.HoldRequest) op_,
+                  getParentForChildren(),
+                  isClean());
+          op_ = null;
+        }
+        opCase_ = 5;
+        onChanged();
+        return holdBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.InspectRequest, holdfast.v1.Lock.InspectRequest.Builder, holdfast.v1.Lock.InspectRequestOrBuilder> inspectBuilder_;
+      /**
+       * <pre>
+       * As the Inspect RPC. Answered with `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectRequest inspect = 6 [json_name = "inspect"];</code>
+       * @return Whether the inspect field is set.
+       */
+      @java.lang.Override
+      public boolean hasInspect() {
+        return opCase_ == 6;
+      }
+      /**
+       * <pre>
+       * As the Inspect RPC. Answered with `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectRequest inspect = 6 [json_name = "inspect"];</code>
+       * @return The inspect.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.InspectRequest getInspect() {
+        if (inspectBuilder_ == null) {
+          if (opCase_ == 6) {
+            return (holdfast.v1.Lock.InspectRequest) op_;
+          }
+          return holdfast.v1.Lock.InspectRequest.getDefaultInstance();
+        } else {
+          if (opCase_ == 6) {
+            return inspectBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.InspectRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * As the Inspect RPC. Answered with `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectRequest inspect = 6 [json_name = "inspect"];</code>
+       */
+      public Builder setInspect(holdfast.v1.Lock.InspectRequest value) {
+        if (inspectBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          op_ = value;
+          onChanged();
+        } else {
+          inspectBuilder_.setMessage(value);
+        }
+        opCase_ = 6;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the Inspect RPC. Answered with `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectRequest inspect = 6 [json_name = "inspect"];</code>
+       */
+      public Builder setInspect(
+          holdfast.v1.Lock.InspectRequest.Builder builderForValue) {
+        if (inspectBuilder_ == null) {
+          op_ = builderForValue.build();
+          onChanged();
+        } else {
+          inspectBuilder_.setMessage(builderForValue.build());
+        }
+        opCase_ = 6;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the Inspect RPC. Answered with `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectRequest inspect = 6 [json_name = "inspect"];</code>
+       */
+      public Builder mergeInspect(holdfast.v1.Lock.InspectRequest value) {
+        if (inspectBuilder_ == null) {
+          if (opCase_ == 6 &&
+              op_ != holdfast.v1.Lock.InspectRequest.getDefaultInstance()) {
+            op_ = holdfast.v1.Lock.InspectRequest.newBuilder((holdfast.v1.Lock.InspectRequest) op_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            op_ = value;
+          }
+          onChanged();
+        } else {
+          if (opCase_ == 6) {
+            inspectBuilder_.mergeFrom(value);
+          } else {
+            inspectBuilder_.setMessage(value);
+          }
+        }
+        opCase_ = 6;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the Inspect RPC. Answered with `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectRequest inspect = 6 [json_name = "inspect"];</code>
+       */
+      public Builder clearInspect() {
+        if (inspectBuilder_ == null) {
+          if (opCase_ == 6) {
+            opCase_ = 0;
+            op_ = null;
+            onChanged();
+          }
+        } else {
+          if (opCase_ == 6) {
+            opCase_ = 0;
+            op_ = null;
+          }
+          inspectBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * As the Inspect RPC. Answered with `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectRequest inspect = 6 [json_name = "inspect"];</code>
+       */
+      public holdfast.v1.Lock.InspectRequest.Builder getInspectBuilder() {
+        return getInspectFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * As the Inspect RPC. Answered with `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectRequest inspect = 6 [json_name = "inspect"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.InspectRequestOrBuilder getInspectOrBuilder() {
+        if ((opCase_ == 6) && (inspectBuilder_ != null)) {
+          return inspectBuilder_.getMessageOrBuilder();
+        } else {
+          if (opCase_ == 6) {
+            return (holdfast.v1.Lock.InspectRequest) op_;
+          }
+          return holdfast.v1.Lock.InspectRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * As the Inspect RPC. Answered with `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectRequest inspect = 6 [json_name = "inspect"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.InspectRequest, holdfast.v1.Lock.InspectRequest.Builder, holdfast.v1.Lock.InspectRequestOrBuilder> 
+          getInspectFieldBuilder() {
+        if (inspectBuilder_ == null) {
+          if (!(opCase_ == 6)) {
+            op_ = holdfast.v1.Lock.InspectRequest.getDefaultInstance();
+          }
+          inspectBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.InspectRequest, holdfast.v1.Lock.InspectRequest.Builder, holdfast.v1.Lock.InspectRequestOrBuilder>(
+                  (holdfast.v1.Lock.InspectRequest) op_,
+                  getParentForChildren(),
+                  isClean());
+          op_ = null;
+        }
+        opCase_ = 6;
+        onChanged();
+        return inspectBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.SetValueRequest, holdfast.v1.Lock.SetValueRequest.Builder, holdfast.v1.Lock.SetValueRequestOrBuilder> setValueBuilder_;
+      /**
+       * <pre>
+       * As the SetValue RPC. Answered with `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueRequest set_value = 7 [json_name = "setValue"];</code>
+       * @return Whether the setValue field is set.
+       */
+      @java.lang.Override
+      public boolean hasSetValue() {
+        return opCase_ == 7;
+      }
+      /**
+       * <pre>
+       * As the SetValue RPC. Answered with `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueRequest set_value = 7 [json_name = "setValue"];</code>
+       * @return The setValue.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.SetValueRequest getSetValue() {
+        if (setValueBuilder_ == null) {
+          if (opCase_ == 7) {
+            return (holdfast.v1.Lock.SetValueRequest) op_;
+          }
+          return holdfast.v1.Lock.SetValueRequest.getDefaultInstance();
+        } else {
+          if (opCase_ == 7) {
+            return setValueBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.SetValueRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * As the SetValue RPC. Answered with `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueRequest set_value = 7 [json_name = "setValue"];</code>
+       */
+      public Builder setSetValue(holdfast.v1.Lock.SetValueRequest value) {
+        if (setValueBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          op_ = value;
+          onChanged();
+        } else {
+          setValueBuilder_.setMessage(value);
+        }
+        opCase_ = 7;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the SetValue RPC. Answered with `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueRequest set_value = 7 [json_name = "setValue"];</code>
+       */
+      public Builder setSetValue(
+          holdfast.v1.Lock.SetValueRequest.Builder builderForValue) {
+        if (setValueBuilder_ == null) {
+          op_ = builderForValue.build();
+          onChanged();
+        } else {
+          setValueBuilder_.setMessage(builderForValue.build());
+        }
+        opCase_ = 7;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the SetValue RPC. Answered with `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueRequest set_value = 7 [json_name = "setValue"];</code>
+       */
+      public Builder mergeSetValue(holdfast.v1.Lock.SetValueRequest value) {
+        if (setValueBuilder_ == null) {
+          if (opCase_ == 7 &&
+              op_ != holdfast.v1.Lock.SetValueRequest.getDefaultInstance()) {
+            op_ = holdfast.v1.Lock.SetValueRequest.newBuilder((holdfast.v1.Lock.SetValueRequest) op_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            op_ = value;
+          }
+          onChanged();
+        } else {
+          if (opCase_ == 7) {
+            setValueBuilder_.mergeFrom(value);
+          } else {
+            setValueBuilder_.setMessage(value);
+          }
+        }
+        opCase_ = 7;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the SetValue RPC. Answered with `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueRequest set_value = 7 [json_name = "setValue"];</code>
+       */
+      public Builder clearSetValue() {
+        if (setValueBuilder_ == null) {
+          if (opCase_ == 7) {
+            opCase_ = 0;
+            op_ = null;
+            onChanged();
+          }
+        } else {
+          if (opCase_ == 7) {
+            opCase_ = 0;
+            op_ = null;
+          }
+          setValueBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * As the SetValue RPC. Answered with `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueRequest set_value = 7 [json_name = "setValue"];</code>
+       */
+      public holdfast.v1.Lock.SetValueRequest.Builder getSetValueBuilder() {
+        return getSetValueFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * As the SetValue RPC. Answered with `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueRequest set_value = 7 [json_name = "setValue"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.SetValueRequestOrBuilder getSetValueOrBuilder() {
+        if ((opCase_ == 7) && (setValueBuilder_ != null)) {
+          return setValueBuilder_.getMessageOrBuilder();
+        } else {
+          if (opCase_ == 7) {
+            return (holdfast.v1.Lock.SetValueRequest) op_;
+          }
+          return holdfast.v1.Lock.SetValueRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * As the SetValue RPC. Answered with `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueRequest set_value = 7 [json_name = "setValue"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.SetValueRequest, holdfast.v1.Lock.SetValueRequest.Builder, holdfast.v1.Lock.SetValueRequestOrBuilder> 
+          getSetValueFieldBuilder() {
+        if (setValueBuilder_ == null) {
+          if (!(opCase_ == 7)) {
+            op_ = holdfast.v1.Lock.SetValueRequest.getDefaultInstance();
+          }
+          setValueBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.SetValueRequest, holdfast.v1.Lock.SetValueRequest.Builder, holdfast.v1.Lock.SetValueRequestOrBuilder>(
+                  (holdfast.v1.Lock.SetValueRequest) op_,
+                  getParentForChildren(),
+                  isClean());
+          op_ = null;
+        }
+        opCase_ = 7;
+        onChanged();
+        return setValueBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.CheckFencingTokenRequest, holdfast.v1.Lock.CheckFencingTokenRequest.Builder, holdfast.v1.Lock.CheckFencingTokenRequestOrBuilder> checkFencingTokenBuilder_;
+      /**
+       * <pre>
+       * As the CheckFencingToken RPC. Answered with `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenRequest check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       * @return Whether the checkFencingToken field is set.
+       */
+      @java.lang.Override
+      public boolean hasCheckFencingToken() {
+        return opCase_ == 8;
+      }
+      /**
+       * <pre>
+       * As the CheckFencingToken RPC. Answered with `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenRequest check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       * @return The checkFencingToken.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.CheckFencingTokenRequest getCheckFencingToken() {
+        if (checkFencingTokenBuilder_ == null) {
+          if (opCase_ == 8) {
+            return (holdfast.v1.Lock.CheckFencingTokenRequest) op_;
+          }
+          return holdfast.v1.Lock.CheckFencingTokenRequest.getDefaultInstance();
+        } else {
+          if (opCase_ == 8) {
+            return checkFencingTokenBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.CheckFencingTokenRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * As the CheckFencingToken RPC. Answered with `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenRequest check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       */
+      public Builder setCheckFencingToken(holdfast.v1.Lock.CheckFencingTokenRequest value) {
+        if (checkFencingTokenBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          op_ = value;
+          onChanged();
+        } else {
+          checkFencingTokenBuilder_.setMessage(value);
+        }
+        opCase_ = 8;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the CheckFencingToken RPC. Answered with `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenRequest check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       */
+      public Builder setCheckFencingToken(
+          holdfast.v1.Lock.CheckFencingTokenRequest.Builder builderForValue) {
+        if (checkFencingTokenBuilder_ == null) {
+          op_ = builderForValue.build();
+          onChanged();
+        } else {
+          checkFencingTokenBuilder_.setMessage(builderForValue.build());
+        }
+        opCase_ = 8;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the CheckFencingToken RPC. Answered with `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenRequest check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       */
+      public Builder mergeCheckFencingToken(holdfast.v1.Lock.CheckFencingTokenRequest value) {
+        if (checkFencingTokenBuilder_ == null) {
+          if (opCase_ == 8 &&
+              op_ != holdfast.v1.Lock.CheckFencingTokenRequest.getDefaultInstance()) {
+            op_ = holdfast.v1.Lock.CheckFencingTokenRequest.newBuilder((holdfast.v1.Lock.CheckFencingTokenRequest) op_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            op_ = value;
+          }
+          onChanged();
+        } else {
+          if (opCase_ == 8) {
+            checkFencingTokenBuilder_.mergeFrom(value);
+          } else {
+            checkFencingTokenBuilder_.setMessage(value);
+          }
+        }
+        opCase_ = 8;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the CheckFencingToken RPC. Answered with `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenRequest check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       */
+      public Builder clearCheckFencingToken() {
+        if (checkFencingTokenBuilder_ == null) {
+          if (opCase_ == 8) {
+            opCase_ = 0;
+            op_ = null;
+            onChanged();
+          }
+        } else {
+          if (opCase_ == 8) {
+            opCase_ = 0;
+            op_ = null;
+          }
+          checkFencingTokenBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * As the CheckFencingToken RPC. Answered with `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenRequest check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       */
+      public holdfast.v1.Lock.CheckFencingTokenRequest.Builder getCheckFencingTokenBuilder() {
+        return getCheckFencingTokenFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * As the CheckFencingToken RPC. Answered with `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenRequest check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.CheckFencingTokenRequestOrBuilder getCheckFencingTokenOrBuilder() {
+        if ((opCase_ == 8) && (checkFencingTokenBuilder_ != null)) {
+          return checkFencingTokenBuilder_.getMessageOrBuilder();
+        } else {
+          if (opCase_ == 8) {
+            return (holdfast.v1.Lock.CheckFencingTokenRequest) op_;
+          }
+          return holdfast.v1.Lock.CheckFencingTokenRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * As the CheckFencingToken RPC. Answered with `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenRequest check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.CheckFencingTokenRequest, holdfast.v1.Lock.CheckFencingTokenRequest.Builder, holdfast.v1.Lock.CheckFencingTokenRequestOrBuilder> 
+          getCheckFencingTokenFieldBuilder() {
+        if (checkFencingTokenBuilder_ == null) {
+          if (!(opCase_ == 8)) {
+            op_ = holdfast.v1.Lock.CheckFencingTokenRequest.getDefaultInstance();
+          }
+          checkFencingTokenBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.CheckFencingTokenRequest, holdfast.v1.Lock.CheckFencingTokenRequest.Builder, holdfast.v1.Lock.CheckFencingTokenRequestOrBuilder>(
+                  (holdfast.v1.Lock.CheckFencingTokenRequest) op_,
+                  getParentForChildren(),
+                  isClean());
+          op_ = null;
+        }
+        opCase_ = 8;
+        onChanged();
+        return checkFencingTokenBuilder_;
+      }
+
+      /**
+       * <pre>
+       * Cancels the operation in flight with this op_id: it is answered with error CANCELLED (an acquire or hold
+       * granted meanwhile is given back). The cancel itself is not answered; an op_id not in flight is ignored.
+       * </pre>
+       *
+       * <code>uint64 cancel = 9 [json_name = "cancel"];</code>
+       * @return Whether the cancel field is set.
+       */
+      public boolean hasCancel() {
+        return opCase_ == 9;
+      }
+      /**
+       * <pre>
+       * Cancels the operation in flight with this op_id: it is answered with error CANCELLED (an acquire or hold
+       * granted meanwhile is given back). The cancel itself is not answered; an op_id not in flight is ignored.
+       * </pre>
+       *
+       * <code>uint64 cancel = 9 [json_name = "cancel"];</code>
+       * @return The cancel.
+       */
+      public long getCancel() {
+        if (opCase_ == 9) {
+          return (java.lang.Long) op_;
+        }
+        return 0L;
+      }
+      /**
+       * <pre>
+       * Cancels the operation in flight with this op_id: it is answered with error CANCELLED (an acquire or hold
+       * granted meanwhile is given back). The cancel itself is not answered; an op_id not in flight is ignored.
+       * </pre>
+       *
+       * <code>uint64 cancel = 9 [json_name = "cancel"];</code>
+       * @param value The cancel to set.
+       * @return This builder for chaining.
+       */
+      public Builder setCancel(long value) {
+        
+        opCase_ = 9;
+        op_ = value;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * Cancels the operation in flight with this op_id: it is answered with error CANCELLED (an acquire or hold
+       * granted meanwhile is given back). The cancel itself is not answered; an op_id not in flight is ignored.
+       * </pre>
+       *
+       * <code>uint64 cancel = 9 [json_name = "cancel"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearCancel() {
+        if (opCase_ == 9) {
+          opCase_ = 0;
+          op_ = null;
+          onChanged();
+        }
+        return this;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.SessionClose, holdfast.v1.Lock.SessionClose.Builder, holdfast.v1.Lock.SessionCloseOrBuilder> closeBuilder_;
+      /**
+       * <pre>
+       * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
+       * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionClose close = 10 [json_name = "close"];</code>
+       * @return Whether the close field is set.
+       */
+      @java.lang.Override
+      public boolean hasClose() {
+        return opCase_ == 10;
+      }
+      /**
+       * <pre>
+       * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
+       * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionClose close = 10 [json_name = "close"];</code>
+       * @return The close.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionClose getClose() {
+        if (closeBuilder_ == null) {
+          if (opCase_ == 10) {
+            return (holdfast.v1.Lock.SessionClose) op_;
+          }
+          return holdfast.v1.Lock.SessionClose.getDefaultInstance();
+        } else {
+          if (opCase_ == 10) {
+            return closeBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.SessionClose.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
+       * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionClose close = 10 [json_name = "close"];</code>
+       */
+      public Builder setClose(holdfast.v1.Lock.SessionClose value) {
+        if (closeBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          op_ = value;
+          onChanged();
+        } else {
+          closeBuilder_.setMessage(value);
+        }
+        opCase_ = 10;
+        return this;
+      }
+      /**
+       * <pre>
+       * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
+       * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionClose close = 10 [json_name = "close"];</code>
+       */
+      public Builder setClose(
+          holdfast.v1.Lock.SessionClose.Builder builderForValue) {
+        if (closeBuilder_ == null) {
+          op_ = builderForValue.build();
+          onChanged();
+        } else {
+          closeBuilder_.setMessage(builderForValue.build());
+        }
+        opCase_ = 10;
+        return this;
+      }
+      /**
+       * <pre>
+       * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
+       * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionClose close = 10 [json_name = "close"];</code>
+       */
+      public Builder mergeClose(holdfast.v1.Lock.SessionClose value) {
+        if (closeBuilder_ == null) {
+          if (opCase_ == 10 &&
+              op_ != holdfast.v1.Lock.SessionClose.getDefaultInstance()) {
+            op_ = holdfast.v1.Lock.SessionClose.newBuilder((holdfast.v1.Lock.SessionClose) op_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            op_ = value;
+          }
+          onChanged();
+        } else {
+          if (opCase_ == 10) {
+            closeBuilder_.mergeFrom(value);
+          } else {
+            closeBuilder_.setMessage(value);
+          }
+        }
+        opCase_ = 10;
+        return this;
+      }
+      /**
+       * <pre>
+       * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
+       * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionClose close = 10 [json_name = "close"];</code>
+       */
+      public Builder clearClose() {
+        if (closeBuilder_ == null) {
+          if (opCase_ == 10) {
+            opCase_ = 0;
+            op_ = null;
+            onChanged();
+          }
+        } else {
+          if (opCase_ == 10) {
+            opCase_ = 0;
+            op_ = null;
+          }
+          closeBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
+       * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionClose close = 10 [json_name = "close"];</code>
+       */
+      public holdfast.v1.Lock.SessionClose.Builder getCloseBuilder() {
+        return getCloseFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
+       * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionClose close = 10 [json_name = "close"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionCloseOrBuilder getCloseOrBuilder() {
+        if ((opCase_ == 10) && (closeBuilder_ != null)) {
+          return closeBuilder_.getMessageOrBuilder();
+        } else {
+          if (opCase_ == 10) {
+            return (holdfast.v1.Lock.SessionClose) op_;
+          }
+          return holdfast.v1.Lock.SessionClose.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
+       * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionClose close = 10 [json_name = "close"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.SessionClose, holdfast.v1.Lock.SessionClose.Builder, holdfast.v1.Lock.SessionCloseOrBuilder> 
+          getCloseFieldBuilder() {
+        if (closeBuilder_ == null) {
+          if (!(opCase_ == 10)) {
+            op_ = holdfast.v1.Lock.SessionClose.getDefaultInstance();
+          }
+          closeBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.SessionClose, holdfast.v1.Lock.SessionClose.Builder, holdfast.v1.Lock.SessionCloseOrBuilder>(
+                  (holdfast.v1.Lock.SessionClose) op_,
+                  getParentForChildren(),
+                  isClean());
+          op_ = null;
+        }
+        opCase_ = 10;
+        onChanged();
+        return closeBuilder_;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.SessionRequest)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.SessionRequest)
+    private static final holdfast.v1.Lock.SessionRequest DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.SessionRequest();
+    }
+
+    public static holdfast.v1.Lock.SessionRequest getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<SessionRequest>
+        PARSER = new com.google.protobuf.AbstractParser<SessionRequest>() {
+      @java.lang.Override
+      public SessionRequest parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<SessionRequest> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<SessionRequest> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.SessionRequest getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface SessionCloseOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.SessionClose)
+      com.google.protobuf.MessageOrBuilder {
+  }
+  /**
+   * <pre>
+   * SessionClose asks for the clean end of a session.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.SessionClose}
+   */
+  public static final class SessionClose extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.SessionClose)
+      SessionCloseOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use SessionClose.newBuilder() to construct.
+    private SessionClose(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private SessionClose() {
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new SessionClose();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SessionClose_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SessionClose_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.SessionClose.class, holdfast.v1.Lock.SessionClose.Builder.class);
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.SessionClose)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.SessionClose other = (holdfast.v1.Lock.SessionClose) obj;
+
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.SessionClose parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionClose parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionClose parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionClose parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionClose parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionClose parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionClose parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionClose parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionClose parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionClose parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionClose parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionClose parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.SessionClose prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * SessionClose asks for the clean end of a session.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.SessionClose}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.SessionClose)
+        holdfast.v1.Lock.SessionCloseOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionClose_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionClose_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.SessionClose.class, holdfast.v1.Lock.SessionClose.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.SessionClose.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionClose_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionClose getDefaultInstanceForType() {
+        return holdfast.v1.Lock.SessionClose.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionClose build() {
+        holdfast.v1.Lock.SessionClose result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionClose buildPartial() {
+        holdfast.v1.Lock.SessionClose result = new holdfast.v1.Lock.SessionClose(this);
+        onBuilt();
+        return result;
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.SessionClose) {
+          return mergeFrom((holdfast.v1.Lock.SessionClose)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.SessionClose other) {
+        if (other == holdfast.v1.Lock.SessionClose.getDefaultInstance()) return this;
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.SessionClose)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.SessionClose)
+    private static final holdfast.v1.Lock.SessionClose DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.SessionClose();
+    }
+
+    public static holdfast.v1.Lock.SessionClose getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<SessionClose>
+        PARSER = new com.google.protobuf.AbstractParser<SessionClose>() {
+      @java.lang.Override
+      public SessionClose parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<SessionClose> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<SessionClose> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.SessionClose getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface SessionResponseOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.SessionResponse)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * The op_id of the operation answered (for `renewed`: 0).
+     * </pre>
+     *
+     * <code>uint64 op_id = 1 [json_name = "opId"];</code>
+     * @return The opId.
+     */
+    long getOpId();
+
+    /**
+     * <pre>
+     * The answer to `acquire`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireResponse acquire = 2 [json_name = "acquire"];</code>
+     * @return Whether the acquire field is set.
+     */
+    boolean hasAcquire();
+    /**
+     * <pre>
+     * The answer to `acquire`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireResponse acquire = 2 [json_name = "acquire"];</code>
+     * @return The acquire.
+     */
+    holdfast.v1.Lock.AcquireResponse getAcquire();
+    /**
+     * <pre>
+     * The answer to `acquire`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireResponse acquire = 2 [json_name = "acquire"];</code>
+     */
+    holdfast.v1.Lock.AcquireResponseOrBuilder getAcquireOrBuilder();
+
+    /**
+     * <pre>
+     * The answer to `release`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseResponse release = 3 [json_name = "release"];</code>
+     * @return Whether the release field is set.
+     */
+    boolean hasRelease();
+    /**
+     * <pre>
+     * The answer to `release`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseResponse release = 3 [json_name = "release"];</code>
+     * @return The release.
+     */
+    holdfast.v1.Lock.ReleaseResponse getRelease();
+    /**
+     * <pre>
+     * The answer to `release`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseResponse release = 3 [json_name = "release"];</code>
+     */
+    holdfast.v1.Lock.ReleaseResponseOrBuilder getReleaseOrBuilder();
+
+    /**
+     * <pre>
+     * The answer to `renew`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.RenewResponse renew = 4 [json_name = "renew"];</code>
+     * @return Whether the renew field is set.
+     */
+    boolean hasRenew();
+    /**
+     * <pre>
+     * The answer to `renew`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.RenewResponse renew = 4 [json_name = "renew"];</code>
+     * @return The renew.
+     */
+    holdfast.v1.Lock.RenewResponse getRenew();
+    /**
+     * <pre>
+     * The answer to `renew`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.RenewResponse renew = 4 [json_name = "renew"];</code>
+     */
+    holdfast.v1.Lock.RenewResponseOrBuilder getRenewOrBuilder();
+
+    /**
+     * <pre>
+     * The answer to `hold`: the grant, now kept by the session. lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldAcquired hold = 5 [json_name = "hold"];</code>
+     * @return Whether the hold field is set.
+     */
+    boolean hasHold();
+    /**
+     * <pre>
+     * The answer to `hold`: the grant, now kept by the session. lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldAcquired hold = 5 [json_name = "hold"];</code>
+     * @return The hold.
+     */
+    holdfast.v1.Lock.HoldAcquired getHold();
+    /**
+     * <pre>
+     * The answer to `hold`: the grant, now kept by the session. lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldAcquired hold = 5 [json_name = "hold"];</code>
+     */
+    holdfast.v1.Lock.HoldAcquiredOrBuilder getHoldOrBuilder();
+
+    /**
+     * <pre>
+     * The answer to `inspect`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.InspectResponse inspect = 6 [json_name = "inspect"];</code>
+     * @return Whether the inspect field is set.
+     */
+    boolean hasInspect();
+    /**
+     * <pre>
+     * The answer to `inspect`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.InspectResponse inspect = 6 [json_name = "inspect"];</code>
+     * @return The inspect.
+     */
+    holdfast.v1.Lock.InspectResponse getInspect();
+    /**
+     * <pre>
+     * The answer to `inspect`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.InspectResponse inspect = 6 [json_name = "inspect"];</code>
+     */
+    holdfast.v1.Lock.InspectResponseOrBuilder getInspectOrBuilder();
+
+    /**
+     * <pre>
+     * The answer to `set_value`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SetValueResponse set_value = 7 [json_name = "setValue"];</code>
+     * @return Whether the setValue field is set.
+     */
+    boolean hasSetValue();
+    /**
+     * <pre>
+     * The answer to `set_value`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SetValueResponse set_value = 7 [json_name = "setValue"];</code>
+     * @return The setValue.
+     */
+    holdfast.v1.Lock.SetValueResponse getSetValue();
+    /**
+     * <pre>
+     * The answer to `set_value`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SetValueResponse set_value = 7 [json_name = "setValue"];</code>
+     */
+    holdfast.v1.Lock.SetValueResponseOrBuilder getSetValueOrBuilder();
+
+    /**
+     * <pre>
+     * The answer to `check_fencing_token`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.CheckFencingTokenResponse check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+     * @return Whether the checkFencingToken field is set.
+     */
+    boolean hasCheckFencingToken();
+    /**
+     * <pre>
+     * The answer to `check_fencing_token`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.CheckFencingTokenResponse check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+     * @return The checkFencingToken.
+     */
+    holdfast.v1.Lock.CheckFencingTokenResponse getCheckFencingToken();
+    /**
+     * <pre>
+     * The answer to `check_fencing_token`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.CheckFencingTokenResponse check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+     */
+    holdfast.v1.Lock.CheckFencingTokenResponseOrBuilder getCheckFencingTokenOrBuilder();
+
+    /**
+     * <pre>
+     * The operation failed: the status its unary RPC would have ended with. The session goes on.
+     * </pre>
+     *
+     * <code>.holdfast.v1.OpError error = 9 [json_name = "error"];</code>
+     * @return Whether the error field is set.
+     */
+    boolean hasError();
+    /**
+     * <pre>
+     * The operation failed: the status its unary RPC would have ended with. The session goes on.
+     * </pre>
+     *
+     * <code>.holdfast.v1.OpError error = 9 [json_name = "error"];</code>
+     * @return The error.
+     */
+    holdfast.v1.Lock.OpError getError();
+    /**
+     * <pre>
+     * The operation failed: the status its unary RPC would have ended with. The session goes on.
+     * </pre>
+     *
+     * <code>.holdfast.v1.OpError error = 9 [json_name = "error"];</code>
+     */
+    holdfast.v1.Lock.OpErrorOrBuilder getErrorOrBuilder();
+
+    /**
+     * <pre>
+     * The session's locks were renewed: one message per renewal tick for the whole session.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionRenewed renewed = 10 [json_name = "renewed"];</code>
+     * @return Whether the renewed field is set.
+     */
+    boolean hasRenewed();
+    /**
+     * <pre>
+     * The session's locks were renewed: one message per renewal tick for the whole session.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionRenewed renewed = 10 [json_name = "renewed"];</code>
+     * @return The renewed.
+     */
+    holdfast.v1.Lock.SessionRenewed getRenewed();
+    /**
+     * <pre>
+     * The session's locks were renewed: one message per renewal tick for the whole session.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionRenewed renewed = 10 [json_name = "renewed"];</code>
+     */
+    holdfast.v1.Lock.SessionRenewedOrBuilder getRenewedOrBuilder();
+
+    /**
+     * <pre>
+     * A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldLost lost = 11 [json_name = "lost"];</code>
+     * @return Whether the lost field is set.
+     */
+    boolean hasLost();
+    /**
+     * <pre>
+     * A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldLost lost = 11 [json_name = "lost"];</code>
+     * @return The lost.
+     */
+    holdfast.v1.Lock.HoldLost getLost();
+    /**
+     * <pre>
+     * A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldLost lost = 11 [json_name = "lost"];</code>
+     */
+    holdfast.v1.Lock.HoldLostOrBuilder getLostOrBuilder();
+
+    public holdfast.v1.Lock.SessionResponse.ResultCase getResultCase();
+  }
+  /**
+   * <pre>
+   * SessionResponse answers one operation of a session (by its op_id), or reports on the whole session.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.SessionResponse}
+   */
+  public static final class SessionResponse extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.SessionResponse)
+      SessionResponseOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use SessionResponse.newBuilder() to construct.
+    private SessionResponse(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private SessionResponse() {
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new SessionResponse();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SessionResponse_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SessionResponse_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.SessionResponse.class, holdfast.v1.Lock.SessionResponse.Builder.class);
+    }
+
+    private int resultCase_ = 0;
+    private java.lang.Object result_;
+    public enum ResultCase
+        implements com.google.protobuf.Internal.EnumLite,
+            com.google.protobuf.AbstractMessage.InternalOneOfEnum {
+      ACQUIRE(2),
+      RELEASE(3),
+      RENEW(4),
+      HOLD(5),
+      INSPECT(6),
+      SET_VALUE(7),
+      CHECK_FENCING_TOKEN(8),
+      ERROR(9),
+      RENEWED(10),
+      LOST(11),
+      RESULT_NOT_SET(0);
+      private final int value;
+      private ResultCase(int value) {
+        this.value = value;
+      }
+      /**
+       * @param value The number of the enum to look for.
+       * @return The enum associated with the given number.
+       * @deprecated Use {@link #forNumber(int)} instead.
+       */
+      @java.lang.Deprecated
+      public static ResultCase valueOf(int value) {
+        return forNumber(value);
+      }
+
+      public static ResultCase forNumber(int value) {
+        switch (value) {
+          case 2: return ACQUIRE;
+          case 3: return RELEASE;
+          case 4: return RENEW;
+          case 5: return HOLD;
+          case 6: return INSPECT;
+          case 7: return SET_VALUE;
+          case 8: return CHECK_FENCING_TOKEN;
+          case 9: return ERROR;
+          case 10: return RENEWED;
+          case 11: return LOST;
+          case 0: return RESULT_NOT_SET;
+          default: return null;
+        }
+      }
+      public int getNumber() {
+        return this.value;
+      }
+    };
+
+    public ResultCase
+    getResultCase() {
+      return ResultCase.forNumber(
+          resultCase_);
+    }
+
+    public static final int OP_ID_FIELD_NUMBER = 1;
+    private long opId_ = 0L;
+    /**
+     * <pre>
+     * The op_id of the operation answered (for `renewed`: 0).
+     * </pre>
+     *
+     * <code>uint64 op_id = 1 [json_name = "opId"];</code>
+     * @return The opId.
+     */
+    @java.lang.Override
+    public long getOpId() {
+      return opId_;
+    }
+
+    public static final int ACQUIRE_FIELD_NUMBER = 2;
+    /**
+     * <pre>
+     * The answer to `acquire`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireResponse acquire = 2 [json_name = "acquire"];</code>
+     * @return Whether the acquire field is set.
+     */
+    @java.lang.Override
+    public boolean hasAcquire() {
+      return resultCase_ == 2;
+    }
+    /**
+     * <pre>
+     * The answer to `acquire`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireResponse acquire = 2 [json_name = "acquire"];</code>
+     * @return The acquire.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.AcquireResponse getAcquire() {
+      if (resultCase_ == 2) {
+         return (holdfast.v1.Lock.AcquireResponse) result_;
+      }
+      return holdfast.v1.Lock.AcquireResponse.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * The answer to `acquire`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireResponse acquire = 2 [json_name = "acquire"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.AcquireResponseOrBuilder getAcquireOrBuilder() {
+      if (resultCase_ == 2) {
+         return (holdfast.v1.Lock.AcquireResponse) result_;
+      }
+      return holdfast.v1.Lock.AcquireResponse.getDefaultInstance();
+    }
+
+    public static final int RELEASE_FIELD_NUMBER = 3;
+    /**
+     * <pre>
+     * The answer to `release`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseResponse release = 3 [json_name = "release"];</code>
+     * @return Whether the release field is set.
+     */
+    @java.lang.Override
+    public boolean hasRelease() {
+      return resultCase_ == 3;
+    }
+    /**
+     * <pre>
+     * The answer to `release`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseResponse release = 3 [json_name = "release"];</code>
+     * @return The release.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.ReleaseResponse getRelease() {
+      if (resultCase_ == 3) {
+         return (holdfast.v1.Lock.ReleaseResponse) result_;
+      }
+      return holdfast.v1.Lock.ReleaseResponse.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * The answer to `release`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseResponse release = 3 [json_name = "release"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.ReleaseResponseOrBuilder getReleaseOrBuilder() {
+      if (resultCase_ == 3) {
+         return (holdfast.v1.Lock.ReleaseResponse) result_;
+      }
+      return holdfast.v1.Lock.ReleaseResponse.getDefaultInstance();
+    }
+
+    public static final int RENEW_FIELD_NUMBER = 4;
+    /**
+     * <pre>
+     * The answer to `renew`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.RenewResponse renew = 4 [json_name = "renew"];</code>
+     * @return Whether the renew field is set.
+     */
+    @java.lang.Override
+    public boolean hasRenew() {
+      return resultCase_ == 4;
+    }
+    /**
+     * <pre>
+     * The answer to `renew`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.RenewResponse renew = 4 [json_name = "renew"];</code>
+     * @return The renew.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.RenewResponse getRenew() {
+      if (resultCase_ == 4) {
+         return (holdfast.v1.Lock.RenewResponse) result_;
+      }
+      return holdfast.v1.Lock.RenewResponse.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * The answer to `renew`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.RenewResponse renew = 4 [json_name = "renew"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.RenewResponseOrBuilder getRenewOrBuilder() {
+      if (resultCase_ == 4) {
+         return (holdfast.v1.Lock.RenewResponse) result_;
+      }
+      return holdfast.v1.Lock.RenewResponse.getDefaultInstance();
+    }
+
+    public static final int HOLD_FIELD_NUMBER = 5;
+    /**
+     * <pre>
+     * The answer to `hold`: the grant, now kept by the session. lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldAcquired hold = 5 [json_name = "hold"];</code>
+     * @return Whether the hold field is set.
+     */
+    @java.lang.Override
+    public boolean hasHold() {
+      return resultCase_ == 5;
+    }
+    /**
+     * <pre>
+     * The answer to `hold`: the grant, now kept by the session. lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldAcquired hold = 5 [json_name = "hold"];</code>
+     * @return The hold.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldAcquired getHold() {
+      if (resultCase_ == 5) {
+         return (holdfast.v1.Lock.HoldAcquired) result_;
+      }
+      return holdfast.v1.Lock.HoldAcquired.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * The answer to `hold`: the grant, now kept by the session. lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldAcquired hold = 5 [json_name = "hold"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldAcquiredOrBuilder getHoldOrBuilder() {
+      if (resultCase_ == 5) {
+         return (holdfast.v1.Lock.HoldAcquired) result_;
+      }
+      return holdfast.v1.Lock.HoldAcquired.getDefaultInstance();
+    }
+
+    public static final int INSPECT_FIELD_NUMBER = 6;
+    /**
+     * <pre>
+     * The answer to `inspect`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.InspectResponse inspect = 6 [json_name = "inspect"];</code>
+     * @return Whether the inspect field is set.
+     */
+    @java.lang.Override
+    public boolean hasInspect() {
+      return resultCase_ == 6;
+    }
+    /**
+     * <pre>
+     * The answer to `inspect`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.InspectResponse inspect = 6 [json_name = "inspect"];</code>
+     * @return The inspect.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.InspectResponse getInspect() {
+      if (resultCase_ == 6) {
+         return (holdfast.v1.Lock.InspectResponse) result_;
+      }
+      return holdfast.v1.Lock.InspectResponse.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * The answer to `inspect`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.InspectResponse inspect = 6 [json_name = "inspect"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.InspectResponseOrBuilder getInspectOrBuilder() {
+      if (resultCase_ == 6) {
+         return (holdfast.v1.Lock.InspectResponse) result_;
+      }
+      return holdfast.v1.Lock.InspectResponse.getDefaultInstance();
+    }
+
+    public static final int SET_VALUE_FIELD_NUMBER = 7;
+    /**
+     * <pre>
+     * The answer to `set_value`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SetValueResponse set_value = 7 [json_name = "setValue"];</code>
+     * @return Whether the setValue field is set.
+     */
+    @java.lang.Override
+    public boolean hasSetValue() {
+      return resultCase_ == 7;
+    }
+    /**
+     * <pre>
+     * The answer to `set_value`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SetValueResponse set_value = 7 [json_name = "setValue"];</code>
+     * @return The setValue.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.SetValueResponse getSetValue() {
+      if (resultCase_ == 7) {
+         return (holdfast.v1.Lock.SetValueResponse) result_;
+      }
+      return holdfast.v1.Lock.SetValueResponse.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * The answer to `set_value`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SetValueResponse set_value = 7 [json_name = "setValue"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.SetValueResponseOrBuilder getSetValueOrBuilder() {
+      if (resultCase_ == 7) {
+         return (holdfast.v1.Lock.SetValueResponse) result_;
+      }
+      return holdfast.v1.Lock.SetValueResponse.getDefaultInstance();
+    }
+
+    public static final int CHECK_FENCING_TOKEN_FIELD_NUMBER = 8;
+    /**
+     * <pre>
+     * The answer to `check_fencing_token`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.CheckFencingTokenResponse check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+     * @return Whether the checkFencingToken field is set.
+     */
+    @java.lang.Override
+    public boolean hasCheckFencingToken() {
+      return resultCase_ == 8;
+    }
+    /**
+     * <pre>
+     * The answer to `check_fencing_token`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.CheckFencingTokenResponse check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+     * @return The checkFencingToken.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.CheckFencingTokenResponse getCheckFencingToken() {
+      if (resultCase_ == 8) {
+         return (holdfast.v1.Lock.CheckFencingTokenResponse) result_;
+      }
+      return holdfast.v1.Lock.CheckFencingTokenResponse.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * The answer to `check_fencing_token`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.CheckFencingTokenResponse check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.CheckFencingTokenResponseOrBuilder getCheckFencingTokenOrBuilder() {
+      if (resultCase_ == 8) {
+         return (holdfast.v1.Lock.CheckFencingTokenResponse) result_;
+      }
+      return holdfast.v1.Lock.CheckFencingTokenResponse.getDefaultInstance();
+    }
+
+    public static final int ERROR_FIELD_NUMBER = 9;
+    /**
+     * <pre>
+     * The operation failed: the status its unary RPC would have ended with. The session goes on.
+     * </pre>
+     *
+     * <code>.holdfast.v1.OpError error = 9 [json_name = "error"];</code>
+     * @return Whether the error field is set.
+     */
+    @java.lang.Override
+    public boolean hasError() {
+      return resultCase_ == 9;
+    }
+    /**
+     * <pre>
+     * The operation failed: the status its unary RPC would have ended with. The session goes on.
+     * </pre>
+     *
+     * <code>.holdfast.v1.OpError error = 9 [json_name = "error"];</code>
+     * @return The error.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.OpError getError() {
+      if (resultCase_ == 9) {
+         return (holdfast.v1.Lock.OpError) result_;
+      }
+      return holdfast.v1.Lock.OpError.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * The operation failed: the status its unary RPC would have ended with. The session goes on.
+     * </pre>
+     *
+     * <code>.holdfast.v1.OpError error = 9 [json_name = "error"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.OpErrorOrBuilder getErrorOrBuilder() {
+      if (resultCase_ == 9) {
+         return (holdfast.v1.Lock.OpError) result_;
+      }
+      return holdfast.v1.Lock.OpError.getDefaultInstance();
+    }
+
+    public static final int RENEWED_FIELD_NUMBER = 10;
+    /**
+     * <pre>
+     * The session's locks were renewed: one message per renewal tick for the whole session.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionRenewed renewed = 10 [json_name = "renewed"];</code>
+     * @return Whether the renewed field is set.
+     */
+    @java.lang.Override
+    public boolean hasRenewed() {
+      return resultCase_ == 10;
+    }
+    /**
+     * <pre>
+     * The session's locks were renewed: one message per renewal tick for the whole session.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionRenewed renewed = 10 [json_name = "renewed"];</code>
+     * @return The renewed.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.SessionRenewed getRenewed() {
+      if (resultCase_ == 10) {
+         return (holdfast.v1.Lock.SessionRenewed) result_;
+      }
+      return holdfast.v1.Lock.SessionRenewed.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * The session's locks were renewed: one message per renewal tick for the whole session.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionRenewed renewed = 10 [json_name = "renewed"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.SessionRenewedOrBuilder getRenewedOrBuilder() {
+      if (resultCase_ == 10) {
+         return (holdfast.v1.Lock.SessionRenewed) result_;
+      }
+      return holdfast.v1.Lock.SessionRenewed.getDefaultInstance();
+    }
+
+    public static final int LOST_FIELD_NUMBER = 11;
+    /**
+     * <pre>
+     * A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldLost lost = 11 [json_name = "lost"];</code>
+     * @return Whether the lost field is set.
+     */
+    @java.lang.Override
+    public boolean hasLost() {
+      return resultCase_ == 11;
+    }
+    /**
+     * <pre>
+     * A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldLost lost = 11 [json_name = "lost"];</code>
+     * @return The lost.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldLost getLost() {
+      if (resultCase_ == 11) {
+         return (holdfast.v1.Lock.HoldLost) result_;
+      }
+      return holdfast.v1.Lock.HoldLost.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldLost lost = 11 [json_name = "lost"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldLostOrBuilder getLostOrBuilder() {
+      if (resultCase_ == 11) {
+         return (holdfast.v1.Lock.HoldLost) result_;
+      }
+      return holdfast.v1.Lock.HoldLost.getDefaultInstance();
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      if (opId_ != 0L) {
+        output.writeUInt64(1, opId_);
+      }
+      if (resultCase_ == 2) {
+        output.writeMessage(2, (holdfast.v1.Lock.AcquireResponse) result_);
+      }
+      if (resultCase_ == 3) {
+        output.writeMessage(3, (holdfast.v1.Lock.ReleaseResponse) result_);
+      }
+      if (resultCase_ == 4) {
+        output.writeMessage(4, (holdfast.v1.Lock.RenewResponse) result_);
+      }
+      if (resultCase_ == 5) {
+        output.writeMessage(5, (holdfast.v1.Lock.HoldAcquired) result_);
+      }
+      if (resultCase_ == 6) {
+        output.writeMessage(6, (holdfast.v1.Lock.InspectResponse) result_);
+      }
+      if (resultCase_ == 7) {
+        output.writeMessage(7, (holdfast.v1.Lock.SetValueResponse) result_);
+      }
+      if (resultCase_ == 8) {
+        output.writeMessage(8, (holdfast.v1.Lock.CheckFencingTokenResponse) result_);
+      }
+      if (resultCase_ == 9) {
+        output.writeMessage(9, (holdfast.v1.Lock.OpError) result_);
+      }
+      if (resultCase_ == 10) {
+        output.writeMessage(10, (holdfast.v1.Lock.SessionRenewed) result_);
+      }
+      if (resultCase_ == 11) {
+        output.writeMessage(11, (holdfast.v1.Lock.HoldLost) result_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      if (opId_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeUInt64Size(1, opId_);
+      }
+      if (resultCase_ == 2) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(2, (holdfast.v1.Lock.AcquireResponse) result_);
+      }
+      if (resultCase_ == 3) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(3, (holdfast.v1.Lock.ReleaseResponse) result_);
+      }
+      if (resultCase_ == 4) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(4, (holdfast.v1.Lock.RenewResponse) result_);
+      }
+      if (resultCase_ == 5) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(5, (holdfast.v1.Lock.HoldAcquired) result_);
+      }
+      if (resultCase_ == 6) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(6, (holdfast.v1.Lock.InspectResponse) result_);
+      }
+      if (resultCase_ == 7) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(7, (holdfast.v1.Lock.SetValueResponse) result_);
+      }
+      if (resultCase_ == 8) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(8, (holdfast.v1.Lock.CheckFencingTokenResponse) result_);
+      }
+      if (resultCase_ == 9) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(9, (holdfast.v1.Lock.OpError) result_);
+      }
+      if (resultCase_ == 10) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(10, (holdfast.v1.Lock.SessionRenewed) result_);
+      }
+      if (resultCase_ == 11) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(11, (holdfast.v1.Lock.HoldLost) result_);
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.SessionResponse)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.SessionResponse other = (holdfast.v1.Lock.SessionResponse) obj;
+
+      if (getOpId()
+          != other.getOpId()) return false;
+      if (!getResultCase().equals(other.getResultCase())) return false;
+      switch (resultCase_) {
+        case 2:
+          if (!getAcquire()
+              .equals(other.getAcquire())) return false;
+          break;
+        case 3:
+          if (!getRelease()
+              .equals(other.getRelease())) return false;
+          break;
+        case 4:
+          if (!getRenew()
+              .equals(other.getRenew())) return false;
+          break;
+        case 5:
+          if (!getHold()
+              .equals(other.getHold())) return false;
+          break;
+        case 6:
+          if (!getInspect()
+              .equals(other.getInspect())) return false;
+          break;
+        case 7:
+          if (!getSetValue()
+              .equals(other.getSetValue())) return false;
+          break;
+        case 8:
+          if (!getCheckFencingToken()
+              .equals(other.getCheckFencingToken())) return false;
+          break;
+        case 9:
+          if (!getError()
+              .equals(other.getError())) return false;
+          break;
+        case 10:
+          if (!getRenewed()
+              .equals(other.getRenewed())) return false;
+          break;
+        case 11:
+          if (!getLost()
+              .equals(other.getLost())) return false;
+          break;
+        case 0:
+        default:
+      }
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (37 * hash) + OP_ID_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getOpId());
+      switch (resultCase_) {
+        case 2:
+          hash = (37 * hash) + ACQUIRE_FIELD_NUMBER;
+          hash = (53 * hash) + getAcquire().hashCode();
+          break;
+        case 3:
+          hash = (37 * hash) + RELEASE_FIELD_NUMBER;
+          hash = (53 * hash) + getRelease().hashCode();
+          break;
+        case 4:
+          hash = (37 * hash) + RENEW_FIELD_NUMBER;
+          hash = (53 * hash) + getRenew().hashCode();
+          break;
+        case 5:
+          hash = (37 * hash) + HOLD_FIELD_NUMBER;
+          hash = (53 * hash) + getHold().hashCode();
+          break;
+        case 6:
+          hash = (37 * hash) + INSPECT_FIELD_NUMBER;
+          hash = (53 * hash) + getInspect().hashCode();
+          break;
+        case 7:
+          hash = (37 * hash) + SET_VALUE_FIELD_NUMBER;
+          hash = (53 * hash) + getSetValue().hashCode();
+          break;
+        case 8:
+          hash = (37 * hash) + CHECK_FENCING_TOKEN_FIELD_NUMBER;
+          hash = (53 * hash) + getCheckFencingToken().hashCode();
+          break;
+        case 9:
+          hash = (37 * hash) + ERROR_FIELD_NUMBER;
+          hash = (53 * hash) + getError().hashCode();
+          break;
+        case 10:
+          hash = (37 * hash) + RENEWED_FIELD_NUMBER;
+          hash = (53 * hash) + getRenewed().hashCode();
+          break;
+        case 11:
+          hash = (37 * hash) + LOST_FIELD_NUMBER;
+          hash = (53 * hash) + getLost().hashCode();
+          break;
+        case 0:
+        default:
+      }
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.SessionResponse parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionResponse parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionResponse parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionResponse parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionResponse parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionResponse parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionResponse parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionResponse parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionResponse parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionResponse parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionResponse parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionResponse parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.SessionResponse prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * SessionResponse answers one operation of a session (by its op_id), or reports on the whole session.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.SessionResponse}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.SessionResponse)
+        holdfast.v1.Lock.SessionResponseOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionResponse_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionResponse_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.SessionResponse.class, holdfast.v1.Lock.SessionResponse.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.SessionResponse.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        opId_ = 0L;
+        if (acquireBuilder_ != null) {
+          acquireBuilder_.clear();
+        }
+        if (releaseBuilder_ != null) {
+          releaseBuilder_.clear();
+        }
+        if (renewBuilder_ != null) {
+          renewBuilder_.clear();
+        }
+        if (holdBuilder_ != null) {
+          holdBuilder_.clear();
+        }
+        if (inspectBuilder_ != null) {
+          inspectBuilder_.clear();
+        }
+        if (setValueBuilder_ != null) {
+          setValueBuilder_.clear();
+        }
+        if (checkFencingTokenBuilder_ != null) {
+          checkFencingTokenBuilder_.clear();
+        }
+        if (errorBuilder_ != null) {
+          errorBuilder_.clear();
+        }
+        if (renewedBuilder_ != null) {
+          renewedBuilder_.clear();
+        }
+        if (lostBuilder_ != null) {
+          lostBuilder_.clear();
+        }
+        resultCase_ = 0;
+        result_ = null;
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionResponse_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionResponse getDefaultInstanceForType() {
+        return holdfast.v1.Lock.SessionResponse.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionResponse build() {
+        holdfast.v1.Lock.SessionResponse result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionResponse buildPartial() {
+        holdfast.v1.Lock.SessionResponse result = new holdfast.v1.Lock.SessionResponse(this);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        buildPartialOneofs(result);
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.SessionResponse result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000001) != 0)) {
+          result.opId_ = opId_;
+        }
+      }
+
+      private void buildPartialOneofs(holdfast.v1.Lock.SessionResponse result) {
+        result.resultCase_ = resultCase_;
+        result.result_ = this.result_;
+        if (resultCase_ == 2 &&
+            acquireBuilder_ != null) {
+          result.result_ = acquireBuilder_.build();
+        }
+        if (resultCase_ == 3 &&
+            releaseBuilder_ != null) {
+          result.result_ = releaseBuilder_.build();
+        }
+        if (resultCase_ == 4 &&
+            renewBuilder_ != null) {
+          result.result_ = renewBuilder_.build();
+        }
+        if (resultCase_ == 5 &&
+            holdBuilder_ != null) {
+          result.result_ = holdBuilder_.build();
+        }
+        if (resultCase_ == 6 &&
+            inspectBuilder_ != null) {
+          result.result_ = inspectBuilder_.build();
+        }
+        if (resultCase_ == 7 &&
+            setValueBuilder_ != null) {
+          result.result_ = setValueBuilder_.build();
+        }
+        if (resultCase_ == 8 &&
+            checkFencingTokenBuilder_ != null) {
+          result.result_ = checkFencingTokenBuilder_.build();
+        }
+        if (resultCase_ == 9 &&
+            errorBuilder_ != null) {
+          result.result_ = errorBuilder_.build();
+        }
+        if (resultCase_ == 10 &&
+            renewedBuilder_ != null) {
+          result.result_ = renewedBuilder_.build();
+        }
+        if (resultCase_ == 11 &&
+            lostBuilder_ != null) {
+          result.result_ = lostBuilder_.build();
+        }
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.SessionResponse) {
+          return mergeFrom((holdfast.v1.Lock.SessionResponse)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.SessionResponse other) {
+        if (other == holdfast.v1.Lock.SessionResponse.getDefaultInstance()) return this;
+        if (other.getOpId() != 0L) {
+          setOpId(other.getOpId());
+        }
+        switch (other.getResultCase()) {
+          case ACQUIRE: {
+            mergeAcquire(other.getAcquire());
+            break;
+          }
+          case RELEASE: {
+            mergeRelease(other.getRelease());
+            break;
+          }
+          case RENEW: {
+            mergeRenew(other.getRenew());
+            break;
+          }
+          case HOLD: {
+            mergeHold(other.getHold());
+            break;
+          }
+          case INSPECT: {
+            mergeInspect(other.getInspect());
+            break;
+          }
+          case SET_VALUE: {
+            mergeSetValue(other.getSetValue());
+            break;
+          }
+          case CHECK_FENCING_TOKEN: {
+            mergeCheckFencingToken(other.getCheckFencingToken());
+            break;
+          }
+          case ERROR: {
+            mergeError(other.getError());
+            break;
+          }
+          case RENEWED: {
+            mergeRenewed(other.getRenewed());
+            break;
+          }
+          case LOST: {
+            mergeLost(other.getLost());
+            break;
+          }
+          case RESULT_NOT_SET: {
+            break;
+          }
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 8: {
+                opId_ = input.readUInt64();
+                bitField0_ |= 0x00000001;
+                break;
+              } // case 8
+              case 18: {
+                input.readMessage(
+                    getAcquireFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                resultCase_ = 2;
+                break;
+              } // case 18
+              case 26: {
+                input.readMessage(
+                    getReleaseFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                resultCase_ = 3;
+                break;
+              } // case 26
+              case 34: {
+                input.readMessage(
+                    getRenewFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                resultCase_ = 4;
+                break;
+              } // case 34
+              case 42: {
+                input.readMessage(
+                    getHoldFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                resultCase_ = 5;
+                break;
+              } // case 42
+              case 50: {
+                input.readMessage(
+                    getInspectFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                resultCase_ = 6;
+                break;
+              } // case 50
+              case 58: {
+                input.readMessage(
+                    getSetValueFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                resultCase_ = 7;
+                break;
+              } // case 58
+              case 66: {
+                input.readMessage(
+                    getCheckFencingTokenFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                resultCase_ = 8;
+                break;
+              } // case 66
+              case 74: {
+                input.readMessage(
+                    getErrorFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                resultCase_ = 9;
+                break;
+              } // case 74
+              case 82: {
+                input.readMessage(
+                    getRenewedFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                resultCase_ = 10;
+                break;
+              } // case 82
+              case 90: {
+                input.readMessage(
+                    getLostFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                resultCase_ = 11;
+                break;
+              } // case 90
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int resultCase_ = 0;
+      private java.lang.Object result_;
+      public ResultCase
+          getResultCase() {
+        return ResultCase.forNumber(
+            resultCase_);
+      }
+
+      public Builder clearResult() {
+        resultCase_ = 0;
+        result_ = null;
+        onChanged();
+        return this;
+      }
+
+      private int bitField0_;
+
+      private long opId_ ;
+      /**
+       * <pre>
+       * The op_id of the operation answered (for `renewed`: 0).
+       * </pre>
+       *
+       * <code>uint64 op_id = 1 [json_name = "opId"];</code>
+       * @return The opId.
+       */
+      @java.lang.Override
+      public long getOpId() {
+        return opId_;
+      }
+      /**
+       * <pre>
+       * The op_id of the operation answered (for `renewed`: 0).
+       * </pre>
+       *
+       * <code>uint64 op_id = 1 [json_name = "opId"];</code>
+       * @param value The opId to set.
+       * @return This builder for chaining.
+       */
+      public Builder setOpId(long value) {
+        
+        opId_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The op_id of the operation answered (for `renewed`: 0).
+       * </pre>
+       *
+       * <code>uint64 op_id = 1 [json_name = "opId"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearOpId() {
+        bitField0_ = (bitField0_ & ~0x00000001);
+        opId_ = 0L;
+        onChanged();
+        return this;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.AcquireResponse, holdfast.v1.Lock.AcquireResponse.Builder, holdfast.v1.Lock.AcquireResponseOrBuilder> acquireBuilder_;
+      /**
+       * <pre>
+       * The answer to `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireResponse acquire = 2 [json_name = "acquire"];</code>
+       * @return Whether the acquire field is set.
+       */
+      @java.lang.Override
+      public boolean hasAcquire() {
+        return resultCase_ == 2;
+      }
+      /**
+       * <pre>
+       * The answer to `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireResponse acquire = 2 [json_name = "acquire"];</code>
+       * @return The acquire.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.AcquireResponse getAcquire() {
+        if (acquireBuilder_ == null) {
+          if (resultCase_ == 2) {
+            return (holdfast.v1.Lock.AcquireResponse) result_;
+          }
+          return holdfast.v1.Lock.AcquireResponse.getDefaultInstance();
+        } else {
+          if (resultCase_ == 2) {
+            return acquireBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.AcquireResponse.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireResponse acquire = 2 [json_name = "acquire"];</code>
+       */
+      public Builder setAcquire(holdfast.v1.Lock.AcquireResponse value) {
+        if (acquireBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          result_ = value;
+          onChanged();
+        } else {
+          acquireBuilder_.setMessage(value);
+        }
+        resultCase_ = 2;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireResponse acquire = 2 [json_name = "acquire"];</code>
+       */
+      public Builder setAcquire(
+          holdfast.v1.Lock.AcquireResponse.Builder builderForValue) {
+        if (acquireBuilder_ == null) {
+          result_ = builderForValue.build();
+          onChanged();
+        } else {
+          acquireBuilder_.setMessage(builderForValue.build());
+        }
+        resultCase_ = 2;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireResponse acquire = 2 [json_name = "acquire"];</code>
+       */
+      public Builder mergeAcquire(holdfast.v1.Lock.AcquireResponse value) {
+        if (acquireBuilder_ == null) {
+          if (resultCase_ == 2 &&
+              result_ != holdfast.v1.Lock.AcquireResponse.getDefaultInstance()) {
+            result_ = holdfast.v1.Lock.AcquireResponse.newBuilder((holdfast.v1.Lock.AcquireResponse) result_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            result_ = value;
+          }
+          onChanged();
+        } else {
+          if (resultCase_ == 2) {
+            acquireBuilder_.mergeFrom(value);
+          } else {
+            acquireBuilder_.setMessage(value);
+          }
+        }
+        resultCase_ = 2;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireResponse acquire = 2 [json_name = "acquire"];</code>
+       */
+      public Builder clearAcquire() {
+        if (acquireBuilder_ == null) {
+          if (resultCase_ == 2) {
+            resultCase_ = 0;
+            result_ = null;
+            onChanged();
+          }
+        } else {
+          if (resultCase_ == 2) {
+            resultCase_ = 0;
+            result_ = null;
+          }
+          acquireBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireResponse acquire = 2 [json_name = "acquire"];</code>
+       */
+      public holdfast.v1.Lock.AcquireResponse.Builder getAcquireBuilder() {
+        return getAcquireFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * The answer to `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireResponse acquire = 2 [json_name = "acquire"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.AcquireResponseOrBuilder getAcquireOrBuilder() {
+        if ((resultCase_ == 2) && (acquireBuilder_ != null)) {
+          return acquireBuilder_.getMessageOrBuilder();
+        } else {
+          if (resultCase_ == 2) {
+            return (holdfast.v1.Lock.AcquireResponse) result_;
+          }
+          return holdfast.v1.Lock.AcquireResponse.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `acquire`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireResponse acquire = 2 [json_name = "acquire"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.AcquireResponse, holdfast.v1.Lock.AcquireResponse.Builder, holdfast.v1.Lock.AcquireResponseOrBuilder> 
+          getAcquireFieldBuilder() {
+        if (acquireBuilder_ == null) {
+          if (!(resultCase_ == 2)) {
+            result_ = holdfast.v1.Lock.AcquireResponse.getDefaultInstance();
+          }
+          acquireBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.AcquireResponse, holdfast.v1.Lock.AcquireResponse.Builder, holdfast.v1.Lock.AcquireResponseOrBuilder>(
+                  (holdfast.v1.Lock.AcquireResponse) result_,
+                  getParentForChildren(),
+                  isClean());
+          result_ = null;
+        }
+        resultCase_ = 2;
+        onChanged();
+        return acquireBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.ReleaseResponse, holdfast.v1.Lock.ReleaseResponse.Builder, holdfast.v1.Lock.ReleaseResponseOrBuilder> releaseBuilder_;
+      /**
+       * <pre>
+       * The answer to `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseResponse release = 3 [json_name = "release"];</code>
+       * @return Whether the release field is set.
+       */
+      @java.lang.Override
+      public boolean hasRelease() {
+        return resultCase_ == 3;
+      }
+      /**
+       * <pre>
+       * The answer to `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseResponse release = 3 [json_name = "release"];</code>
+       * @return The release.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.ReleaseResponse getRelease() {
+        if (releaseBuilder_ == null) {
+          if (resultCase_ == 3) {
+            return (holdfast.v1.Lock.ReleaseResponse) result_;
+          }
+          return holdfast.v1.Lock.ReleaseResponse.getDefaultInstance();
+        } else {
+          if (resultCase_ == 3) {
+            return releaseBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.ReleaseResponse.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseResponse release = 3 [json_name = "release"];</code>
+       */
+      public Builder setRelease(holdfast.v1.Lock.ReleaseResponse value) {
+        if (releaseBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          result_ = value;
+          onChanged();
+        } else {
+          releaseBuilder_.setMessage(value);
+        }
+        resultCase_ = 3;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseResponse release = 3 [json_name = "release"];</code>
+       */
+      public Builder setRelease(
+          holdfast.v1.Lock.ReleaseResponse.Builder builderForValue) {
+        if (releaseBuilder_ == null) {
+          result_ = builderForValue.build();
+          onChanged();
+        } else {
+          releaseBuilder_.setMessage(builderForValue.build());
+        }
+        resultCase_ = 3;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseResponse release = 3 [json_name = "release"];</code>
+       */
+      public Builder mergeRelease(holdfast.v1.Lock.ReleaseResponse value) {
+        if (releaseBuilder_ == null) {
+          if (resultCase_ == 3 &&
+              result_ != holdfast.v1.Lock.ReleaseResponse.getDefaultInstance()) {
+            result_ = holdfast.v1.Lock.ReleaseResponse.newBuilder((holdfast.v1.Lock.ReleaseResponse) result_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            result_ = value;
+          }
+          onChanged();
+        } else {
+          if (resultCase_ == 3) {
+            releaseBuilder_.mergeFrom(value);
+          } else {
+            releaseBuilder_.setMessage(value);
+          }
+        }
+        resultCase_ = 3;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseResponse release = 3 [json_name = "release"];</code>
+       */
+      public Builder clearRelease() {
+        if (releaseBuilder_ == null) {
+          if (resultCase_ == 3) {
+            resultCase_ = 0;
+            result_ = null;
+            onChanged();
+          }
+        } else {
+          if (resultCase_ == 3) {
+            resultCase_ = 0;
+            result_ = null;
+          }
+          releaseBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseResponse release = 3 [json_name = "release"];</code>
+       */
+      public holdfast.v1.Lock.ReleaseResponse.Builder getReleaseBuilder() {
+        return getReleaseFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * The answer to `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseResponse release = 3 [json_name = "release"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.ReleaseResponseOrBuilder getReleaseOrBuilder() {
+        if ((resultCase_ == 3) && (releaseBuilder_ != null)) {
+          return releaseBuilder_.getMessageOrBuilder();
+        } else {
+          if (resultCase_ == 3) {
+            return (holdfast.v1.Lock.ReleaseResponse) result_;
+          }
+          return holdfast.v1.Lock.ReleaseResponse.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `release`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseResponse release = 3 [json_name = "release"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.ReleaseResponse, holdfast.v1.Lock.ReleaseResponse.Builder, holdfast.v1.Lock.ReleaseResponseOrBuilder> 
+          getReleaseFieldBuilder() {
+        if (releaseBuilder_ == null) {
+          if (!(resultCase_ == 3)) {
+            result_ = holdfast.v1.Lock.ReleaseResponse.getDefaultInstance();
+          }
+          releaseBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.ReleaseResponse, holdfast.v1.Lock.ReleaseResponse.Builder, holdfast.v1.Lock.ReleaseResponseOrBuilder>(
+                  (holdfast.v1.Lock.ReleaseResponse) result_,
+                  getParentForChildren(),
+                  isClean());
+          result_ = null;
+        }
+        resultCase_ = 3;
+        onChanged();
+        return releaseBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.RenewResponse, holdfast.v1.Lock.RenewResponse.Builder, holdfast.v1.Lock.RenewResponseOrBuilder> renewBuilder_;
+      /**
+       * <pre>
+       * The answer to `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewResponse renew = 4 [json_name = "renew"];</code>
+       * @return Whether the renew field is set.
+       */
+      @java.lang.Override
+      public boolean hasRenew() {
+        return resultCase_ == 4;
+      }
+      /**
+       * <pre>
+       * The answer to `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewResponse renew = 4 [json_name = "renew"];</code>
+       * @return The renew.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.RenewResponse getRenew() {
+        if (renewBuilder_ == null) {
+          if (resultCase_ == 4) {
+            return (holdfast.v1.Lock.RenewResponse) result_;
+          }
+          return holdfast.v1.Lock.RenewResponse.getDefaultInstance();
+        } else {
+          if (resultCase_ == 4) {
+            return renewBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.RenewResponse.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewResponse renew = 4 [json_name = "renew"];</code>
+       */
+      public Builder setRenew(holdfast.v1.Lock.RenewResponse value) {
+        if (renewBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          result_ = value;
+          onChanged();
+        } else {
+          renewBuilder_.setMessage(value);
+        }
+        resultCase_ = 4;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewResponse renew = 4 [json_name = "renew"];</code>
+       */
+      public Builder setRenew(
+          holdfast.v1.Lock.RenewResponse.Builder builderForValue) {
+        if (renewBuilder_ == null) {
+          result_ = builderForValue.build();
+          onChanged();
+        } else {
+          renewBuilder_.setMessage(builderForValue.build());
+        }
+        resultCase_ = 4;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewResponse renew = 4 [json_name = "renew"];</code>
+       */
+      public Builder mergeRenew(holdfast.v1.Lock.RenewResponse value) {
+        if (renewBuilder_ == null) {
+          if (resultCase_ == 4 &&
+              result_ != holdfast.v1.Lock.RenewResponse.getDefaultInstance()) {
+            result_ = holdfast.v1.Lock.RenewResponse.newBuilder((holdfast.v1.Lock.RenewResponse) result_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            result_ = value;
+          }
+          onChanged();
+        } else {
+          if (resultCase_ == 4) {
+            renewBuilder_.mergeFrom(value);
+          } else {
+            renewBuilder_.setMessage(value);
+          }
+        }
+        resultCase_ = 4;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewResponse renew = 4 [json_name = "renew"];</code>
+       */
+      public Builder clearRenew() {
+        if (renewBuilder_ == null) {
+          if (resultCase_ == 4) {
+            resultCase_ = 0;
+            result_ = null;
+            onChanged();
+          }
+        } else {
+          if (resultCase_ == 4) {
+            resultCase_ = 0;
+            result_ = null;
+          }
+          renewBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewResponse renew = 4 [json_name = "renew"];</code>
+       */
+      public holdfast.v1.Lock.RenewResponse.Builder getRenewBuilder() {
+        return getRenewFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * The answer to `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewResponse renew = 4 [json_name = "renew"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.RenewResponseOrBuilder getRenewOrBuilder() {
+        if ((resultCase_ == 4) && (renewBuilder_ != null)) {
+          return renewBuilder_.getMessageOrBuilder();
+        } else {
+          if (resultCase_ == 4) {
+            return (holdfast.v1.Lock.RenewResponse) result_;
+          }
+          return holdfast.v1.Lock.RenewResponse.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `renew`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.RenewResponse renew = 4 [json_name = "renew"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.RenewResponse, holdfast.v1.Lock.RenewResponse.Builder, holdfast.v1.Lock.RenewResponseOrBuilder> 
+          getRenewFieldBuilder() {
+        if (renewBuilder_ == null) {
+          if (!(resultCase_ == 4)) {
+            result_ = holdfast.v1.Lock.RenewResponse.getDefaultInstance();
+          }
+          renewBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.RenewResponse, holdfast.v1.Lock.RenewResponse.Builder, holdfast.v1.Lock.RenewResponseOrBuilder>(
+                  (holdfast.v1.Lock.RenewResponse) result_,
+                  getParentForChildren(),
+                  isClean());
+          result_ = null;
+        }
+        resultCase_ = 4;
+        onChanged();
+        return renewBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.HoldAcquired, holdfast.v1.Lock.HoldAcquired.Builder, holdfast.v1.Lock.HoldAcquiredOrBuilder> holdBuilder_;
+      /**
+       * <pre>
+       * The answer to `hold`: the grant, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldAcquired hold = 5 [json_name = "hold"];</code>
+       * @return Whether the hold field is set.
+       */
+      @java.lang.Override
+      public boolean hasHold() {
+        return resultCase_ == 5;
+      }
+      /**
+       * <pre>
+       * The answer to `hold`: the grant, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldAcquired hold = 5 [json_name = "hold"];</code>
+       * @return The hold.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldAcquired getHold() {
+        if (holdBuilder_ == null) {
+          if (resultCase_ == 5) {
+            return (holdfast.v1.Lock.HoldAcquired) result_;
+          }
+          return holdfast.v1.Lock.HoldAcquired.getDefaultInstance();
+        } else {
+          if (resultCase_ == 5) {
+            return holdBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.HoldAcquired.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `hold`: the grant, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldAcquired hold = 5 [json_name = "hold"];</code>
+       */
+      public Builder setHold(holdfast.v1.Lock.HoldAcquired value) {
+        if (holdBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          result_ = value;
+          onChanged();
+        } else {
+          holdBuilder_.setMessage(value);
+        }
+        resultCase_ = 5;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `hold`: the grant, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldAcquired hold = 5 [json_name = "hold"];</code>
+       */
+      public Builder setHold(
+          holdfast.v1.Lock.HoldAcquired.Builder builderForValue) {
+        if (holdBuilder_ == null) {
+          result_ = builderForValue.build();
+          onChanged();
+        } else {
+          holdBuilder_.setMessage(builderForValue.build());
+        }
+        resultCase_ = 5;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `hold`: the grant, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldAcquired hold = 5 [json_name = "hold"];</code>
+       */
+      public Builder mergeHold(holdfast.v1.Lock.HoldAcquired value) {
+        if (holdBuilder_ == null) {
+          if (resultCase_ == 5 &&
+              result_ != holdfast.v1.Lock.HoldAcquired.getDefaultInstance()) {
+            result_ = holdfast.v1.Lock.HoldAcquired.newBuilder((holdfast.v1.Lock.HoldAcquired) result_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            result_ = value;
+          }
+          onChanged();
+        } else {
+          if (resultCase_ == 5) {
+            holdBuilder_.mergeFrom(value);
+          } else {
+            holdBuilder_.setMessage(value);
+          }
+        }
+        resultCase_ = 5;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `hold`: the grant, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldAcquired hold = 5 [json_name = "hold"];</code>
+       */
+      public Builder clearHold() {
+        if (holdBuilder_ == null) {
+          if (resultCase_ == 5) {
+            resultCase_ = 0;
+            result_ = null;
+            onChanged();
+          }
+        } else {
+          if (resultCase_ == 5) {
+            resultCase_ = 0;
+            result_ = null;
+          }
+          holdBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `hold`: the grant, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldAcquired hold = 5 [json_name = "hold"];</code>
+       */
+      public holdfast.v1.Lock.HoldAcquired.Builder getHoldBuilder() {
+        return getHoldFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * The answer to `hold`: the grant, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldAcquired hold = 5 [json_name = "hold"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldAcquiredOrBuilder getHoldOrBuilder() {
+        if ((resultCase_ == 5) && (holdBuilder_ != null)) {
+          return holdBuilder_.getMessageOrBuilder();
+        } else {
+          if (resultCase_ == 5) {
+            return (holdfast.v1.Lock.HoldAcquired) result_;
+          }
+          return holdfast.v1.Lock.HoldAcquired.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `hold`: the grant, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldAcquired hold = 5 [json_name = "hold"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.HoldAcquired, holdfast.v1.Lock.HoldAcquired.Builder, holdfast.v1.Lock.HoldAcquiredOrBuilder> 
+          getHoldFieldBuilder() {
+        if (holdBuilder_ == null) {
+          if (!(resultCase_ == 5)) {
+            result_ = holdfast.v1.Lock.HoldAcquired.getDefaultInstance();
+          }
+          holdBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.HoldAcquired, holdfast.v1.Lock.HoldAcquired.Builder, holdfast.v1.Lock.HoldAcquiredOrBuilder>(
+                  (holdfast.v1.Lock.HoldAcquired) result_,
+                  getParentForChildren(),
+                  isClean());
+          result_ = null;
+        }
+        resultCase_ = 5;
+        onChanged();
+        return holdBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.InspectResponse, holdfast.v1.Lock.InspectResponse.Builder, holdfast.v1.Lock.InspectResponseOrBuilder> inspectBuilder_;
+      /**
+       * <pre>
+       * The answer to `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectResponse inspect = 6 [json_name = "inspect"];</code>
+       * @return Whether the inspect field is set.
+       */
+      @java.lang.Override
+      public boolean hasInspect() {
+        return resultCase_ == 6;
+      }
+      /**
+       * <pre>
+       * The answer to `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectResponse inspect = 6 [json_name = "inspect"];</code>
+       * @return The inspect.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.InspectResponse getInspect() {
+        if (inspectBuilder_ == null) {
+          if (resultCase_ == 6) {
+            return (holdfast.v1.Lock.InspectResponse) result_;
+          }
+          return holdfast.v1.Lock.InspectResponse.getDefaultInstance();
+        } else {
+          if (resultCase_ == 6) {
+            return inspectBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.InspectResponse.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectResponse inspect = 6 [json_name = "inspect"];</code>
+       */
+      public Builder setInspect(holdfast.v1.Lock.InspectResponse value) {
+        if (inspectBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          result_ = value;
+          onChanged();
+        } else {
+          inspectBuilder_.setMessage(value);
+        }
+        resultCase_ = 6;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectResponse inspect = 6 [json_name = "inspect"];</code>
+       */
+      public Builder setInspect(
+          holdfast.v1.Lock.InspectResponse.Builder builderForValue) {
+        if (inspectBuilder_ == null) {
+          result_ = builderForValue.build();
+          onChanged();
+        } else {
+          inspectBuilder_.setMessage(builderForValue.build());
+        }
+        resultCase_ = 6;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectResponse inspect = 6 [json_name = "inspect"];</code>
+       */
+      public Builder mergeInspect(holdfast.v1.Lock.InspectResponse value) {
+        if (inspectBuilder_ == null) {
+          if (resultCase_ == 6 &&
+              result_ != holdfast.v1.Lock.InspectResponse.getDefaultInstance()) {
+            result_ = holdfast.v1.Lock.InspectResponse.newBuilder((holdfast.v1.Lock.InspectResponse) result_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            result_ = value;
+          }
+          onChanged();
+        } else {
+          if (resultCase_ == 6) {
+            inspectBuilder_.mergeFrom(value);
+          } else {
+            inspectBuilder_.setMessage(value);
+          }
+        }
+        resultCase_ = 6;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectResponse inspect = 6 [json_name = "inspect"];</code>
+       */
+      public Builder clearInspect() {
+        if (inspectBuilder_ == null) {
+          if (resultCase_ == 6) {
+            resultCase_ = 0;
+            result_ = null;
+            onChanged();
+          }
+        } else {
+          if (resultCase_ == 6) {
+            resultCase_ = 0;
+            result_ = null;
+          }
+          inspectBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectResponse inspect = 6 [json_name = "inspect"];</code>
+       */
+      public holdfast.v1.Lock.InspectResponse.Builder getInspectBuilder() {
+        return getInspectFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * The answer to `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectResponse inspect = 6 [json_name = "inspect"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.InspectResponseOrBuilder getInspectOrBuilder() {
+        if ((resultCase_ == 6) && (inspectBuilder_ != null)) {
+          return inspectBuilder_.getMessageOrBuilder();
+        } else {
+          if (resultCase_ == 6) {
+            return (holdfast.v1.Lock.InspectResponse) result_;
+          }
+          return holdfast.v1.Lock.InspectResponse.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `inspect`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.InspectResponse inspect = 6 [json_name = "inspect"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.InspectResponse, holdfast.v1.Lock.InspectResponse.Builder, holdfast.v1.Lock.InspectResponseOrBuilder> 
+          getInspectFieldBuilder() {
+        if (inspectBuilder_ == null) {
+          if (!(resultCase_ == 6)) {
+            result_ = holdfast.v1.Lock.InspectResponse.getDefaultInstance();
+          }
+          inspectBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.InspectResponse, holdfast.v1.Lock.InspectResponse.Builder, holdfast.v1.Lock.InspectResponseOrBuilder>(
+                  (holdfast.v1.Lock.InspectResponse) result_,
+                  getParentForChildren(),
+                  isClean());
+          result_ = null;
+        }
+        resultCase_ = 6;
+        onChanged();
+        return inspectBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.SetValueResponse, holdfast.v1.Lock.SetValueResponse.Builder, holdfast.v1.Lock.SetValueResponseOrBuilder> setValueBuilder_;
+      /**
+       * <pre>
+       * The answer to `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueResponse set_value = 7 [json_name = "setValue"];</code>
+       * @return Whether the setValue field is set.
+       */
+      @java.lang.Override
+      public boolean hasSetValue() {
+        return resultCase_ == 7;
+      }
+      /**
+       * <pre>
+       * The answer to `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueResponse set_value = 7 [json_name = "setValue"];</code>
+       * @return The setValue.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.SetValueResponse getSetValue() {
+        if (setValueBuilder_ == null) {
+          if (resultCase_ == 7) {
+            return (holdfast.v1.Lock.SetValueResponse) result_;
+          }
+          return holdfast.v1.Lock.SetValueResponse.getDefaultInstance();
+        } else {
+          if (resultCase_ == 7) {
+            return setValueBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.SetValueResponse.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueResponse set_value = 7 [json_name = "setValue"];</code>
+       */
+      public Builder setSetValue(holdfast.v1.Lock.SetValueResponse value) {
+        if (setValueBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          result_ = value;
+          onChanged();
+        } else {
+          setValueBuilder_.setMessage(value);
+        }
+        resultCase_ = 7;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueResponse set_value = 7 [json_name = "setValue"];</code>
+       */
+      public Builder setSetValue(
+          holdfast.v1.Lock.SetValueResponse.Builder builderForValue) {
+        if (setValueBuilder_ == null) {
+          result_ = builderForValue.build();
+          onChanged();
+        } else {
+          setValueBuilder_.setMessage(builderForValue.build());
+        }
+        resultCase_ = 7;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueResponse set_value = 7 [json_name = "setValue"];</code>
+       */
+      public Builder mergeSetValue(holdfast.v1.Lock.SetValueResponse value) {
+        if (setValueBuilder_ == null) {
+          if (resultCase_ == 7 &&
+              result_ != holdfast.v1.Lock.SetValueResponse.getDefaultInstance()) {
+            result_ = holdfast.v1.Lock.SetValueResponse.newBuilder((holdfast.v1.Lock.SetValueResponse) result_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            result_ = value;
+          }
+          onChanged();
+        } else {
+          if (resultCase_ == 7) {
+            setValueBuilder_.mergeFrom(value);
+          } else {
+            setValueBuilder_.setMessage(value);
+          }
+        }
+        resultCase_ = 7;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueResponse set_value = 7 [json_name = "setValue"];</code>
+       */
+      public Builder clearSetValue() {
+        if (setValueBuilder_ == null) {
+          if (resultCase_ == 7) {
+            resultCase_ = 0;
+            result_ = null;
+            onChanged();
+          }
+        } else {
+          if (resultCase_ == 7) {
+            resultCase_ = 0;
+            result_ = null;
+          }
+          setValueBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueResponse set_value = 7 [json_name = "setValue"];</code>
+       */
+      public holdfast.v1.Lock.SetValueResponse.Builder getSetValueBuilder() {
+        return getSetValueFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * The answer to `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueResponse set_value = 7 [json_name = "setValue"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.SetValueResponseOrBuilder getSetValueOrBuilder() {
+        if ((resultCase_ == 7) && (setValueBuilder_ != null)) {
+          return setValueBuilder_.getMessageOrBuilder();
+        } else {
+          if (resultCase_ == 7) {
+            return (holdfast.v1.Lock.SetValueResponse) result_;
+          }
+          return holdfast.v1.Lock.SetValueResponse.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `set_value`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SetValueResponse set_value = 7 [json_name = "setValue"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.SetValueResponse, holdfast.v1.Lock.SetValueResponse.Builder, holdfast.v1.Lock.SetValueResponseOrBuilder> 
+          getSetValueFieldBuilder() {
+        if (setValueBuilder_ == null) {
+          if (!(resultCase_ == 7)) {
+            result_ = holdfast.v1.Lock.SetValueResponse.getDefaultInstance();
+          }
+          setValueBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.SetValueResponse, holdfast.v1.Lock.SetValueResponse.Builder, holdfast.v1.Lock.SetValueResponseOrBuilder>(
+                  (holdfast.v1.Lock.SetValueResponse) result_,
+                  getParentForChildren(),
+                  isClean());
+          result_ = null;
+        }
+        resultCase_ = 7;
+        onChanged();
+        return setValueBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.CheckFencingTokenResponse, holdfast.v1.Lock.CheckFencingTokenResponse.Builder, holdfast.v1.Lock.CheckFencingTokenResponseOrBuilder> checkFencingTokenBuilder_;
+      /**
+       * <pre>
+       * The answer to `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenResponse check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       * @return Whether the checkFencingToken field is set.
+       */
+      @java.lang.Override
+      public boolean hasCheckFencingToken() {
+        return resultCase_ == 8;
+      }
+      /**
+       * <pre>
+       * The answer to `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenResponse check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       * @return The checkFencingToken.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.CheckFencingTokenResponse getCheckFencingToken() {
+        if (checkFencingTokenBuilder_ == null) {
+          if (resultCase_ == 8) {
+            return (holdfast.v1.Lock.CheckFencingTokenResponse) result_;
+          }
+          return holdfast.v1.Lock.CheckFencingTokenResponse.getDefaultInstance();
+        } else {
+          if (resultCase_ == 8) {
+            return checkFencingTokenBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.CheckFencingTokenResponse.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenResponse check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       */
+      public Builder setCheckFencingToken(holdfast.v1.Lock.CheckFencingTokenResponse value) {
+        if (checkFencingTokenBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          result_ = value;
+          onChanged();
+        } else {
+          checkFencingTokenBuilder_.setMessage(value);
+        }
+        resultCase_ = 8;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenResponse check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       */
+      public Builder setCheckFencingToken(
+          holdfast.v1.Lock.CheckFencingTokenResponse.Builder builderForValue) {
+        if (checkFencingTokenBuilder_ == null) {
+          result_ = builderForValue.build();
+          onChanged();
+        } else {
+          checkFencingTokenBuilder_.setMessage(builderForValue.build());
+        }
+        resultCase_ = 8;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenResponse check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       */
+      public Builder mergeCheckFencingToken(holdfast.v1.Lock.CheckFencingTokenResponse value) {
+        if (checkFencingTokenBuilder_ == null) {
+          if (resultCase_ == 8 &&
+              result_ != holdfast.v1.Lock.CheckFencingTokenResponse.getDefaultInstance()) {
+            result_ = holdfast.v1.Lock.CheckFencingTokenResponse.newBuilder((holdfast.v1.Lock.CheckFencingTokenResponse) result_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            result_ = value;
+          }
+          onChanged();
+        } else {
+          if (resultCase_ == 8) {
+            checkFencingTokenBuilder_.mergeFrom(value);
+          } else {
+            checkFencingTokenBuilder_.setMessage(value);
+          }
+        }
+        resultCase_ = 8;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenResponse check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       */
+      public Builder clearCheckFencingToken() {
+        if (checkFencingTokenBuilder_ == null) {
+          if (resultCase_ == 8) {
+            resultCase_ = 0;
+            result_ = null;
+            onChanged();
+          }
+        } else {
+          if (resultCase_ == 8) {
+            resultCase_ = 0;
+            result_ = null;
+          }
+          checkFencingTokenBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenResponse check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       */
+      public holdfast.v1.Lock.CheckFencingTokenResponse.Builder getCheckFencingTokenBuilder() {
+        return getCheckFencingTokenFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * The answer to `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenResponse check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.CheckFencingTokenResponseOrBuilder getCheckFencingTokenOrBuilder() {
+        if ((resultCase_ == 8) && (checkFencingTokenBuilder_ != null)) {
+          return checkFencingTokenBuilder_.getMessageOrBuilder();
+        } else {
+          if (resultCase_ == 8) {
+            return (holdfast.v1.Lock.CheckFencingTokenResponse) result_;
+          }
+          return holdfast.v1.Lock.CheckFencingTokenResponse.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `check_fencing_token`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.CheckFencingTokenResponse check_fencing_token = 8 [json_name = "checkFencingToken"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.CheckFencingTokenResponse, holdfast.v1.Lock.CheckFencingTokenResponse.Builder, holdfast.v1.Lock.CheckFencingTokenResponseOrBuilder> 
+          getCheckFencingTokenFieldBuilder() {
+        if (checkFencingTokenBuilder_ == null) {
+          if (!(resultCase_ == 8)) {
+            result_ = holdfast.v1.Lock.CheckFencingTokenResponse.getDefaultInstance();
+          }
+          checkFencingTokenBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.CheckFencingTokenResponse, holdfast.v1.Lock.CheckFencingTokenResponse.Builder, holdfast.v1.Lock.CheckFencingTokenResponseOrBuilder>(
+                  (holdfast.v1.Lock.CheckFencingTokenResponse) result_,
+                  getParentForChildren(),
+                  isClean());
+          result_ = null;
+        }
+        resultCase_ = 8;
+        onChanged();
+        return checkFencingTokenBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.OpError, holdfast.v1.Lock.OpError.Builder, holdfast.v1.Lock.OpErrorOrBuilder> errorBuilder_;
+      /**
+       * <pre>
+       * The operation failed: the status its unary RPC would have ended with. The session goes on.
+       * </pre>
+       *
+       * <code>.holdfast.v1.OpError error = 9 [json_name = "error"];</code>
+       * @return Whether the error field is set.
+       */
+      @java.lang.Override
+      public boolean hasError() {
+        return resultCase_ == 9;
+      }
+      /**
+       * <pre>
+       * The operation failed: the status its unary RPC would have ended with. The session goes on.
+       * </pre>
+       *
+       * <code>.holdfast.v1.OpError error = 9 [json_name = "error"];</code>
+       * @return The error.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.OpError getError() {
+        if (errorBuilder_ == null) {
+          if (resultCase_ == 9) {
+            return (holdfast.v1.Lock.OpError) result_;
+          }
+          return holdfast.v1.Lock.OpError.getDefaultInstance();
+        } else {
+          if (resultCase_ == 9) {
+            return errorBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.OpError.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The operation failed: the status its unary RPC would have ended with. The session goes on.
+       * </pre>
+       *
+       * <code>.holdfast.v1.OpError error = 9 [json_name = "error"];</code>
+       */
+      public Builder setError(holdfast.v1.Lock.OpError value) {
+        if (errorBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          result_ = value;
+          onChanged();
+        } else {
+          errorBuilder_.setMessage(value);
+        }
+        resultCase_ = 9;
+        return this;
+      }
+      /**
+       * <pre>
+       * The operation failed: the status its unary RPC would have ended with. The session goes on.
+       * </pre>
+       *
+       * <code>.holdfast.v1.OpError error = 9 [json_name = "error"];</code>
+       */
+      public Builder setError(
+          holdfast.v1.Lock.OpError.Builder builderForValue) {
+        if (errorBuilder_ == null) {
+          result_ = builderForValue.build();
+          onChanged();
+        } else {
+          errorBuilder_.setMessage(builderForValue.build());
+        }
+        resultCase_ = 9;
+        return this;
+      }
+      /**
+       * <pre>
+       * The operation failed: the status its unary RPC would have ended with. The session goes on.
+       * </pre>
+       *
+       * <code>.holdfast.v1.OpError error = 9 [json_name = "error"];</code>
+       */
+      public Builder mergeError(holdfast.v1.Lock.OpError value) {
+        if (errorBuilder_ == null) {
+          if (resultCase_ == 9 &&
+              result_ != holdfast.v1.Lock.OpError.getDefaultInstance()) {
+            result_ = holdfast.v1.Lock.OpError.newBuilder((holdfast.v1.Lock.OpError) result_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            result_ = value;
+          }
+          onChanged();
+        } else {
+          if (resultCase_ == 9) {
+            errorBuilder_.mergeFrom(value);
+          } else {
+            errorBuilder_.setMessage(value);
+          }
+        }
+        resultCase_ = 9;
+        return this;
+      }
+      /**
+       * <pre>
+       * The operation failed: the status its unary RPC would have ended with. The session goes on.
+       * </pre>
+       *
+       * <code>.holdfast.v1.OpError error = 9 [json_name = "error"];</code>
+       */
+      public Builder clearError() {
+        if (errorBuilder_ == null) {
+          if (resultCase_ == 9) {
+            resultCase_ = 0;
+            result_ = null;
+            onChanged();
+          }
+        } else {
+          if (resultCase_ == 9) {
+            resultCase_ = 0;
+            result_ = null;
+          }
+          errorBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The operation failed: the status its unary RPC would have ended with. The session goes on.
+       * </pre>
+       *
+       * <code>.holdfast.v1.OpError error = 9 [json_name = "error"];</code>
+       */
+      public holdfast.v1.Lock.OpError.Builder getErrorBuilder() {
+        return getErrorFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * The operation failed: the status its unary RPC would have ended with. The session goes on.
+       * </pre>
+       *
+       * <code>.holdfast.v1.OpError error = 9 [json_name = "error"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.OpErrorOrBuilder getErrorOrBuilder() {
+        if ((resultCase_ == 9) && (errorBuilder_ != null)) {
+          return errorBuilder_.getMessageOrBuilder();
+        } else {
+          if (resultCase_ == 9) {
+            return (holdfast.v1.Lock.OpError) result_;
+          }
+          return holdfast.v1.Lock.OpError.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The operation failed: the status its unary RPC would have ended with. The session goes on.
+       * </pre>
+       *
+       * <code>.holdfast.v1.OpError error = 9 [json_name = "error"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.OpError, holdfast.v1.Lock.OpError.Builder, holdfast.v1.Lock.OpErrorOrBuilder> 
+          getErrorFieldBuilder() {
+        if (errorBuilder_ == null) {
+          if (!(resultCase_ == 9)) {
+            result_ = holdfast.v1.Lock.OpError.getDefaultInstance();
+          }
+          errorBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.OpError, holdfast.v1.Lock.OpError.Builder, holdfast.v1.Lock.OpErrorOrBuilder>(
+                  (holdfast.v1.Lock.OpError) result_,
+                  getParentForChildren(),
+                  isClean());
+          result_ = null;
+        }
+        resultCase_ = 9;
+        onChanged();
+        return errorBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.SessionRenewed, holdfast.v1.Lock.SessionRenewed.Builder, holdfast.v1.Lock.SessionRenewedOrBuilder> renewedBuilder_;
+      /**
+       * <pre>
+       * The session's locks were renewed: one message per renewal tick for the whole session.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionRenewed renewed = 10 [json_name = "renewed"];</code>
+       * @return Whether the renewed field is set.
+       */
+      @java.lang.Override
+      public boolean hasRenewed() {
+        return resultCase_ == 10;
+      }
+      /**
+       * <pre>
+       * The session's locks were renewed: one message per renewal tick for the whole session.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionRenewed renewed = 10 [json_name = "renewed"];</code>
+       * @return The renewed.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionRenewed getRenewed() {
+        if (renewedBuilder_ == null) {
+          if (resultCase_ == 10) {
+            return (holdfast.v1.Lock.SessionRenewed) result_;
+          }
+          return holdfast.v1.Lock.SessionRenewed.getDefaultInstance();
+        } else {
+          if (resultCase_ == 10) {
+            return renewedBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.SessionRenewed.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The session's locks were renewed: one message per renewal tick for the whole session.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionRenewed renewed = 10 [json_name = "renewed"];</code>
+       */
+      public Builder setRenewed(holdfast.v1.Lock.SessionRenewed value) {
+        if (renewedBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          result_ = value;
+          onChanged();
+        } else {
+          renewedBuilder_.setMessage(value);
+        }
+        resultCase_ = 10;
+        return this;
+      }
+      /**
+       * <pre>
+       * The session's locks were renewed: one message per renewal tick for the whole session.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionRenewed renewed = 10 [json_name = "renewed"];</code>
+       */
+      public Builder setRenewed(
+          holdfast.v1.Lock.SessionRenewed.Builder builderForValue) {
+        if (renewedBuilder_ == null) {
+          result_ = builderForValue.build();
+          onChanged();
+        } else {
+          renewedBuilder_.setMessage(builderForValue.build());
+        }
+        resultCase_ = 10;
+        return this;
+      }
+      /**
+       * <pre>
+       * The session's locks were renewed: one message per renewal tick for the whole session.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionRenewed renewed = 10 [json_name = "renewed"];</code>
+       */
+      public Builder mergeRenewed(holdfast.v1.Lock.SessionRenewed value) {
+        if (renewedBuilder_ == null) {
+          if (resultCase_ == 10 &&
+              result_ != holdfast.v1.Lock.SessionRenewed.getDefaultInstance()) {
+            result_ = holdfast.v1.Lock.SessionRenewed.newBuilder((holdfast.v1.Lock.SessionRenewed) result_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            result_ = value;
+          }
+          onChanged();
+        } else {
+          if (resultCase_ == 10) {
+            renewedBuilder_.mergeFrom(value);
+          } else {
+            renewedBuilder_.setMessage(value);
+          }
+        }
+        resultCase_ = 10;
+        return this;
+      }
+      /**
+       * <pre>
+       * The session's locks were renewed: one message per renewal tick for the whole session.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionRenewed renewed = 10 [json_name = "renewed"];</code>
+       */
+      public Builder clearRenewed() {
+        if (renewedBuilder_ == null) {
+          if (resultCase_ == 10) {
+            resultCase_ = 0;
+            result_ = null;
+            onChanged();
+          }
+        } else {
+          if (resultCase_ == 10) {
+            resultCase_ = 0;
+            result_ = null;
+          }
+          renewedBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The session's locks were renewed: one message per renewal tick for the whole session.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionRenewed renewed = 10 [json_name = "renewed"];</code>
+       */
+      public holdfast.v1.Lock.SessionRenewed.Builder getRenewedBuilder() {
+        return getRenewedFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * The session's locks were renewed: one message per renewal tick for the whole session.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionRenewed renewed = 10 [json_name = "renewed"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionRenewedOrBuilder getRenewedOrBuilder() {
+        if ((resultCase_ == 10) && (renewedBuilder_ != null)) {
+          return renewedBuilder_.getMessageOrBuilder();
+        } else {
+          if (resultCase_ == 10) {
+            return (holdfast.v1.Lock.SessionRenewed) result_;
+          }
+          return holdfast.v1.Lock.SessionRenewed.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The session's locks were renewed: one message per renewal tick for the whole session.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionRenewed renewed = 10 [json_name = "renewed"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.SessionRenewed, holdfast.v1.Lock.SessionRenewed.Builder, holdfast.v1.Lock.SessionRenewedOrBuilder> 
+          getRenewedFieldBuilder() {
+        if (renewedBuilder_ == null) {
+          if (!(resultCase_ == 10)) {
+            result_ = holdfast.v1.Lock.SessionRenewed.getDefaultInstance();
+          }
+          renewedBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.SessionRenewed, holdfast.v1.Lock.SessionRenewed.Builder, holdfast.v1.Lock.SessionRenewedOrBuilder>(
+                  (holdfast.v1.Lock.SessionRenewed) result_,
+                  getParentForChildren(),
+                  isClean());
+          result_ = null;
+        }
+        resultCase_ = 10;
+        onChanged();
+        return renewedBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.HoldLost, holdfast.v1.Lock.HoldLost.Builder, holdfast.v1.Lock.HoldLostOrBuilder> lostBuilder_;
+      /**
+       * <pre>
+       * A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 11 [json_name = "lost"];</code>
+       * @return Whether the lost field is set.
+       */
+      @java.lang.Override
+      public boolean hasLost() {
+        return resultCase_ == 11;
+      }
+      /**
+       * <pre>
+       * A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 11 [json_name = "lost"];</code>
+       * @return The lost.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldLost getLost() {
+        if (lostBuilder_ == null) {
+          if (resultCase_ == 11) {
+            return (holdfast.v1.Lock.HoldLost) result_;
+          }
+          return holdfast.v1.Lock.HoldLost.getDefaultInstance();
+        } else {
+          if (resultCase_ == 11) {
+            return lostBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.HoldLost.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 11 [json_name = "lost"];</code>
+       */
+      public Builder setLost(holdfast.v1.Lock.HoldLost value) {
+        if (lostBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          result_ = value;
+          onChanged();
+        } else {
+          lostBuilder_.setMessage(value);
+        }
+        resultCase_ = 11;
+        return this;
+      }
+      /**
+       * <pre>
+       * A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 11 [json_name = "lost"];</code>
+       */
+      public Builder setLost(
+          holdfast.v1.Lock.HoldLost.Builder builderForValue) {
+        if (lostBuilder_ == null) {
+          result_ = builderForValue.build();
+          onChanged();
+        } else {
+          lostBuilder_.setMessage(builderForValue.build());
+        }
+        resultCase_ = 11;
+        return this;
+      }
+      /**
+       * <pre>
+       * A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 11 [json_name = "lost"];</code>
+       */
+      public Builder mergeLost(holdfast.v1.Lock.HoldLost value) {
+        if (lostBuilder_ == null) {
+          if (resultCase_ == 11 &&
+              result_ != holdfast.v1.Lock.HoldLost.getDefaultInstance()) {
+            result_ = holdfast.v1.Lock.HoldLost.newBuilder((holdfast.v1.Lock.HoldLost) result_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            result_ = value;
+          }
+          onChanged();
+        } else {
+          if (resultCase_ == 11) {
+            lostBuilder_.mergeFrom(value);
+          } else {
+            lostBuilder_.setMessage(value);
+          }
+        }
+        resultCase_ = 11;
+        return this;
+      }
+      /**
+       * <pre>
+       * A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 11 [json_name = "lost"];</code>
+       */
+      public Builder clearLost() {
+        if (lostBuilder_ == null) {
+          if (resultCase_ == 11) {
+            resultCase_ = 0;
+            result_ = null;
+            onChanged();
+          }
+        } else {
+          if (resultCase_ == 11) {
+            resultCase_ = 0;
+            result_ = null;
+          }
+          lostBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 11 [json_name = "lost"];</code>
+       */
+      public holdfast.v1.Lock.HoldLost.Builder getLostBuilder() {
+        return getLostFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 11 [json_name = "lost"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldLostOrBuilder getLostOrBuilder() {
+        if ((resultCase_ == 11) && (lostBuilder_ != null)) {
+          return lostBuilder_.getMessageOrBuilder();
+        } else {
+          if (resultCase_ == 11) {
+            return (holdfast.v1.Lock.HoldLost) result_;
+          }
+          return holdfast.v1.Lock.HoldLost.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldLost lost = 11 [json_name = "lost"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.HoldLost, holdfast.v1.Lock.HoldLost.Builder, holdfast.v1.Lock.HoldLostOrBuilder> 
+          getLostFieldBuilder() {
+        if (lostBuilder_ == null) {
+          if (!(resultCase_ == 11)) {
+            result_ = holdfast.v1.Lock.HoldLost.getDefaultInstance();
+          }
+          lostBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.HoldLost, holdfast.v1.Lock.HoldLost.Builder, holdfast.v1.Lock.HoldLostOrBuilder>(
+                  (holdfast.v1.Lock.HoldLost) result_,
+                  getParentForChildren(),
+                  isClean());
+          result_ = null;
+        }
+        resultCase_ = 11;
+        onChanged();
+        return lostBuilder_;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.SessionResponse)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.SessionResponse)
+    private static final holdfast.v1.Lock.SessionResponse DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.SessionResponse();
+    }
+
+    public static holdfast.v1.Lock.SessionResponse getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<SessionResponse>
+        PARSER = new com.google.protobuf.AbstractParser<SessionResponse>() {
+      @java.lang.Override
+      public SessionResponse parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<SessionResponse> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<SessionResponse> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.SessionResponse getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface OpErrorOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.OpError)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * The gRPC status code the unary RPC would have ended with (3 INVALID_ARGUMENT, 5 NOT_FOUND, ...; 1 CANCELLED).
+     * </pre>
+     *
+     * <code>int32 code = 1 [json_name = "code"];</code>
+     * @return The code.
+     */
+    int getCode();
+
+    /**
+     * <pre>
+     * The status message the unary RPC would have given.
+     * </pre>
+     *
+     * <code>string message = 2 [json_name = "message"];</code>
+     * @return The message.
+     */
+    java.lang.String getMessage();
+    /**
+     * <pre>
+     * The status message the unary RPC would have given.
+     * </pre>
+     *
+     * <code>string message = 2 [json_name = "message"];</code>
+     * @return The bytes for message.
+     */
+    com.google.protobuf.ByteString
+        getMessageBytes();
+  }
+  /**
+   * <pre>
+   * OpError is the failure of one session operation.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.OpError}
+   */
+  public static final class OpError extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.OpError)
+      OpErrorOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use OpError.newBuilder() to construct.
+    private OpError(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private OpError() {
+      message_ = "";
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new OpError();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_OpError_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_OpError_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.OpError.class, holdfast.v1.Lock.OpError.Builder.class);
+    }
+
+    public static final int CODE_FIELD_NUMBER = 1;
+    private int code_ = 0;
+    /**
+     * <pre>
+     * The gRPC status code the unary RPC would have ended with (3 INVALID_ARGUMENT, 5 NOT_FOUND, ...; 1 CANCELLED).
+     * </pre>
+     *
+     * <code>int32 code = 1 [json_name = "code"];</code>
+     * @return The code.
+     */
+    @java.lang.Override
+    public int getCode() {
+      return code_;
+    }
+
+    public static final int MESSAGE_FIELD_NUMBER = 2;
+    @SuppressWarnings("serial")
+    private volatile java.lang.Object message_ = "";
+    /**
+     * <pre>
+     * The status message the unary RPC would have given.
+     * </pre>
+     *
+     * <code>string message = 2 [json_name = "message"];</code>
+     * @return The message.
+     */
+    @java.lang.Override
+    public java.lang.String getMessage() {
+      java.lang.Object ref = message_;
+      if (ref instanceof java.lang.String) {
+        return (java.lang.String) ref;
+      } else {
+        com.google.protobuf.ByteString bs = 
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        message_ = s;
+        return s;
+      }
+    }
+    /**
+     * <pre>
+     * The status message the unary RPC would have given.
+     * </pre>
+     *
+     * <code>string message = 2 [json_name = "message"];</code>
+     * @return The bytes for message.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString
+        getMessageBytes() {
+      java.lang.Object ref = message_;
+      if (ref instanceof java.lang.String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        message_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      if (code_ != 0) {
+        output.writeInt32(1, code_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(message_)) {
+        com.google.protobuf.GeneratedMessageV3.writeString(output, 2, message_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      if (code_ != 0) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeInt32Size(1, code_);
+      }
+      if (!com.google.protobuf.GeneratedMessageV3.isStringEmpty(message_)) {
+        size += com.google.protobuf.GeneratedMessageV3.computeStringSize(2, message_);
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.OpError)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.OpError other = (holdfast.v1.Lock.OpError) obj;
+
+      if (getCode()
+          != other.getCode()) return false;
+      if (!getMessage()
+          .equals(other.getMessage())) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (37 * hash) + CODE_FIELD_NUMBER;
+      hash = (53 * hash) + getCode();
+      hash = (37 * hash) + MESSAGE_FIELD_NUMBER;
+      hash = (53 * hash) + getMessage().hashCode();
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.OpError parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.OpError parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.OpError parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.OpError parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.OpError parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.OpError parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.OpError parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.OpError parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.OpError parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.OpError parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.OpError parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.OpError parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.OpError prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * OpError is the failure of one session operation.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.OpError}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.OpError)
+        holdfast.v1.Lock.OpErrorOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_OpError_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_OpError_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.OpError.class, holdfast.v1.Lock.OpError.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.OpError.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        code_ = 0;
+        message_ = "";
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_OpError_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.OpError getDefaultInstanceForType() {
+        return holdfast.v1.Lock.OpError.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.OpError build() {
+        holdfast.v1.Lock.OpError result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.OpError buildPartial() {
+        holdfast.v1.Lock.OpError result = new holdfast.v1.Lock.OpError(this);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.OpError result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000001) != 0)) {
+          result.code_ = code_;
+        }
+        if (((from_bitField0_ & 0x00000002) != 0)) {
+          result.message_ = message_;
+        }
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.OpError) {
+          return mergeFrom((holdfast.v1.Lock.OpError)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.OpError other) {
+        if (other == holdfast.v1.Lock.OpError.getDefaultInstance()) return this;
+        if (other.getCode() != 0) {
+          setCode(other.getCode());
+        }
+        if (!other.getMessage().isEmpty()) {
+          message_ = other.message_;
+          bitField0_ |= 0x00000002;
+          onChanged();
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 8: {
+                code_ = input.readInt32();
+                bitField0_ |= 0x00000001;
+                break;
+              } // case 8
+              case 18: {
+                message_ = input.readStringRequireUtf8();
+                bitField0_ |= 0x00000002;
+                break;
+              } // case 18
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private int code_ ;
+      /**
+       * <pre>
+       * The gRPC status code the unary RPC would have ended with (3 INVALID_ARGUMENT, 5 NOT_FOUND, ...; 1 CANCELLED).
+       * </pre>
+       *
+       * <code>int32 code = 1 [json_name = "code"];</code>
+       * @return The code.
+       */
+      @java.lang.Override
+      public int getCode() {
+        return code_;
+      }
+      /**
+       * <pre>
+       * The gRPC status code the unary RPC would have ended with (3 INVALID_ARGUMENT, 5 NOT_FOUND, ...; 1 CANCELLED).
+       * </pre>
+       *
+       * <code>int32 code = 1 [json_name = "code"];</code>
+       * @param value The code to set.
+       * @return This builder for chaining.
+       */
+      public Builder setCode(int value) {
+        
+        code_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The gRPC status code the unary RPC would have ended with (3 INVALID_ARGUMENT, 5 NOT_FOUND, ...; 1 CANCELLED).
+       * </pre>
+       *
+       * <code>int32 code = 1 [json_name = "code"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearCode() {
+        bitField0_ = (bitField0_ & ~0x00000001);
+        code_ = 0;
+        onChanged();
+        return this;
+      }
+
+      private java.lang.Object message_ = "";
+      /**
+       * <pre>
+       * The status message the unary RPC would have given.
+       * </pre>
+       *
+       * <code>string message = 2 [json_name = "message"];</code>
+       * @return The message.
+       */
+      public java.lang.String getMessage() {
+        java.lang.Object ref = message_;
+        if (!(ref instanceof java.lang.String)) {
+          com.google.protobuf.ByteString bs =
+              (com.google.protobuf.ByteString) ref;
+          java.lang.String s = bs.toStringUtf8();
+          message_ = s;
+          return s;
+        } else {
+          return (java.lang.String) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The status message the unary RPC would have given.
+       * </pre>
+       *
+       * <code>string message = 2 [json_name = "message"];</code>
+       * @return The bytes for message.
+       */
+      public com.google.protobuf.ByteString
+          getMessageBytes() {
+        java.lang.Object ref = message_;
+        if (ref instanceof String) {
+          com.google.protobuf.ByteString b = 
+              com.google.protobuf.ByteString.copyFromUtf8(
+                  (java.lang.String) ref);
+          message_ = b;
+          return b;
+        } else {
+          return (com.google.protobuf.ByteString) ref;
+        }
+      }
+      /**
+       * <pre>
+       * The status message the unary RPC would have given.
+       * </pre>
+       *
+       * <code>string message = 2 [json_name = "message"];</code>
+       * @param value The message to set.
+       * @return This builder for chaining.
+       */
+      public Builder setMessage(
+          java.lang.String value) {
+        if (value == null) { throw new NullPointerException(); }
+        message_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The status message the unary RPC would have given.
+       * </pre>
+       *
+       * <code>string message = 2 [json_name = "message"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearMessage() {
+        message_ = getDefaultInstance().getMessage();
+        bitField0_ = (bitField0_ & ~0x00000002);
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The status message the unary RPC would have given.
+       * </pre>
+       *
+       * <code>string message = 2 [json_name = "message"];</code>
+       * @param value The bytes for message to set.
+       * @return This builder for chaining.
+       */
+      public Builder setMessageBytes(
+          com.google.protobuf.ByteString value) {
+        if (value == null) { throw new NullPointerException(); }
+        checkByteStringIsUtf8(value);
+        message_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.OpError)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.OpError)
+    private static final holdfast.v1.Lock.OpError DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.OpError();
+    }
+
+    public static holdfast.v1.Lock.OpError getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<OpError>
+        PARSER = new com.google.protobuf.AbstractParser<OpError>() {
+      @java.lang.Override
+      public OpError parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<OpError> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<OpError> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.OpError getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface SessionRenewedOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.SessionRenewed)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * The lease left after the earliest-ending renewal, in milliseconds.
+     * </pre>
+     *
+     * <code>int64 ttl_ms = 1 [json_name = "ttlMs"];</code>
+     * @return The ttlMs.
+     */
+    long getTtlMs();
+
+    /**
+     * <pre>
+     * The server started that renewal this many ms after it received the Session stream (its monotonic clock).
+     * Every lock the session held when this message was sent has a lease that ends no earlier than
+     * lease_started_after_ms + ttl_ms after the client opened the stream, less clock drift.
+     * </pre>
+     *
+     * <code>int64 lease_started_after_ms = 2 [json_name = "leaseStartedAfterMs"];</code>
+     * @return The leaseStartedAfterMs.
+     */
+    long getLeaseStartedAfterMs();
+
+    /**
+     * <pre>
+     * How many locks the session holds with `hold`.
+     * </pre>
+     *
+     * <code>uint32 locks = 3 [json_name = "locks"];</code>
+     * @return The locks.
+     */
+    int getLocks();
+  }
+  /**
+   * <pre>
+   * SessionRenewed is the lease deadline of every lock the session holds, in Hold's terms.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.SessionRenewed}
+   */
+  public static final class SessionRenewed extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.SessionRenewed)
+      SessionRenewedOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use SessionRenewed.newBuilder() to construct.
+    private SessionRenewed(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private SessionRenewed() {
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new SessionRenewed();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SessionRenewed_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SessionRenewed_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.SessionRenewed.class, holdfast.v1.Lock.SessionRenewed.Builder.class);
+    }
+
+    public static final int TTL_MS_FIELD_NUMBER = 1;
+    private long ttlMs_ = 0L;
+    /**
+     * <pre>
+     * The lease left after the earliest-ending renewal, in milliseconds.
+     * </pre>
+     *
+     * <code>int64 ttl_ms = 1 [json_name = "ttlMs"];</code>
+     * @return The ttlMs.
+     */
+    @java.lang.Override
+    public long getTtlMs() {
+      return ttlMs_;
+    }
+
+    public static final int LEASE_STARTED_AFTER_MS_FIELD_NUMBER = 2;
+    private long leaseStartedAfterMs_ = 0L;
+    /**
+     * <pre>
+     * The server started that renewal this many ms after it received the Session stream (its monotonic clock).
+     * Every lock the session held when this message was sent has a lease that ends no earlier than
+     * lease_started_after_ms + ttl_ms after the client opened the stream, less clock drift.
+     * </pre>
+     *
+     * <code>int64 lease_started_after_ms = 2 [json_name = "leaseStartedAfterMs"];</code>
+     * @return The leaseStartedAfterMs.
+     */
+    @java.lang.Override
+    public long getLeaseStartedAfterMs() {
+      return leaseStartedAfterMs_;
+    }
+
+    public static final int LOCKS_FIELD_NUMBER = 3;
+    private int locks_ = 0;
+    /**
+     * <pre>
+     * How many locks the session holds with `hold`.
+     * </pre>
+     *
+     * <code>uint32 locks = 3 [json_name = "locks"];</code>
+     * @return The locks.
+     */
+    @java.lang.Override
+    public int getLocks() {
+      return locks_;
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      if (ttlMs_ != 0L) {
+        output.writeInt64(1, ttlMs_);
+      }
+      if (leaseStartedAfterMs_ != 0L) {
+        output.writeInt64(2, leaseStartedAfterMs_);
+      }
+      if (locks_ != 0) {
+        output.writeUInt32(3, locks_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      if (ttlMs_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeInt64Size(1, ttlMs_);
+      }
+      if (leaseStartedAfterMs_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeInt64Size(2, leaseStartedAfterMs_);
+      }
+      if (locks_ != 0) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeUInt32Size(3, locks_);
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.SessionRenewed)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.SessionRenewed other = (holdfast.v1.Lock.SessionRenewed) obj;
+
+      if (getTtlMs()
+          != other.getTtlMs()) return false;
+      if (getLeaseStartedAfterMs()
+          != other.getLeaseStartedAfterMs()) return false;
+      if (getLocks()
+          != other.getLocks()) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (37 * hash) + TTL_MS_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getTtlMs());
+      hash = (37 * hash) + LEASE_STARTED_AFTER_MS_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getLeaseStartedAfterMs());
+      hash = (37 * hash) + LOCKS_FIELD_NUMBER;
+      hash = (53 * hash) + getLocks();
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.SessionRenewed parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionRenewed parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionRenewed parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionRenewed parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionRenewed parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionRenewed parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionRenewed parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionRenewed parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionRenewed parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionRenewed parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionRenewed parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionRenewed parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.SessionRenewed prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * SessionRenewed is the lease deadline of every lock the session holds, in Hold's terms.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.SessionRenewed}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.SessionRenewed)
+        holdfast.v1.Lock.SessionRenewedOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionRenewed_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionRenewed_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.SessionRenewed.class, holdfast.v1.Lock.SessionRenewed.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.SessionRenewed.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        ttlMs_ = 0L;
+        leaseStartedAfterMs_ = 0L;
+        locks_ = 0;
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionRenewed_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionRenewed getDefaultInstanceForType() {
+        return holdfast.v1.Lock.SessionRenewed.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionRenewed build() {
+        holdfast.v1.Lock.SessionRenewed result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionRenewed buildPartial() {
+        holdfast.v1.Lock.SessionRenewed result = new holdfast.v1.Lock.SessionRenewed(this);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.SessionRenewed result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000001) != 0)) {
+          result.ttlMs_ = ttlMs_;
+        }
+        if (((from_bitField0_ & 0x00000002) != 0)) {
+          result.leaseStartedAfterMs_ = leaseStartedAfterMs_;
+        }
+        if (((from_bitField0_ & 0x00000004) != 0)) {
+          result.locks_ = locks_;
+        }
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.SessionRenewed) {
+          return mergeFrom((holdfast.v1.Lock.SessionRenewed)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.SessionRenewed other) {
+        if (other == holdfast.v1.Lock.SessionRenewed.getDefaultInstance()) return this;
+        if (other.getTtlMs() != 0L) {
+          setTtlMs(other.getTtlMs());
+        }
+        if (other.getLeaseStartedAfterMs() != 0L) {
+          setLeaseStartedAfterMs(other.getLeaseStartedAfterMs());
+        }
+        if (other.getLocks() != 0) {
+          setLocks(other.getLocks());
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 8: {
+                ttlMs_ = input.readInt64();
+                bitField0_ |= 0x00000001;
+                break;
+              } // case 8
+              case 16: {
+                leaseStartedAfterMs_ = input.readInt64();
+                bitField0_ |= 0x00000002;
+                break;
+              } // case 16
+              case 24: {
+                locks_ = input.readUInt32();
+                bitField0_ |= 0x00000004;
+                break;
+              } // case 24
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private long ttlMs_ ;
+      /**
+       * <pre>
+       * The lease left after the earliest-ending renewal, in milliseconds.
+       * </pre>
+       *
+       * <code>int64 ttl_ms = 1 [json_name = "ttlMs"];</code>
+       * @return The ttlMs.
+       */
+      @java.lang.Override
+      public long getTtlMs() {
+        return ttlMs_;
+      }
+      /**
+       * <pre>
+       * The lease left after the earliest-ending renewal, in milliseconds.
+       * </pre>
+       *
+       * <code>int64 ttl_ms = 1 [json_name = "ttlMs"];</code>
+       * @param value The ttlMs to set.
+       * @return This builder for chaining.
+       */
+      public Builder setTtlMs(long value) {
+        
+        ttlMs_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The lease left after the earliest-ending renewal, in milliseconds.
+       * </pre>
+       *
+       * <code>int64 ttl_ms = 1 [json_name = "ttlMs"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearTtlMs() {
+        bitField0_ = (bitField0_ & ~0x00000001);
+        ttlMs_ = 0L;
+        onChanged();
+        return this;
+      }
+
+      private long leaseStartedAfterMs_ ;
+      /**
+       * <pre>
+       * The server started that renewal this many ms after it received the Session stream (its monotonic clock).
+       * Every lock the session held when this message was sent has a lease that ends no earlier than
+       * lease_started_after_ms + ttl_ms after the client opened the stream, less clock drift.
+       * </pre>
+       *
+       * <code>int64 lease_started_after_ms = 2 [json_name = "leaseStartedAfterMs"];</code>
+       * @return The leaseStartedAfterMs.
+       */
+      @java.lang.Override
+      public long getLeaseStartedAfterMs() {
+        return leaseStartedAfterMs_;
+      }
+      /**
+       * <pre>
+       * The server started that renewal this many ms after it received the Session stream (its monotonic clock).
+       * Every lock the session held when this message was sent has a lease that ends no earlier than
+       * lease_started_after_ms + ttl_ms after the client opened the stream, less clock drift.
+       * </pre>
+       *
+       * <code>int64 lease_started_after_ms = 2 [json_name = "leaseStartedAfterMs"];</code>
+       * @param value The leaseStartedAfterMs to set.
+       * @return This builder for chaining.
+       */
+      public Builder setLeaseStartedAfterMs(long value) {
+        
+        leaseStartedAfterMs_ = value;
+        bitField0_ |= 0x00000002;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The server started that renewal this many ms after it received the Session stream (its monotonic clock).
+       * Every lock the session held when this message was sent has a lease that ends no earlier than
+       * lease_started_after_ms + ttl_ms after the client opened the stream, less clock drift.
+       * </pre>
+       *
+       * <code>int64 lease_started_after_ms = 2 [json_name = "leaseStartedAfterMs"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearLeaseStartedAfterMs() {
+        bitField0_ = (bitField0_ & ~0x00000002);
+        leaseStartedAfterMs_ = 0L;
+        onChanged();
+        return this;
+      }
+
+      private int locks_ ;
+      /**
+       * <pre>
+       * How many locks the session holds with `hold`.
+       * </pre>
+       *
+       * <code>uint32 locks = 3 [json_name = "locks"];</code>
+       * @return The locks.
+       */
+      @java.lang.Override
+      public int getLocks() {
+        return locks_;
+      }
+      /**
+       * <pre>
+       * How many locks the session holds with `hold`.
+       * </pre>
+       *
+       * <code>uint32 locks = 3 [json_name = "locks"];</code>
+       * @param value The locks to set.
+       * @return This builder for chaining.
+       */
+      public Builder setLocks(int value) {
+        
+        locks_ = value;
+        bitField0_ |= 0x00000004;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * How many locks the session holds with `hold`.
+       * </pre>
+       *
+       * <code>uint32 locks = 3 [json_name = "locks"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearLocks() {
+        bitField0_ = (bitField0_ & ~0x00000004);
+        locks_ = 0;
+        onChanged();
+        return this;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.SessionRenewed)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.SessionRenewed)
+    private static final holdfast.v1.Lock.SessionRenewed DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.SessionRenewed();
+    }
+
+    public static holdfast.v1.Lock.SessionRenewed getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<SessionRenewed>
+        PARSER = new com.google.protobuf.AbstractParser<SessionRenewed>() {
+      @java.lang.Override
+      public SessionRenewed parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<SessionRenewed> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<SessionRenewed> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.SessionRenewed getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
   private static final com.google.protobuf.Descriptors.Descriptor
     internal_static_holdfast_v1_AcquireRequest_descriptor;
   private static final 
@@ -29911,6 +38168,31 @@ public final class Lock {
   private static final 
     com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
       internal_static_holdfast_v1_HoldSetAcquired_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_SessionRequest_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_SessionRequest_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_SessionClose_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_SessionClose_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_SessionResponse_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_SessionResponse_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_OpError_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_OpError_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_SessionRenewed_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_SessionRenewed_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -30019,42 +38301,78 @@ public final class Lock {
       "ldfast.v1.HoldLostH\000R\004lostB\007\n\005event\"x\n\017H" +
       "oldSetAcquired\0220\n\007members\030\001 \003(\0132\026.holdfa" +
       "st.v1.SetMemberR\007members\0223\n\026lease_starte" +
-      "d_after_ms\030\002 \001(\003R\023leaseStartedAfterMs*T\n" +
-      "\010LockMode\022\031\n\025LOCK_MODE_UNSPECIFIED\020\000\022\027\n\023" +
-      "LOCK_MODE_EXCLUSIVE\020\001\022\024\n\020LOCK_MODE_SHARE" +
-      "D\020\002*\213\002\n\nLostReason\022\033\n\027LOST_REASON_UNSPEC" +
-      "IFIED\020\000\022\027\n\023LOST_REASON_EXPIRED\020\001\022\025\n\021LOST" +
-      "_REASON_TAKEN\020\002\022#\n\037LOST_REASON_BACKEND_U" +
-      "NAVAILABLE\020\003\022\037\n\033LOST_REASON_SERVER_SHUTD" +
-      "OWN\020\004\022\030\n\024LOST_REASON_MAX_HOLD\020\005\022\030\n\024LOST_" +
-      "REASON_RELEASED\020\006\022\030\n\024LOST_REASON_FAILOVE" +
-      "R\020\007\022\034\n\030LOST_REASON_DISCONNECTED\020\010*\301\001\n\nWa" +
-      "tchEvent\022\033\n\027WATCH_EVENT_UNSPECIFIED\020\000\022\025\n" +
-      "\021WATCH_EVENT_STATE\020\001\022\027\n\023WATCH_EVENT_GRAN" +
-      "TED\020\002\022\030\n\024WATCH_EVENT_RELEASED\020\003\022\027\n\023WATCH" +
-      "_EVENT_EXPIRED\020\004\022\024\n\020WATCH_EVENT_LOST\020\005\022\035" +
-      "\n\031WATCH_EVENT_VALUE_CHANGED\020\0062\263\006\n\013LockSe" +
-      "rvice\022D\n\007Acquire\022\033.holdfast.v1.AcquireRe" +
-      "quest\032\034.holdfast.v1.AcquireResponse\022D\n\007R" +
-      "elease\022\033.holdfast.v1.ReleaseRequest\032\034.ho" +
-      "ldfast.v1.ReleaseResponse\022>\n\005Renew\022\031.hol" +
-      "dfast.v1.RenewRequest\032\032.holdfast.v1.Rene" +
-      "wResponse\022=\n\004Hold\022\030.holdfast.v1.HoldRequ" +
-      "est\032\031.holdfast.v1.HoldResponse0\001\022D\n\007Insp" +
-      "ect\022\033.holdfast.v1.InspectRequest\032\034.holdf" +
-      "ast.v1.InspectResponse\022b\n\021CheckFencingTo" +
-      "ken\022%.holdfast.v1.CheckFencingTokenReque" +
-      "st\032&.holdfast.v1.CheckFencingTokenRespon" +
-      "se\022G\n\010SetValue\022\034.holdfast.v1.SetValueReq" +
-      "uest\032\035.holdfast.v1.SetValueResponse\022@\n\005W" +
-      "atch\022\031.holdfast.v1.WatchRequest\032\032.holdfa" +
-      "st.v1.WatchResponse0\001\022M\n\nAcquireSet\022\036.ho" +
-      "ldfast.v1.AcquireSetRequest\032\037.holdfast.v" +
-      "1.AcquireSetResponse\022M\n\nReleaseSet\022\036.hol" +
-      "dfast.v1.ReleaseSetRequest\032\037.holdfast.v1" +
-      ".ReleaseSetResponse\022F\n\007HoldSet\022\033.holdfas" +
-      "t.v1.HoldSetRequest\032\034.holdfast.v1.HoldSe" +
-      "tResponse0\001b\006proto3"
+      "d_after_ms\030\002 \001(\003R\023leaseStartedAfterMs\"\234\004" +
+      "\n\016SessionRequest\022\023\n\005op_id\030\001 \001(\004R\004opId\0227\n" +
+      "\007acquire\030\002 \001(\0132\033.holdfast.v1.AcquireRequ" +
+      "estH\000R\007acquire\0227\n\007release\030\003 \001(\0132\033.holdfa" +
+      "st.v1.ReleaseRequestH\000R\007release\0221\n\005renew" +
+      "\030\004 \001(\0132\031.holdfast.v1.RenewRequestH\000R\005ren" +
+      "ew\022.\n\004hold\030\005 \001(\0132\030.holdfast.v1.HoldReque" +
+      "stH\000R\004hold\0227\n\007inspect\030\006 \001(\0132\033.holdfast.v" +
+      "1.InspectRequestH\000R\007inspect\022;\n\tset_value" +
+      "\030\007 \001(\0132\034.holdfast.v1.SetValueRequestH\000R\010" +
+      "setValue\022W\n\023check_fencing_token\030\010 \001(\0132%." +
+      "holdfast.v1.CheckFencingTokenRequestH\000R\021" +
+      "checkFencingToken\022\030\n\006cancel\030\t \001(\004H\000R\006can" +
+      "cel\0221\n\005close\030\n \001(\0132\031.holdfast.v1.Session" +
+      "CloseH\000R\005closeB\004\n\002op\"\016\n\014SessionClose\"\357\004\n" +
+      "\017SessionResponse\022\023\n\005op_id\030\001 \001(\004R\004opId\0228\n" +
+      "\007acquire\030\002 \001(\0132\034.holdfast.v1.AcquireResp" +
+      "onseH\000R\007acquire\0228\n\007release\030\003 \001(\0132\034.holdf" +
+      "ast.v1.ReleaseResponseH\000R\007release\0222\n\005ren" +
+      "ew\030\004 \001(\0132\032.holdfast.v1.RenewResponseH\000R\005" +
+      "renew\022/\n\004hold\030\005 \001(\0132\031.holdfast.v1.HoldAc" +
+      "quiredH\000R\004hold\0228\n\007inspect\030\006 \001(\0132\034.holdfa" +
+      "st.v1.InspectResponseH\000R\007inspect\022<\n\tset_" +
+      "value\030\007 \001(\0132\035.holdfast.v1.SetValueRespon" +
+      "seH\000R\010setValue\022X\n\023check_fencing_token\030\010 " +
+      "\001(\0132&.holdfast.v1.CheckFencingTokenRespo" +
+      "nseH\000R\021checkFencingToken\022,\n\005error\030\t \001(\0132" +
+      "\024.holdfast.v1.OpErrorH\000R\005error\0227\n\007renewe" +
+      "d\030\n \001(\0132\033.holdfast.v1.SessionRenewedH\000R\007" +
+      "renewed\022+\n\004lost\030\013 \001(\0132\025.holdfast.v1.Hold" +
+      "LostH\000R\004lostB\010\n\006result\"7\n\007OpError\022\022\n\004cod" +
+      "e\030\001 \001(\005R\004code\022\030\n\007message\030\002 \001(\tR\007message\"" +
+      "r\n\016SessionRenewed\022\025\n\006ttl_ms\030\001 \001(\003R\005ttlMs" +
+      "\0223\n\026lease_started_after_ms\030\002 \001(\003R\023leaseS" +
+      "tartedAfterMs\022\024\n\005locks\030\003 \001(\rR\005locks*T\n\010L" +
+      "ockMode\022\031\n\025LOCK_MODE_UNSPECIFIED\020\000\022\027\n\023LO" +
+      "CK_MODE_EXCLUSIVE\020\001\022\024\n\020LOCK_MODE_SHARED\020" +
+      "\002*\213\002\n\nLostReason\022\033\n\027LOST_REASON_UNSPECIF" +
+      "IED\020\000\022\027\n\023LOST_REASON_EXPIRED\020\001\022\025\n\021LOST_R" +
+      "EASON_TAKEN\020\002\022#\n\037LOST_REASON_BACKEND_UNA" +
+      "VAILABLE\020\003\022\037\n\033LOST_REASON_SERVER_SHUTDOW" +
+      "N\020\004\022\030\n\024LOST_REASON_MAX_HOLD\020\005\022\030\n\024LOST_RE" +
+      "ASON_RELEASED\020\006\022\030\n\024LOST_REASON_FAILOVER\020" +
+      "\007\022\034\n\030LOST_REASON_DISCONNECTED\020\010*\301\001\n\nWatc" +
+      "hEvent\022\033\n\027WATCH_EVENT_UNSPECIFIED\020\000\022\025\n\021W" +
+      "ATCH_EVENT_STATE\020\001\022\027\n\023WATCH_EVENT_GRANTE" +
+      "D\020\002\022\030\n\024WATCH_EVENT_RELEASED\020\003\022\027\n\023WATCH_E" +
+      "VENT_EXPIRED\020\004\022\024\n\020WATCH_EVENT_LOST\020\005\022\035\n\031" +
+      "WATCH_EVENT_VALUE_CHANGED\020\0062\375\006\n\013LockServ" +
+      "ice\022D\n\007Acquire\022\033.holdfast.v1.AcquireRequ" +
+      "est\032\034.holdfast.v1.AcquireResponse\022D\n\007Rel" +
+      "ease\022\033.holdfast.v1.ReleaseRequest\032\034.hold" +
+      "fast.v1.ReleaseResponse\022>\n\005Renew\022\031.holdf" +
+      "ast.v1.RenewRequest\032\032.holdfast.v1.RenewR" +
+      "esponse\022=\n\004Hold\022\030.holdfast.v1.HoldReques" +
+      "t\032\031.holdfast.v1.HoldResponse0\001\022D\n\007Inspec" +
+      "t\022\033.holdfast.v1.InspectRequest\032\034.holdfas" +
+      "t.v1.InspectResponse\022b\n\021CheckFencingToke" +
+      "n\022%.holdfast.v1.CheckFencingTokenRequest" +
+      "\032&.holdfast.v1.CheckFencingTokenResponse" +
+      "\022G\n\010SetValue\022\034.holdfast.v1.SetValueReque" +
+      "st\032\035.holdfast.v1.SetValueResponse\022@\n\005Wat" +
+      "ch\022\031.holdfast.v1.WatchRequest\032\032.holdfast" +
+      ".v1.WatchResponse0\001\022M\n\nAcquireSet\022\036.hold" +
+      "fast.v1.AcquireSetRequest\032\037.holdfast.v1." +
+      "AcquireSetResponse\022M\n\nReleaseSet\022\036.holdf" +
+      "ast.v1.ReleaseSetRequest\032\037.holdfast.v1.R" +
+      "eleaseSetResponse\022F\n\007HoldSet\022\033.holdfast." +
+      "v1.HoldSetRequest\032\034.holdfast.v1.HoldSetR" +
+      "esponse0\001\022H\n\007Session\022\033.holdfast.v1.Sessi" +
+      "onRequest\032\034.holdfast.v1.SessionResponse(" +
+      "\0010\001b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -30228,6 +38546,36 @@ public final class Lock {
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_HoldSetAcquired_descriptor,
         new java.lang.String[] { "Members", "LeaseStartedAfterMs", });
+    internal_static_holdfast_v1_SessionRequest_descriptor =
+      getDescriptor().getMessageTypes().get(28);
+    internal_static_holdfast_v1_SessionRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_SessionRequest_descriptor,
+        new java.lang.String[] { "OpId", "Acquire", "Release", "Renew", "Hold", "Inspect", "SetValue", "CheckFencingToken", "Cancel", "Close", "Op", });
+    internal_static_holdfast_v1_SessionClose_descriptor =
+      getDescriptor().getMessageTypes().get(29);
+    internal_static_holdfast_v1_SessionClose_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_SessionClose_descriptor,
+        new java.lang.String[] { });
+    internal_static_holdfast_v1_SessionResponse_descriptor =
+      getDescriptor().getMessageTypes().get(30);
+    internal_static_holdfast_v1_SessionResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_SessionResponse_descriptor,
+        new java.lang.String[] { "OpId", "Acquire", "Release", "Renew", "Hold", "Inspect", "SetValue", "CheckFencingToken", "Error", "Renewed", "Lost", "Result", });
+    internal_static_holdfast_v1_OpError_descriptor =
+      getDescriptor().getMessageTypes().get(31);
+    internal_static_holdfast_v1_OpError_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_OpError_descriptor,
+        new java.lang.String[] { "Code", "Message", });
+    internal_static_holdfast_v1_SessionRenewed_descriptor =
+      getDescriptor().getMessageTypes().get(32);
+    internal_static_holdfast_v1_SessionRenewed_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_SessionRenewed_descriptor,
+        new java.lang.String[] { "TtlMs", "LeaseStartedAfterMs", "Locks", });
   }
 
   // @@protoc_insertion_point(outer_class_scope)

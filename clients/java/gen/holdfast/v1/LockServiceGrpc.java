@@ -359,6 +359,37 @@ public final class LockServiceGrpc {
     return getHoldSetMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<holdfast.v1.Lock.SessionRequest,
+      holdfast.v1.Lock.SessionResponse> getSessionMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "Session",
+      requestType = holdfast.v1.Lock.SessionRequest.class,
+      responseType = holdfast.v1.Lock.SessionResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.BIDI_STREAMING)
+  public static io.grpc.MethodDescriptor<holdfast.v1.Lock.SessionRequest,
+      holdfast.v1.Lock.SessionResponse> getSessionMethod() {
+    io.grpc.MethodDescriptor<holdfast.v1.Lock.SessionRequest, holdfast.v1.Lock.SessionResponse> getSessionMethod;
+    if ((getSessionMethod = LockServiceGrpc.getSessionMethod) == null) {
+      synchronized (LockServiceGrpc.class) {
+        if ((getSessionMethod = LockServiceGrpc.getSessionMethod) == null) {
+          LockServiceGrpc.getSessionMethod = getSessionMethod =
+              io.grpc.MethodDescriptor.<holdfast.v1.Lock.SessionRequest, holdfast.v1.Lock.SessionResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.BIDI_STREAMING)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "Session"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.SessionRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  holdfast.v1.Lock.SessionResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new LockServiceMethodDescriptorSupplier("Session"))
+              .build();
+        }
+      }
+    }
+    return getSessionMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -531,6 +562,26 @@ public final class LockServiceGrpc {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getHoldSetMethod(), responseObserver);
     }
 
+    /**
+     * <pre>
+     * A session: one stream that carries many lock operations (docs/sessions.md). Each SessionRequest is one
+     * operation with an op_id the client picks; the server answers each with a SessionResponse of the same op_id as
+     * soon as it completes, in any order, so many operations are in flight at once. Every operation is checked and
+     * run as its unary RPC is, and a bad one is answered with its own error (SessionResponse.error, the status code
+     * and message the unary RPC would give): it never ends the session.
+     * Locks taken with `hold` live as long as the session: the server renews them all and sends one SessionRenewed
+     * per renewal tick for the whole session. A clean end (a `close` operation, the client half-closing the stream,
+     * or a cancel from a live client) releases them all at once; a stream that vanishes (lost connection) leaves
+     * them until the leases the client was told of run out, as Hold does.
+     * By hand: grpcurl -plaintext -d &#64; 127.0.0.1:7070 holdfast.v1.LockService/Session, then one JSON request per
+     * line, for example {"op_id": 1, "hold": {"name": "jobs/nightly", "ttl_ms": 10000}}; end stdin to close.
+     * </pre>
+     */
+    public io.grpc.stub.StreamObserver<holdfast.v1.Lock.SessionRequest> session(
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.SessionResponse> responseObserver) {
+      return io.grpc.stub.ServerCalls.asyncUnimplementedStreamingCall(getSessionMethod(), responseObserver);
+    }
+
     @java.lang.Override public final io.grpc.ServerServiceDefinition bindService() {
       return io.grpc.ServerServiceDefinition.builder(getServiceDescriptor())
           .addMethod(
@@ -610,6 +661,13 @@ public final class LockServiceGrpc {
                 holdfast.v1.Lock.HoldSetRequest,
                 holdfast.v1.Lock.HoldSetResponse>(
                   this, METHODID_HOLD_SET)))
+          .addMethod(
+            getSessionMethod(),
+            io.grpc.stub.ServerCalls.asyncBidiStreamingCall(
+              new MethodHandlers<
+                holdfast.v1.Lock.SessionRequest,
+                holdfast.v1.Lock.SessionResponse>(
+                  this, METHODID_SESSION)))
           .build();
     }
   }
@@ -761,6 +819,27 @@ public final class LockServiceGrpc {
         io.grpc.stub.StreamObserver<holdfast.v1.Lock.HoldSetResponse> responseObserver) {
       io.grpc.stub.ClientCalls.asyncServerStreamingCall(
           getChannel().newCall(getHoldSetMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * A session: one stream that carries many lock operations (docs/sessions.md). Each SessionRequest is one
+     * operation with an op_id the client picks; the server answers each with a SessionResponse of the same op_id as
+     * soon as it completes, in any order, so many operations are in flight at once. Every operation is checked and
+     * run as its unary RPC is, and a bad one is answered with its own error (SessionResponse.error, the status code
+     * and message the unary RPC would give): it never ends the session.
+     * Locks taken with `hold` live as long as the session: the server renews them all and sends one SessionRenewed
+     * per renewal tick for the whole session. A clean end (a `close` operation, the client half-closing the stream,
+     * or a cancel from a live client) releases them all at once; a stream that vanishes (lost connection) leaves
+     * them until the leases the client was told of run out, as Hold does.
+     * By hand: grpcurl -plaintext -d &#64; 127.0.0.1:7070 holdfast.v1.LockService/Session, then one JSON request per
+     * line, for example {"op_id": 1, "hold": {"name": "jobs/nightly", "ttl_ms": 10000}}; end stdin to close.
+     * </pre>
+     */
+    public io.grpc.stub.StreamObserver<holdfast.v1.Lock.SessionRequest> session(
+        io.grpc.stub.StreamObserver<holdfast.v1.Lock.SessionResponse> responseObserver) {
+      return io.grpc.stub.ClientCalls.asyncBidiStreamingCall(
+          getChannel().newCall(getSessionMethod(), getCallOptions()), responseObserver);
     }
   }
 
@@ -1030,6 +1109,7 @@ public final class LockServiceGrpc {
   private static final int METHODID_ACQUIRE_SET = 8;
   private static final int METHODID_RELEASE_SET = 9;
   private static final int METHODID_HOLD_SET = 10;
+  private static final int METHODID_SESSION = 11;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1102,6 +1182,9 @@ public final class LockServiceGrpc {
     public io.grpc.stub.StreamObserver<Req> invoke(
         io.grpc.stub.StreamObserver<Resp> responseObserver) {
       switch (methodId) {
+        case METHODID_SESSION:
+          return (io.grpc.stub.StreamObserver<Req>) serviceImpl.session(
+              (io.grpc.stub.StreamObserver<holdfast.v1.Lock.SessionResponse>) responseObserver);
         default:
           throw new AssertionError();
       }
@@ -1164,6 +1247,7 @@ public final class LockServiceGrpc {
               .addMethod(getAcquireSetMethod())
               .addMethod(getReleaseSetMethod())
               .addMethod(getHoldSetMethod())
+              .addMethod(getSessionMethod())
               .build();
         }
       }

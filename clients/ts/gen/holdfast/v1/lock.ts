@@ -10,9 +10,11 @@ import {
   type CallOptions,
   type ChannelCredentials,
   Client,
+  type ClientDuplexStream,
   type ClientOptions,
   type ClientReadableStream,
   type ClientUnaryCall,
+  type handleBidiStreamingCall,
   type handleServerStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
@@ -610,6 +612,129 @@ export interface HoldSetAcquired {
   members: SetMember[];
   /** Every member's lease ends no earlier than lease_started_after_ms + its ttl_ms after the client sent the request. */
   leaseStartedAfterMs: string;
+}
+
+/** SessionRequest is one operation on a Session stream. */
+export interface SessionRequest {
+  /**
+   * Chosen by the client to match the answer: the SessionResponse of this operation carries the same op_id. Any
+   * value, 0 included; reusing the id of an operation still in flight is refused with INVALID_ARGUMENT.
+   */
+  opId: string;
+  /** As the Acquire RPC; wait_timeout_ms is this operation's deadline. Answered with `acquire`. */
+  acquire?:
+    | AcquireRequest
+    | undefined;
+  /** As the Release RPC (a hold taken with `hold` is given back with its hold_id). Answered with `release`. */
+  release?:
+    | ReleaseRequest
+    | undefined;
+  /** As the Renew RPC. Answered with `renew`. */
+  renew?:
+    | RenewRequest
+    | undefined;
+  /**
+   * A lock held for as long as the session lives, as a Hold stream holds one: the server renews it and reports
+   * its renewals in SessionRenewed. Waits up to wait_timeout_ms; not granted in time is DEADLINE_EXCEEDED.
+   * Answered with `hold`; a hold lost later is reported with `lost`, under this op_id.
+   */
+  hold?:
+    | HoldRequest
+    | undefined;
+  /** As the Inspect RPC. Answered with `inspect`. */
+  inspect?:
+    | InspectRequest
+    | undefined;
+  /** As the SetValue RPC. Answered with `set_value`. */
+  setValue?:
+    | SetValueRequest
+    | undefined;
+  /** As the CheckFencingToken RPC. Answered with `check_fencing_token`. */
+  checkFencingToken?:
+    | CheckFencingTokenRequest
+    | undefined;
+  /**
+   * Cancels the operation in flight with this op_id: it is answered with error CANCELLED (an acquire or hold
+   * granted meanwhile is given back). The cancel itself is not answered; an op_id not in flight is ignored.
+   */
+  cancel?:
+    | string
+    | undefined;
+  /**
+   * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
+   * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
+   */
+  close?: SessionClose | undefined;
+}
+
+/** SessionClose asks for the clean end of a session. */
+export interface SessionClose {
+}
+
+/** SessionResponse answers one operation of a session (by its op_id), or reports on the whole session. */
+export interface SessionResponse {
+  /** The op_id of the operation answered (for `renewed`: 0). */
+  opId: string;
+  /** The answer to `acquire`. */
+  acquire?:
+    | AcquireResponse
+    | undefined;
+  /** The answer to `release`. */
+  release?:
+    | ReleaseResponse
+    | undefined;
+  /** The answer to `renew`. */
+  renew?:
+    | RenewResponse
+    | undefined;
+  /** The answer to `hold`: the grant, now kept by the session. lease_started_after_ms counts from the session's start. */
+  hold?:
+    | HoldAcquired
+    | undefined;
+  /** The answer to `inspect`. */
+  inspect?:
+    | InspectResponse
+    | undefined;
+  /** The answer to `set_value`. */
+  setValue?:
+    | SetValueResponse
+    | undefined;
+  /** The answer to `check_fencing_token`. */
+  checkFencingToken?:
+    | CheckFencingTokenResponse
+    | undefined;
+  /** The operation failed: the status its unary RPC would have ended with. The session goes on. */
+  error?:
+    | OpError
+    | undefined;
+  /** The session's locks were renewed: one message per renewal tick for the whole session. */
+  renewed?:
+    | SessionRenewed
+    | undefined;
+  /** A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it. */
+  lost?: HoldLost | undefined;
+}
+
+/** OpError is the failure of one session operation. */
+export interface OpError {
+  /** The gRPC status code the unary RPC would have ended with (3 INVALID_ARGUMENT, 5 NOT_FOUND, ...; 1 CANCELLED). */
+  code: number;
+  /** The status message the unary RPC would have given. */
+  message: string;
+}
+
+/** SessionRenewed is the lease deadline of every lock the session holds, in Hold's terms. */
+export interface SessionRenewed {
+  /** The lease left after the earliest-ending renewal, in milliseconds. */
+  ttlMs: string;
+  /**
+   * The server started that renewal this many ms after it received the Session stream (its monotonic clock).
+   * Every lock the session held when this message was sent has a lease that ends no earlier than
+   * lease_started_after_ms + ttl_ms after the client opened the stream, less clock drift.
+   */
+  leaseStartedAfterMs: string;
+  /** How many locks the session holds with `hold`. */
+  locks: number;
 }
 
 function createBaseAcquireRequest(): AcquireRequest {
@@ -3986,6 +4111,775 @@ export const HoldSetAcquired: MessageFns<HoldSetAcquired> = {
   },
 };
 
+function createBaseSessionRequest(): SessionRequest {
+  return {
+    opId: "0",
+    acquire: undefined,
+    release: undefined,
+    renew: undefined,
+    hold: undefined,
+    inspect: undefined,
+    setValue: undefined,
+    checkFencingToken: undefined,
+    cancel: undefined,
+    close: undefined,
+  };
+}
+
+export const SessionRequest: MessageFns<SessionRequest> = {
+  encode(message: SessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.opId !== "0") {
+      writer.uint32(8).uint64(message.opId);
+    }
+    if (message.acquire !== undefined) {
+      AcquireRequest.encode(message.acquire, writer.uint32(18).fork()).join();
+    }
+    if (message.release !== undefined) {
+      ReleaseRequest.encode(message.release, writer.uint32(26).fork()).join();
+    }
+    if (message.renew !== undefined) {
+      RenewRequest.encode(message.renew, writer.uint32(34).fork()).join();
+    }
+    if (message.hold !== undefined) {
+      HoldRequest.encode(message.hold, writer.uint32(42).fork()).join();
+    }
+    if (message.inspect !== undefined) {
+      InspectRequest.encode(message.inspect, writer.uint32(50).fork()).join();
+    }
+    if (message.setValue !== undefined) {
+      SetValueRequest.encode(message.setValue, writer.uint32(58).fork()).join();
+    }
+    if (message.checkFencingToken !== undefined) {
+      CheckFencingTokenRequest.encode(message.checkFencingToken, writer.uint32(66).fork()).join();
+    }
+    if (message.cancel !== undefined) {
+      writer.uint32(72).uint64(message.cancel);
+    }
+    if (message.close !== undefined) {
+      SessionClose.encode(message.close, writer.uint32(82).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SessionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSessionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.opId = reader.uint64().toString();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.acquire = AcquireRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.release = ReleaseRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.renew = RenewRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.hold = HoldRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.inspect = InspectRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.setValue = SetValueRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.checkFencingToken = CheckFencingTokenRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.cancel = reader.uint64().toString();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.close = SessionClose.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SessionRequest {
+    return {
+      opId: isSet(object.opId)
+        ? globalThis.String(object.opId)
+        : isSet(object.op_id)
+        ? globalThis.String(object.op_id)
+        : "0",
+      acquire: isSet(object.acquire) ? AcquireRequest.fromJSON(object.acquire) : undefined,
+      release: isSet(object.release) ? ReleaseRequest.fromJSON(object.release) : undefined,
+      renew: isSet(object.renew) ? RenewRequest.fromJSON(object.renew) : undefined,
+      hold: isSet(object.hold) ? HoldRequest.fromJSON(object.hold) : undefined,
+      inspect: isSet(object.inspect) ? InspectRequest.fromJSON(object.inspect) : undefined,
+      setValue: isSet(object.setValue)
+        ? SetValueRequest.fromJSON(object.setValue)
+        : isSet(object.set_value)
+        ? SetValueRequest.fromJSON(object.set_value)
+        : undefined,
+      checkFencingToken: isSet(object.checkFencingToken)
+        ? CheckFencingTokenRequest.fromJSON(object.checkFencingToken)
+        : isSet(object.check_fencing_token)
+        ? CheckFencingTokenRequest.fromJSON(object.check_fencing_token)
+        : undefined,
+      cancel: isSet(object.cancel) ? globalThis.String(object.cancel) : undefined,
+      close: isSet(object.close) ? SessionClose.fromJSON(object.close) : undefined,
+    };
+  },
+
+  toJSON(message: SessionRequest): unknown {
+    const obj: any = {};
+    if (message.opId !== "0") {
+      obj.opId = message.opId;
+    }
+    if (message.acquire !== undefined) {
+      obj.acquire = AcquireRequest.toJSON(message.acquire);
+    }
+    if (message.release !== undefined) {
+      obj.release = ReleaseRequest.toJSON(message.release);
+    }
+    if (message.renew !== undefined) {
+      obj.renew = RenewRequest.toJSON(message.renew);
+    }
+    if (message.hold !== undefined) {
+      obj.hold = HoldRequest.toJSON(message.hold);
+    }
+    if (message.inspect !== undefined) {
+      obj.inspect = InspectRequest.toJSON(message.inspect);
+    }
+    if (message.setValue !== undefined) {
+      obj.setValue = SetValueRequest.toJSON(message.setValue);
+    }
+    if (message.checkFencingToken !== undefined) {
+      obj.checkFencingToken = CheckFencingTokenRequest.toJSON(message.checkFencingToken);
+    }
+    if (message.cancel !== undefined) {
+      obj.cancel = message.cancel;
+    }
+    if (message.close !== undefined) {
+      obj.close = SessionClose.toJSON(message.close);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SessionRequest>): SessionRequest {
+    return SessionRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SessionRequest>): SessionRequest {
+    const message = createBaseSessionRequest();
+    message.opId = object.opId ?? "0";
+    message.acquire = (object.acquire !== undefined && object.acquire !== null)
+      ? AcquireRequest.fromPartial(object.acquire)
+      : undefined;
+    message.release = (object.release !== undefined && object.release !== null)
+      ? ReleaseRequest.fromPartial(object.release)
+      : undefined;
+    message.renew = (object.renew !== undefined && object.renew !== null)
+      ? RenewRequest.fromPartial(object.renew)
+      : undefined;
+    message.hold = (object.hold !== undefined && object.hold !== null)
+      ? HoldRequest.fromPartial(object.hold)
+      : undefined;
+    message.inspect = (object.inspect !== undefined && object.inspect !== null)
+      ? InspectRequest.fromPartial(object.inspect)
+      : undefined;
+    message.setValue = (object.setValue !== undefined && object.setValue !== null)
+      ? SetValueRequest.fromPartial(object.setValue)
+      : undefined;
+    message.checkFencingToken = (object.checkFencingToken !== undefined && object.checkFencingToken !== null)
+      ? CheckFencingTokenRequest.fromPartial(object.checkFencingToken)
+      : undefined;
+    message.cancel = object.cancel ?? undefined;
+    message.close = (object.close !== undefined && object.close !== null)
+      ? SessionClose.fromPartial(object.close)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSessionClose(): SessionClose {
+  return {};
+}
+
+export const SessionClose: MessageFns<SessionClose> = {
+  encode(_: SessionClose, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SessionClose {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSessionClose();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): SessionClose {
+    return {};
+  },
+
+  toJSON(_: SessionClose): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<SessionClose>): SessionClose {
+    return SessionClose.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<SessionClose>): SessionClose {
+    const message = createBaseSessionClose();
+    return message;
+  },
+};
+
+function createBaseSessionResponse(): SessionResponse {
+  return {
+    opId: "0",
+    acquire: undefined,
+    release: undefined,
+    renew: undefined,
+    hold: undefined,
+    inspect: undefined,
+    setValue: undefined,
+    checkFencingToken: undefined,
+    error: undefined,
+    renewed: undefined,
+    lost: undefined,
+  };
+}
+
+export const SessionResponse: MessageFns<SessionResponse> = {
+  encode(message: SessionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.opId !== "0") {
+      writer.uint32(8).uint64(message.opId);
+    }
+    if (message.acquire !== undefined) {
+      AcquireResponse.encode(message.acquire, writer.uint32(18).fork()).join();
+    }
+    if (message.release !== undefined) {
+      ReleaseResponse.encode(message.release, writer.uint32(26).fork()).join();
+    }
+    if (message.renew !== undefined) {
+      RenewResponse.encode(message.renew, writer.uint32(34).fork()).join();
+    }
+    if (message.hold !== undefined) {
+      HoldAcquired.encode(message.hold, writer.uint32(42).fork()).join();
+    }
+    if (message.inspect !== undefined) {
+      InspectResponse.encode(message.inspect, writer.uint32(50).fork()).join();
+    }
+    if (message.setValue !== undefined) {
+      SetValueResponse.encode(message.setValue, writer.uint32(58).fork()).join();
+    }
+    if (message.checkFencingToken !== undefined) {
+      CheckFencingTokenResponse.encode(message.checkFencingToken, writer.uint32(66).fork()).join();
+    }
+    if (message.error !== undefined) {
+      OpError.encode(message.error, writer.uint32(74).fork()).join();
+    }
+    if (message.renewed !== undefined) {
+      SessionRenewed.encode(message.renewed, writer.uint32(82).fork()).join();
+    }
+    if (message.lost !== undefined) {
+      HoldLost.encode(message.lost, writer.uint32(90).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SessionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSessionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.opId = reader.uint64().toString();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.acquire = AcquireResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.release = ReleaseResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.renew = RenewResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.hold = HoldAcquired.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.inspect = InspectResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.setValue = SetValueResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.checkFencingToken = CheckFencingTokenResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.error = OpError.decode(reader, reader.uint32());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.renewed = SessionRenewed.decode(reader, reader.uint32());
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.lost = HoldLost.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SessionResponse {
+    return {
+      opId: isSet(object.opId)
+        ? globalThis.String(object.opId)
+        : isSet(object.op_id)
+        ? globalThis.String(object.op_id)
+        : "0",
+      acquire: isSet(object.acquire) ? AcquireResponse.fromJSON(object.acquire) : undefined,
+      release: isSet(object.release) ? ReleaseResponse.fromJSON(object.release) : undefined,
+      renew: isSet(object.renew) ? RenewResponse.fromJSON(object.renew) : undefined,
+      hold: isSet(object.hold) ? HoldAcquired.fromJSON(object.hold) : undefined,
+      inspect: isSet(object.inspect) ? InspectResponse.fromJSON(object.inspect) : undefined,
+      setValue: isSet(object.setValue)
+        ? SetValueResponse.fromJSON(object.setValue)
+        : isSet(object.set_value)
+        ? SetValueResponse.fromJSON(object.set_value)
+        : undefined,
+      checkFencingToken: isSet(object.checkFencingToken)
+        ? CheckFencingTokenResponse.fromJSON(object.checkFencingToken)
+        : isSet(object.check_fencing_token)
+        ? CheckFencingTokenResponse.fromJSON(object.check_fencing_token)
+        : undefined,
+      error: isSet(object.error) ? OpError.fromJSON(object.error) : undefined,
+      renewed: isSet(object.renewed) ? SessionRenewed.fromJSON(object.renewed) : undefined,
+      lost: isSet(object.lost) ? HoldLost.fromJSON(object.lost) : undefined,
+    };
+  },
+
+  toJSON(message: SessionResponse): unknown {
+    const obj: any = {};
+    if (message.opId !== "0") {
+      obj.opId = message.opId;
+    }
+    if (message.acquire !== undefined) {
+      obj.acquire = AcquireResponse.toJSON(message.acquire);
+    }
+    if (message.release !== undefined) {
+      obj.release = ReleaseResponse.toJSON(message.release);
+    }
+    if (message.renew !== undefined) {
+      obj.renew = RenewResponse.toJSON(message.renew);
+    }
+    if (message.hold !== undefined) {
+      obj.hold = HoldAcquired.toJSON(message.hold);
+    }
+    if (message.inspect !== undefined) {
+      obj.inspect = InspectResponse.toJSON(message.inspect);
+    }
+    if (message.setValue !== undefined) {
+      obj.setValue = SetValueResponse.toJSON(message.setValue);
+    }
+    if (message.checkFencingToken !== undefined) {
+      obj.checkFencingToken = CheckFencingTokenResponse.toJSON(message.checkFencingToken);
+    }
+    if (message.error !== undefined) {
+      obj.error = OpError.toJSON(message.error);
+    }
+    if (message.renewed !== undefined) {
+      obj.renewed = SessionRenewed.toJSON(message.renewed);
+    }
+    if (message.lost !== undefined) {
+      obj.lost = HoldLost.toJSON(message.lost);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SessionResponse>): SessionResponse {
+    return SessionResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SessionResponse>): SessionResponse {
+    const message = createBaseSessionResponse();
+    message.opId = object.opId ?? "0";
+    message.acquire = (object.acquire !== undefined && object.acquire !== null)
+      ? AcquireResponse.fromPartial(object.acquire)
+      : undefined;
+    message.release = (object.release !== undefined && object.release !== null)
+      ? ReleaseResponse.fromPartial(object.release)
+      : undefined;
+    message.renew = (object.renew !== undefined && object.renew !== null)
+      ? RenewResponse.fromPartial(object.renew)
+      : undefined;
+    message.hold = (object.hold !== undefined && object.hold !== null)
+      ? HoldAcquired.fromPartial(object.hold)
+      : undefined;
+    message.inspect = (object.inspect !== undefined && object.inspect !== null)
+      ? InspectResponse.fromPartial(object.inspect)
+      : undefined;
+    message.setValue = (object.setValue !== undefined && object.setValue !== null)
+      ? SetValueResponse.fromPartial(object.setValue)
+      : undefined;
+    message.checkFencingToken = (object.checkFencingToken !== undefined && object.checkFencingToken !== null)
+      ? CheckFencingTokenResponse.fromPartial(object.checkFencingToken)
+      : undefined;
+    message.error = (object.error !== undefined && object.error !== null)
+      ? OpError.fromPartial(object.error)
+      : undefined;
+    message.renewed = (object.renewed !== undefined && object.renewed !== null)
+      ? SessionRenewed.fromPartial(object.renewed)
+      : undefined;
+    message.lost = (object.lost !== undefined && object.lost !== null) ? HoldLost.fromPartial(object.lost) : undefined;
+    return message;
+  },
+};
+
+function createBaseOpError(): OpError {
+  return { code: 0, message: "" };
+}
+
+export const OpError: MessageFns<OpError> = {
+  encode(message: OpError, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.code !== 0) {
+      writer.uint32(8).int32(message.code);
+    }
+    if (message.message !== "") {
+      writer.uint32(18).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OpError {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOpError();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.code = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OpError {
+    return {
+      code: isSet(object.code) ? globalThis.Number(object.code) : 0,
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+    };
+  },
+
+  toJSON(message: OpError): unknown {
+    const obj: any = {};
+    if (message.code !== 0) {
+      obj.code = Math.round(message.code);
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<OpError>): OpError {
+    return OpError.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<OpError>): OpError {
+    const message = createBaseOpError();
+    message.code = object.code ?? 0;
+    message.message = object.message ?? "";
+    return message;
+  },
+};
+
+function createBaseSessionRenewed(): SessionRenewed {
+  return { ttlMs: "0", leaseStartedAfterMs: "0", locks: 0 };
+}
+
+export const SessionRenewed: MessageFns<SessionRenewed> = {
+  encode(message: SessionRenewed, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ttlMs !== "0") {
+      writer.uint32(8).int64(message.ttlMs);
+    }
+    if (message.leaseStartedAfterMs !== "0") {
+      writer.uint32(16).int64(message.leaseStartedAfterMs);
+    }
+    if (message.locks !== 0) {
+      writer.uint32(24).uint32(message.locks);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SessionRenewed {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSessionRenewed();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.ttlMs = reader.int64().toString();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.leaseStartedAfterMs = reader.int64().toString();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.locks = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SessionRenewed {
+    return {
+      ttlMs: isSet(object.ttlMs)
+        ? globalThis.String(object.ttlMs)
+        : isSet(object.ttl_ms)
+        ? globalThis.String(object.ttl_ms)
+        : "0",
+      leaseStartedAfterMs: isSet(object.leaseStartedAfterMs)
+        ? globalThis.String(object.leaseStartedAfterMs)
+        : isSet(object.lease_started_after_ms)
+        ? globalThis.String(object.lease_started_after_ms)
+        : "0",
+      locks: isSet(object.locks) ? globalThis.Number(object.locks) : 0,
+    };
+  },
+
+  toJSON(message: SessionRenewed): unknown {
+    const obj: any = {};
+    if (message.ttlMs !== "0") {
+      obj.ttlMs = message.ttlMs;
+    }
+    if (message.leaseStartedAfterMs !== "0") {
+      obj.leaseStartedAfterMs = message.leaseStartedAfterMs;
+    }
+    if (message.locks !== 0) {
+      obj.locks = Math.round(message.locks);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SessionRenewed>): SessionRenewed {
+    return SessionRenewed.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SessionRenewed>): SessionRenewed {
+    const message = createBaseSessionRenewed();
+    message.ttlMs = object.ttlMs ?? "0";
+    message.leaseStartedAfterMs = object.leaseStartedAfterMs ?? "0";
+    message.locks = object.locks ?? 0;
+    return message;
+  },
+};
+
 /** LockService grants, renews, releases and reports named locks whose state lives in Redis. */
 export type LockServiceService = typeof LockServiceService;
 export const LockServiceService = {
@@ -4126,6 +5020,28 @@ export const LockServiceService = {
     responseSerialize: (value: HoldSetResponse): Buffer => Buffer.from(HoldSetResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): HoldSetResponse => HoldSetResponse.decode(value),
   },
+  /**
+   * A session: one stream that carries many lock operations (docs/sessions.md). Each SessionRequest is one
+   * operation with an op_id the client picks; the server answers each with a SessionResponse of the same op_id as
+   * soon as it completes, in any order, so many operations are in flight at once. Every operation is checked and
+   * run as its unary RPC is, and a bad one is answered with its own error (SessionResponse.error, the status code
+   * and message the unary RPC would give): it never ends the session.
+   * Locks taken with `hold` live as long as the session: the server renews them all and sends one SessionRenewed
+   * per renewal tick for the whole session. A clean end (a `close` operation, the client half-closing the stream,
+   * or a cancel from a live client) releases them all at once; a stream that vanishes (lost connection) leaves
+   * them until the leases the client was told of run out, as Hold does.
+   * By hand: grpcurl -plaintext -d @ 127.0.0.1:7070 holdfast.v1.LockService/Session, then one JSON request per
+   * line, for example {"op_id": 1, "hold": {"name": "jobs/nightly", "ttl_ms": 10000}}; end stdin to close.
+   */
+  session: {
+    path: "/holdfast.v1.LockService/Session" as const,
+    requestStream: true as const,
+    responseStream: true as const,
+    requestSerialize: (value: SessionRequest): Buffer => Buffer.from(SessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SessionRequest => SessionRequest.decode(value),
+    responseSerialize: (value: SessionResponse): Buffer => Buffer.from(SessionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SessionResponse => SessionResponse.decode(value),
+  },
 } as const;
 
 export interface LockServiceServer extends UntypedServiceImplementation {
@@ -4176,6 +5092,20 @@ export interface LockServiceServer extends UntypedServiceImplementation {
    * keeps one. The set is lost as a whole when any member is lost: HoldLost.name says which.
    */
   holdSet: handleServerStreamingCall<HoldSetRequest, HoldSetResponse>;
+  /**
+   * A session: one stream that carries many lock operations (docs/sessions.md). Each SessionRequest is one
+   * operation with an op_id the client picks; the server answers each with a SessionResponse of the same op_id as
+   * soon as it completes, in any order, so many operations are in flight at once. Every operation is checked and
+   * run as its unary RPC is, and a bad one is answered with its own error (SessionResponse.error, the status code
+   * and message the unary RPC would give): it never ends the session.
+   * Locks taken with `hold` live as long as the session: the server renews them all and sends one SessionRenewed
+   * per renewal tick for the whole session. A clean end (a `close` operation, the client half-closing the stream,
+   * or a cancel from a live client) releases them all at once; a stream that vanishes (lost connection) leaves
+   * them until the leases the client was told of run out, as Hold does.
+   * By hand: grpcurl -plaintext -d @ 127.0.0.1:7070 holdfast.v1.LockService/Session, then one JSON request per
+   * line, for example {"op_id": 1, "hold": {"name": "jobs/nightly", "ttl_ms": 10000}}; end stdin to close.
+   */
+  session: handleBidiStreamingCall<SessionRequest, SessionResponse>;
 }
 
 export interface LockServiceClient extends Client {
@@ -4349,6 +5279,22 @@ export interface LockServiceClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<HoldSetResponse>;
+  /**
+   * A session: one stream that carries many lock operations (docs/sessions.md). Each SessionRequest is one
+   * operation with an op_id the client picks; the server answers each with a SessionResponse of the same op_id as
+   * soon as it completes, in any order, so many operations are in flight at once. Every operation is checked and
+   * run as its unary RPC is, and a bad one is answered with its own error (SessionResponse.error, the status code
+   * and message the unary RPC would give): it never ends the session.
+   * Locks taken with `hold` live as long as the session: the server renews them all and sends one SessionRenewed
+   * per renewal tick for the whole session. A clean end (a `close` operation, the client half-closing the stream,
+   * or a cancel from a live client) releases them all at once; a stream that vanishes (lost connection) leaves
+   * them until the leases the client was told of run out, as Hold does.
+   * By hand: grpcurl -plaintext -d @ 127.0.0.1:7070 holdfast.v1.LockService/Session, then one JSON request per
+   * line, for example {"op_id": 1, "hold": {"name": "jobs/nightly", "ttl_ms": 10000}}; end stdin to close.
+   */
+  session(): ClientDuplexStream<SessionRequest, SessionResponse>;
+  session(options: Partial<CallOptions>): ClientDuplexStream<SessionRequest, SessionResponse>;
+  session(metadata: Metadata, options?: Partial<CallOptions>): ClientDuplexStream<SessionRequest, SessionResponse>;
 }
 
 export const LockServiceClient = makeGenericClientConstructor(

@@ -1,0 +1,123 @@
+// One operation of a Session, run as its unary twin runs it (operations.ts, requests.ts, hold.ts):
+// the same checks, the same engine calls, the same answers and errors. A hold is kept by the
+// engine's watchdog as a Hold stream's is, and reported to the session rather than to a stream.
+import type { ServerSurfaceCall } from '@grpc/grpc-js/build/src/server-call';
+import type { HoldRequest, SessionRequest, SessionResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import type { LockBackend } from '../engine/backend';
+import { newHoldId } from '../engine/engine';
+import { LockError } from '../engine/errors';
+import type { LostReason } from '../engine/types';
+import { boundedWait } from './call-context';
+import { holdParams, maxHoldOf, type HoldOptions } from './hold';
+import { acquireLock, checkLockFencingToken, inspectLock, msSince, releaseLock, renewLock, setLockValue } from './operations';
+import { checkMaxHold, toAcquireParams } from './requests';
+import { grantFields } from './responses';
+import type { Held } from './session-leases';
+
+export const OP_KINDS = ['acquire', 'release', 'renew', 'hold', 'inspect', 'setValue', 'checkFencingToken'] as const;
+export type OpKind = (typeof OP_KINDS)[number];
+
+/** Each operation's unary twin: its role check, its metrics label. */
+export const OP_METHOD: Record<OpKind, string> = {
+  acquire: 'Acquire',
+  release: 'Release',
+  renew: 'Renew',
+  hold: 'Hold',
+  inspect: 'Inspect',
+  setValue: 'SetValue',
+  checkFencingToken: 'CheckFencingToken',
+};
+
+export interface OpContext {
+  engine: LockBackend;
+  options: HoldOptions;
+  /** The session's call: its deadline bounds every wait, as a unary call's does. */
+  call: ServerSurfaceCall;
+  /** When the session began: lease times count from it. */
+  anchor: number;
+  /** Aborts when the operation is cancelled or the session ends. */
+  signal: AbortSignal;
+  opId: string;
+}
+
+/** What the session learns of the locks its holds keep. */
+export interface HoldEvents {
+  kept(held: Held): void;
+  renewed(holdId: string, ttlMs: number, start: number): void;
+  lost(holdId: string, reason: LostReason, message: string): void;
+  /** A kept lock whose grant was never told to the client leaves the session. */
+  dropped(holdId: string): void;
+}
+
+export interface OpResult {
+  response: Omit<SessionResponse, 'opId'>;
+  /** Gives back what the operation took, for a result nobody may see any more (cancelled meanwhile). */
+  undo?(): Promise<unknown>;
+}
+
+export async function runOp(kind: OpKind, request: SessionRequest, context: OpContext, events: HoldEvents): Promise<OpResult> {
+  const { engine } = context;
+  switch (kind) {
+    case 'acquire':
+      return acquireOp(request, context);
+    case 'hold':
+      return holdOp(request.hold!, context, events);
+    case 'release':
+      return { response: { release: await releaseLock(engine, request.release!) } };
+    case 'renew':
+      return { response: { renew: await renewLock(engine, request.renew!) } };
+    case 'inspect':
+      return { response: { inspect: await inspectLock(engine, request.inspect!) } };
+    case 'setValue':
+      return { response: { setValue: await setLockValue(engine, request.setValue!) } };
+    case 'checkFencingToken':
+      return { response: { checkFencingToken: await checkLockFencingToken(engine, request.checkFencingToken!) } };
+  }
+}
+
+async function acquireOp(request: SessionRequest, { engine, options, call, anchor, signal }: OpContext): Promise<OpResult> {
+  const asked = toAcquireParams(request.acquire!, options.defaultTtlMs);
+  const params = { ...asked, waitMs: boundedWait(call, asked.waitMs, options.deadlineMarginMs) };
+  const acquire = await acquireLock(engine, params, anchor, signal, () => signal.aborted, options.logError);
+  if (!acquire.acquired) return { response: { acquire } };
+  return { response: { acquire }, undo: () => engine.release(params.name, acquire.token).catch(() => {}) };
+}
+
+/** As Hold takes its lock, then kept for the session. */
+async function holdOp(request: HoldRequest, { engine, options, call, anchor, signal, opId }: OpContext, events: HoldEvents): Promise<OpResult> {
+  const asked = toAcquireParams(request, options.defaultTtlMs);
+  const maxHoldMs = maxHoldOf(checkMaxHold(request.maxHoldMs), options.maxHoldMs);
+  const params = { ...holdParams(asked, boundedWait(call, asked.waitMs, options.deadlineMarginMs), maxHoldMs), holdId: newHoldId() };
+  const { name, holdId } = params;
+  const grant = await engine.acquire(params, signal);
+  if (!grant) {
+    if (signal.aborted) return { response: {} };
+    throw new LockError('timeout', `lock "${name}" was not acquired within ${asked.waitMs} ms`);
+  }
+  if (signal.aborted) return { response: {}, undo: () => engine.release(name, grant.token, { holdId }).catch(() => {}) };
+  const lease = engine.keep(
+    {
+      name,
+      token: grant.token,
+      holdId,
+      ttlMs: params.ttlMs,
+      maxHoldMs,
+      lockDelayMs: options.lockDelayMs,
+      releaseOnDisconnect: options.releaseOnDisconnect || request.releaseOnDisconnect,
+    },
+    {
+      onRenewed: (ttlMs, start) => events.renewed(holdId, ttlMs, start),
+      onLost: (reason, message) => events.lost(holdId, reason, message),
+    },
+    grant.leaseStart,
+    grant.ttlMs,
+  );
+  events.kept({ holdId, opId, name, lease, start: grant.leaseStart, ttlMs: grant.ttlMs });
+  return {
+    response: { hold: { ...grantFields(grant), leaseStartedAfterMs: msSince(anchor, grant.leaseStart), holdId } },
+    undo: () => {
+      events.dropped(holdId);
+      return lease.letGo();
+    },
+  };
+}

@@ -1,0 +1,354 @@
+// Session: one stream carrying many lock operations, each answered by its op_id as soon as it is
+// done (src/transport/session-ops.ts runs them as their unary twins). Locks taken with `hold` are
+// kept as a Hold's are and live as long as the session (session-leases.ts). The session ends as a
+// Hold does: on its holder's word (close, half-close, a cancel from a live client) every lock is
+// given back at once; a stream that vanished leaves them until the leases its client was told of
+// have run out.
+//
+// Back-pressure: at max-session-ops operations in flight, or while the client does not read its
+// answers, the server stops reading the stream, so HTTP/2 flow control slows the sender and no
+// request piles up in server memory. Waiting operations have their own, lower cap
+// (max-session-waiters, over it RESOURCE_EXHAUSTED), so that quick operations, cancels among
+// them, are always read soon.
+import { status, type Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
+import type { SessionRequest, SessionResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import type { LockBackend } from '../engine/backend';
+import type { LostReason } from '../engine/types';
+import { callScope, peerAnswers } from './call-context';
+import { rejectedOp } from './decode';
+import { deadlineEndWait, LOST_CODE, type HoldOptions } from './hold';
+import { msSince } from './operations';
+import { OP_KINDS, OP_METHOD, runOp, type OpKind, type OpResult } from './session-ops';
+import { SessionLeases } from './session-leases';
+import { lostLeaseError, serviceError, toServiceError } from './status';
+
+export interface SessionLimits {
+  /** Operations in flight on one session; at the cap the server stops reading the stream. */
+  maxSessionOps: number;
+  /** Waiting operations (acquire or hold with wait_timeout_ms > 0) in flight; over it: RESOURCE_EXHAUSTED. */
+  maxSessionWaiters: number;
+  /** Locks held with `hold` (granted or being acquired); over it: RESOURCE_EXHAUSTED. */
+  maxSessionLocks: number;
+}
+
+export interface SessionOptions extends HoldOptions, SessionLimits {
+  /** Why the caller may not run the unary RPC at `path` (its role), or undefined: applied to each operation. */
+  opRefusal?(metadata: Metadata, path: string): { code: status; details: string } | undefined;
+  /** Told of each answered operation: its unary twin's method name and the status code (metrics). */
+  onOp?(method: string, code: status): void;
+  /** Runs one operation inside a span of its own (traces); `end` is told its status once. */
+  traceOp?<T>(method: string, lock: string, run: () => T): { result: T; end(code: number, details: string): void };
+  /**
+   * The caller's namespace caps: a session's waits and locks count in them as waiting calls and
+   * Hold streams do. take() says why not, or counts one.
+   */
+  namespaceSlots?: NamespaceSlots;
+}
+
+export interface NamespaceSlots {
+  take(kind: 'waiters' | 'holds'): string | undefined;
+  give(kind: 'waiters' | 'holds'): void;
+}
+
+type SessionCall = ServerDuplexStream<SessionRequest, SessionResponse>;
+
+interface InFlight {
+  controller: AbortController;
+  waits: boolean;
+  method: string;
+  /** Answered (or cancelled): a result that comes later is undone. */
+  done: boolean;
+  /** Closes the operation's span (traces). */
+  traced?(code: number, details: string): void;
+}
+
+const SERVICE_PATH = '/holdfast.v1.LockService/';
+/** One shared reason: abort() without one would build a DOMException for every cancel. */
+const STOPPED = Object.freeze(new Error('the operation was cancelled or its session ended'));
+
+function waitsForLock(kind: OpKind, request: SessionRequest): boolean {
+  return (kind === 'acquire' || kind === 'hold') && Number(request[kind]?.waitTimeoutMs || 0) > 0;
+}
+
+export function sessionHandler(engine: LockBackend, options: SessionOptions) {
+  return (call: SessionCall) => new Session(engine, options, call).start();
+}
+
+class Session {
+  /** Every time told to the client counts from here: it anchors them at when it opened the stream. */
+  private readonly startedAt = performance.now();
+  private readonly inFlight = new Map<string, InFlight>();
+  private readonly scope;
+  private readonly leases: SessionLeases;
+  private waiting = 0;
+  /** Hold operations in flight (each may add a lock). */
+  private holdsPending = 0;
+  /** Namespace hold slots taken: one per lock held and per hold operation in flight. */
+  private holdSlots = 0;
+  /** No operation is read any more: the session ends once those in flight are answered. */
+  private closing = false;
+  /** The stream has ended (or is ending): nothing more is written. */
+  private over = false;
+  private writeBlocked = false;
+
+  constructor(
+    private readonly engine: LockBackend,
+    private readonly options: SessionOptions,
+    private readonly call: SessionCall,
+  ) {
+    this.scope = callScope(call);
+    this.leases = new SessionLeases(({ ttlMs, leaseStart, locks }) =>
+      this.write({ opId: '0', renewed: { ttlMs: String(ttlMs), leaseStartedAfterMs: msSince(this.startedAt, leaseStart), locks } }),
+    );
+  }
+
+  start(): void {
+    this.call.on('data', (message: unknown) => this.receive(message));
+    // A half-close is the client's word only if its connection is still up: a killed client's
+    // connection ends every stream the same way (EOF), and that must not free its locks.
+    this.call.on('end', () => void peerAnswers(this.call).then((alive) => alive && this.close()));
+    this.scope.signal.addEventListener('abort', () => this.ended());
+  }
+
+  private receive(message: unknown): void {
+    if (this.closing || this.over) return;
+    const bad = rejectedOp(message);
+    if (!bad) {
+      this.request(message as SessionRequest);
+    } else if (bad.opId === undefined) {
+      // Without a readable op_id there is no operation to answer: the stream itself is refused.
+      this.fail(status.INVALID_ARGUMENT, bad.message);
+    } else {
+      this.answerError(bad.opId, 'Session', status.INVALID_ARGUMENT, bad.message);
+    }
+  }
+
+  private request(request: SessionRequest): void {
+    if (request.close) {
+      this.close();
+    } else if (request.cancel !== undefined) {
+      this.cancel(request.cancel);
+    } else {
+      const kind = OP_KINDS.find((k) => request[k] !== undefined);
+      const refusal = kind
+        ? this.refusal(request.opId, kind, request)
+        : { code: status.INVALID_ARGUMENT, message: `op is required: one of ${OP_KINDS.join(', ')}, cancel or close` };
+      if (refusal) this.answerError(request.opId, kind ? OP_METHOD[kind] : 'Session', refusal.code, refusal.message);
+      else this.begin(request.opId, kind!, request);
+    }
+  }
+
+  /** Why the session itself refuses the operation (its id, the caller's role, a cap), or undefined. */
+  private refusal(opId: string, kind: OpKind, request: SessionRequest): { code: status; message: string } | undefined {
+    if (this.inFlight.has(opId)) return { code: status.INVALID_ARGUMENT, message: `op_id ${opId} is in flight already: give each operation its own id` };
+    const refused = this.options.opRefusal?.(this.call.metadata, SERVICE_PATH + OP_METHOD[kind]);
+    if (refused) return { code: refused.code, message: refused.details };
+    if (waitsForLock(kind, request) && this.waiting >= this.options.maxSessionWaiters) {
+      return {
+        code: status.RESOURCE_EXHAUSTED,
+        message: `this session has ${this.waiting} operations waiting for locks, the most max-session-waiters allows; wait for fewer locks at once`,
+      };
+    }
+    const locks = this.leases.size + this.holdsPending;
+    if (kind === 'hold' && locks >= this.options.maxSessionLocks) {
+      return {
+        code: status.RESOURCE_EXHAUSTED,
+        message: `this session holds ${locks} locks, the most max-session-locks allows; release some or open another session`,
+      };
+    }
+    return this.takeNamespaceSlots(kind, request);
+  }
+
+  /** Last: a refusal after this would have to give the slots back. */
+  private takeNamespaceSlots(kind: OpKind, request: SessionRequest): { code: status; message: string } | undefined {
+    const slots = this.options.namespaceSlots;
+    if (!slots) return undefined;
+    const waits = waitsForLock(kind, request);
+    const refused = (waits && slots.take('waiters')) || undefined;
+    if (refused) return { code: status.RESOURCE_EXHAUSTED, message: refused };
+    if (kind !== 'hold') return undefined;
+    const noHold = slots.take('holds');
+    if (noHold) {
+      if (waits) slots.give('waiters');
+      return { code: status.RESOURCE_EXHAUSTED, message: noHold };
+    }
+    this.holdSlots++;
+    return undefined;
+  }
+
+  /** Gives back the namespace hold slots of locks and hold operations that are gone. */
+  private returnHoldSlots(): void {
+    for (; this.holdSlots > this.holdsPending + this.leases.size; this.holdSlots--) this.options.namespaceSlots?.give('holds');
+  }
+
+  private begin(opId: string, kind: OpKind, request: SessionRequest): void {
+    const method = OP_METHOD[kind];
+    const waits = waitsForLock(kind, request);
+    const holds = kind === 'hold';
+    const op: InFlight = { controller: new AbortController(), waits, method, done: false };
+    this.inFlight.set(opId, op);
+    if (waits) this.waiting++;
+    if (holds) this.holdsPending++;
+    if (this.inFlight.size >= this.options.maxSessionOps) this.call.pause();
+    const context = { engine: this.engine, options: this.options, call: this.call, anchor: this.startedAt, signal: op.controller.signal, opId };
+    const run = () =>
+      runOp(kind, request, context, {
+        kept: (held) => this.leases.add(held),
+        renewed: (holdId, ttlMs, start) => this.leases.renewed(holdId, ttlMs, start),
+        lost: (holdId, reason, message) => this.lost(holdId, reason, message),
+        dropped: (holdId) => this.dropLock(holdId),
+      });
+    const traced = this.options.traceOp?.(method, request[kind]?.name ?? '', run);
+    op.traced = traced?.end;
+    (traced ? traced.result : run()).then(
+      (result) => {
+        if (holds) this.holdsPending--;
+        this.settle(opId, op, result);
+        this.returnHoldSlots();
+      },
+      (err) => {
+        if (holds) this.holdsPending--;
+        this.returnHoldSlots();
+        if (op.done) return;
+        const { code, details } = toServiceError(err, this.options.logError);
+        this.finishOp(opId, op);
+        op.traced?.(code, details);
+        this.answerError(opId, method, code, details);
+      },
+    );
+  }
+
+  private settle(opId: string, op: InFlight, result: OpResult): void {
+    if (op.done) {
+      // Cancelled, or the session ended, while the result was on its way: nothing may stay behind.
+      void result.undo?.();
+      return;
+    }
+    this.finishOp(opId, op);
+    this.options.onOp?.(op.method, status.OK);
+    op.traced?.(status.OK, '');
+    this.write({ opId, ...result.response });
+  }
+
+  private finishOp(opId: string, op: InFlight, stop = false): void {
+    this.dropOp(op, stop);
+    this.inFlight.delete(opId);
+    this.resumeReading();
+    if (this.closing && this.inFlight.size === 0) this.finishClose();
+  }
+
+  /** The operation will not be answered (or just was): stop it and give back its waiter slots. */
+  private dropOp(op: InFlight, stop: boolean): void {
+    op.done = true;
+    if (stop) {
+      op.controller.abort(STOPPED);
+      op.traced?.(status.CANCELLED, STOPPED.message);
+    }
+    if (!op.waits) return;
+    this.waiting--;
+    this.options.namespaceSlots?.give('waiters');
+  }
+
+  /** Every operation in flight, dropped unanswered: the session is over. */
+  private dropAllOps(): void {
+    for (const op of this.inFlight.values()) this.dropOp(op, true);
+    this.inFlight.clear();
+  }
+
+  /** Every lock, out of the session: the caller lets go of them or abandons them. */
+  private takeAllLocks() {
+    const all = this.leases.takeAll();
+    this.returnHoldSlots();
+    return all;
+  }
+
+  private dropLock(holdId: string) {
+    const held = this.leases.remove(holdId);
+    this.returnHoldSlots();
+    return held;
+  }
+
+  private cancel(target: string): void {
+    const op = this.inFlight.get(target);
+    if (!op) return;
+    this.finishOp(target, op, true);
+    this.answerError(target, op.method, status.CANCELLED, 'the operation was cancelled by the client');
+  }
+
+  /** A hold of this session ended other than by the session's own end. */
+  private lost(holdId: string, reason: LostReason, message: string): void {
+    const held = this.dropLock(holdId);
+    if (!held || this.over) return;
+    if (reason !== 'released') this.options.onAbnormalEnd?.({ name: held.name, holdId, reason, message });
+    this.write({ opId: held.opId, lost: { reason: message, code: LOST_CODE[reason], name: held.name } });
+    if (reason === 'server_shutdown') this.fail(status.UNAVAILABLE, 'the server is shutting down');
+  }
+
+  /** The holder's clean end: read nothing more, answer what is in flight, then give every lock back and end with OK. */
+  private close(): void {
+    if (this.closing || this.over) return;
+    this.closing = true;
+    if (this.inFlight.size === 0) this.finishClose();
+  }
+
+  private finishClose(): void {
+    if (this.over) return;
+    this.over = true;
+    this.scope.finish(); // grpc-js reports every end as 'cancelled': this one is no news
+    for (const held of this.takeAllLocks()) void held.lease.letGo();
+    this.call.end();
+  }
+
+  /** The stream ended under the session: a cancel by its client, its deadline, or a lost connection. */
+  private ended(): void {
+    this.over = true;
+    this.dropAllOps();
+    const held = this.takeAllLocks();
+    if (this.scope.cancelledByClient()) {
+      for (const { lease } of held) void lease.letGo();
+      return;
+    }
+    const givenBack = deadlineEndWait(this.call, this.startedAt);
+    if (givenBack !== undefined) {
+      setTimeout(() => held.forEach(({ lease }) => void lease.letGo()), givenBack);
+      return;
+    }
+    for (const { lease } of held) void lease.abandon();
+    // One line for the session, not one per lock (a session may hold thousands).
+    const [first] = held;
+    const message = `the session stream ended without a cancel (the connection was lost); its ${held.length} locks stay held until their leases run out`;
+    if (first) this.options.onAbnormalEnd?.({ name: first.name, holdId: first.holdId, reason: 'stream_lost', message });
+  }
+
+  /** Ends the whole session with a status (the engine is gone, or a message could not be read at all). */
+  private fail(code: status, details: string): void {
+    if (this.over) return;
+    this.over = true;
+    this.scope.finish();
+    this.dropAllOps();
+    // Not the holder's word: its client may not have read this end yet, so its leases run out first.
+    for (const held of this.takeAllLocks()) void held.lease.abandon();
+    this.call.emit('error', code === status.UNAVAILABLE ? lostLeaseError('server_shutdown', details) : serviceError(code, details));
+  }
+
+  private answerError(opId: string, method: string, code: status, message: string): void {
+    this.options.onOp?.(method, code);
+    this.write({ opId, error: { code, message } });
+  }
+
+  private write(response: SessionResponse): void {
+    if (this.over) return;
+    if (this.call.write(response) || this.writeBlocked) return;
+    // The client is not reading its answers: read no more operations until it does.
+    this.writeBlocked = true;
+    this.call.pause();
+    this.call.once('drain', () => {
+      this.writeBlocked = false;
+      this.resumeReading();
+    });
+  }
+
+  private resumeReading(): void {
+    if (!this.writeBlocked && !this.closing && this.inFlight.size < this.options.maxSessionOps) this.call.resume();
+  }
+}

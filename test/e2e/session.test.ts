@@ -1,0 +1,192 @@
+// Session streams against a real server and Redis: operations answered by op_id in any order,
+// locks held under the session kept through many renewal ticks with one SessionRenewed per tick
+// for the whole session, a clean end freeing every lock at once, cancels leaving nothing behind.
+import { status } from '@grpc/grpc-js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
+import type { TestClient } from '../support/client';
+import { useServers } from '../support/fixture';
+import { deleteLockState, uniqueName } from '../support/redis';
+import { openSession } from '../support/session';
+import { waitFor } from '../support/wait';
+
+const env = useServers(1);
+let peer: TestClient;
+beforeAll(() => void (peer = env.clients[0]));
+
+const session = () => openSession(peer.client);
+
+describe('operations by op_id', () => {
+  it('answers each by its id as soon as it is done: a waiting acquire after a later try-once', async () => {
+    const [held, free] = [uniqueName(), uniqueName()];
+    const holder = await peer.acquire({ name: held, ttlMs: '30000' });
+    const s = session();
+    const waiting = s.send({ opId: '7', acquire: { name: held, waitTimeoutMs: '20000' } });
+    const tryOnce = s.send({ opId: '8', acquire: { name: free } });
+    const first = await s.next((r) => r.opId === tryOnce);
+    expect(first.acquire).toMatchObject({ acquired: true });
+    await waitFor('the waiting acquire to queue', async () => (await peer.inspect({ name: held })).waiters === 1);
+    expect(s.received.some((r) => r.opId === waiting)).toBe(false);
+    await peer.release({ name: held, token: holder.token });
+    const second = await s.answerTo(waiting);
+    expect(second.acquire).toMatchObject({ acquired: true, holdCount: 1 });
+    expect(s.received.map((r) => r.opId)).toEqual(['8', '7']);
+    // Every unary operation, on the one stream.
+    const token = second.acquire!.token;
+    expect(Number((await s.op({ renew: { name: held, token, ttlMs: '20000' } })).renew?.ttlMs)).toBeGreaterThan(19_000);
+    expect((await s.op({ setValue: { name: held, token, value: 'host:1' } })).setValue?.fencingToken).toBe(second.acquire!.fencingToken);
+    const inspected = (await s.op({ inspect: { name: held } })).inspect!;
+    expect(inspected.holders).toMatchObject([{ value: 'host:1', fencingToken: second.acquire!.fencingToken }]);
+    const fence = (await s.op({ checkFencingToken: { name: held, fencingToken: second.acquire!.fencingToken } })).checkFencingToken;
+    expect(fence).toMatchObject({ live: true });
+    expect((await s.op({ release: { name: held, token } })).release).toMatchObject({ released: true });
+    s.call.end();
+    expect(await s.ended).toEqual({ code: status.OK, details: 'OK' });
+  });
+
+  it('a bad operation gets its own error, and the session goes on', async () => {
+    const s = session();
+    const name0 = uniqueName();
+    const unary = await peer.release({ name: name0, token: 'no-such-token' }).catch((err) => err);
+    expect(unary.code).toBe(status.NOT_FOUND);
+    expect((await s.op({ release: { name: name0, token: 'no-such-token' } })).error).toEqual({ code: status.NOT_FOUND, message: unary.details });
+    expect((await s.op({})).error).toEqual({ code: status.INVALID_ARGUMENT, message: expect.stringMatching(/^op is required/) });
+    const name = uniqueName();
+    const holder = await peer.acquire({ name, ttlMs: '30000' });
+    s.send({ opId: '5', acquire: { name, waitTimeoutMs: '20000' } });
+    s.send({ opId: '5', inspect: { name } });
+    expect(await s.next((r) => r.opId === '5')).toMatchObject({
+      error: { code: status.INVALID_ARGUMENT, message: 'op_id 5 is in flight already: give each operation its own id' },
+    });
+    await peer.release({ name, token: holder.token });
+    expect((await s.next((r) => r.opId === '5' && !!r.acquire)).acquire?.acquired).toBe(true);
+    expect((await s.op({ acquire: { name: uniqueName() } })).acquire?.acquired).toBe(true);
+    s.call.end();
+    expect((await s.ended).code).toBe(status.OK);
+  });
+
+  it('cancel by op_id answers CANCELLED and leaves no grant behind', async () => {
+    const name = uniqueName();
+    const holder = await peer.acquire({ name, ttlMs: '30000' });
+    const s = session();
+    const acquire = s.send({ opId: '1', acquire: { name, waitTimeoutMs: '20000' } });
+    const hold = s.send({ opId: '2', hold: { name, waitTimeoutMs: '20000' } });
+    await waitFor('both to queue', async () => (await peer.inspect({ name })).waiters === 2);
+    s.send({ opId: '3', cancel: acquire });
+    s.send({ opId: '4', cancel: hold });
+    for (const id of [acquire, hold]) {
+      expect((await s.answerTo(id)).error).toEqual({ code: status.CANCELLED, message: 'the operation was cancelled by the client' });
+    }
+    await waitFor('the queue to empty', async () => (await peer.inspect({ name })).waiters === 0);
+    await peer.release({ name, token: holder.token });
+    expect((await peer.inspect({ name })).holders).toEqual([]);
+    expect(s.received.filter((r) => r.opId === '3' || r.opId === '4')).toEqual([]);
+    s.call.end();
+    expect((await s.ended).code).toBe(status.OK);
+  });
+});
+
+describe('locks held under a session', () => {
+  it('stay held through many renewal ticks, with one SessionRenewed per tick for all of them', async () => {
+    const names = Array.from({ length: 50 }, () => uniqueName());
+    const s = session();
+    const grants = await Promise.all(names.map((name) => s.op({ hold: { name, ttlMs: '600' } })));
+    expect(grants.every((g) => g.hold?.holdId.length === 12)).toBe(true);
+    const counted = s.received.filter((r) => r.renewed).length;
+    const startedAt = Date.now();
+    // Many leases' worth: each lock is renewed about every 200 ms.
+    await new Promise((r) => setTimeout(r, 5000));
+    const elapsed = Date.now() - startedAt;
+    const renewed = s.received.filter((r) => r.renewed).slice(counted);
+    for (const name of names) expect((await peer.inspect({ name })).holders).toHaveLength(1);
+    // Every lock renewed about elapsed / 200 times: one message per tick would be about that many,
+    // one per lock 50 times more. A busy machine may split a tick's batch in two, no more.
+    const ticks = elapsed / 200;
+    expect(renewed.length).toBeGreaterThan(ticks / 3);
+    expect(renewed.length).toBeLessThan(ticks * 3);
+    expect(renewed.every((r) => r.opId === '0' && r.renewed!.locks === 50 && Number(r.renewed!.ttlMs) > 0)).toBe(true);
+    // Each later message says the session's locks run later: its deadline moves forward.
+    const ends = renewed.map((r) => Number(r.renewed!.leaseStartedAfterMs) + Number(r.renewed!.ttlMs));
+    expect(ends).toEqual([...ends].sort((a, b) => a - b));
+    expect(s.received.some((r) => r.lost)).toBe(false);
+    s.call.end();
+    expect((await s.ended).code).toBe(status.OK);
+  });
+
+  for (const how of ['a close operation', 'a half-close'] as const) {
+    it(`a clean end (${how}) frees them all at once: waiting acquires are granted by push, long before the lease ends`, async () => {
+      const names = [uniqueName(), uniqueName(), uniqueName()];
+      const s = session();
+      for (const name of names) expect((await s.op({ hold: { name, ttlMs: '60000' } })).hold).toBeDefined();
+      const waiters = names.map((name) => peer.acquire({ name, waitTimeoutMs: '20000' }));
+      await waitFor('the waiters to queue', async () => (await Promise.all(names.map((name) => peer.inspect({ name })))).every((i) => i.waiters === 1));
+      if (how === 'a close operation') s.send({ opId: '99', close: {} });
+      else s.call.end();
+      expect((await s.ended).code).toBe(status.OK);
+      // Granted within their 20 s wait: the 60 s leases were given back, not left to run out.
+      expect((await Promise.all(waiters)).every((g) => g.acquired)).toBe(true);
+    });
+  }
+
+  it('a cancel from a live client frees them at once too; a lock released by hold_id is reported lost (RELEASED)', async () => {
+    const [kept, released] = [uniqueName(), uniqueName()];
+    const s = session();
+    const keptGrant = await s.op({ hold: { name: kept, ttlMs: '60000' } });
+    const releasedOp = s.send({ opId: '42', hold: { name: released, ttlMs: '60000' } });
+    const releasedGrant = (await s.answerTo(releasedOp)).hold!;
+    expect((await peer.release({ name: released, token: releasedGrant.token, holdId: releasedGrant.holdId })).released).toBe(true);
+    const lost = await s.next((r) => r.opId === releasedOp && !!r.lost);
+    expect(lost.lost).toMatchObject({ code: LostReason.LOST_REASON_RELEASED, name: released });
+    expect(keptGrant.hold?.holdCount).toBe(1);
+    const waiter = peer.acquire({ name: kept, waitTimeoutMs: '20000' });
+    await waitFor('the waiter to queue', async () => (await peer.inspect({ name: kept })).waiters === 1);
+    s.call.cancel();
+    expect((await waiter).acquired).toBe(true);
+  });
+
+  it('a lock whose lease is lost is reported on its own, under its hold op_id; the others stay held and renewed', async () => {
+    const [lost, kept] = [uniqueName(), uniqueName()];
+    const s = session();
+    const lostOp = s.send({ opId: '11', hold: { name: lost, ttlMs: '600' } });
+    await s.answerTo(lostOp);
+    expect((await s.op({ hold: { name: kept, ttlMs: '600' } })).hold).toBeDefined();
+    await deleteLockState(env.redis, lost);
+    const notice = await s.next((r) => r.opId === lostOp && !!r.lost);
+    expect(notice.lost).toMatchObject({ code: LostReason.LOST_REASON_EXPIRED, name: lost });
+    const after = s.received.length;
+    await s.next((r) => s.received.indexOf(r) >= after && r.renewed?.locks === 1);
+    expect((await peer.inspect({ name: kept })).holders).toHaveLength(1);
+    s.call.end();
+    expect((await s.ended).code).toBe(status.OK);
+  });
+
+  it('operations in flight when the session is cancelled leave no lock behind', async () => {
+    const name = uniqueName();
+    const holder = await peer.acquire({ name, ttlMs: '30000' });
+    const s = session();
+    s.send({ opId: '1', acquire: { name, waitTimeoutMs: '20000' } });
+    s.send({ opId: '2', hold: { name, waitTimeoutMs: '20000' } });
+    await waitFor('both to queue', async () => (await peer.inspect({ name })).waiters === 2);
+    s.call.cancel();
+    await waitFor('the queue to empty', async () => (await peer.inspect({ name })).waiters === 0);
+    await peer.release({ name, token: holder.token });
+    expect((await peer.inspect({ name })).holders).toEqual([]);
+  });
+
+  it('a hold not granted in time is DEADLINE_EXCEEDED with the message Hold gives, and the session goes on', async () => {
+    const name = uniqueName();
+    const holder = await peer.acquire({ name, ttlMs: '30000' });
+    const s = session();
+    expect((await s.op({ hold: { name, waitTimeoutMs: '200' } })).error).toEqual({
+      code: status.DEADLINE_EXCEEDED,
+      message: `lock "${name}" was not acquired within 200 ms`,
+    });
+    const unary = peer.hold({ name, waitTimeoutMs: '200' });
+    expect(await unary.ended).toEqual({ code: status.DEADLINE_EXCEEDED, details: `lock "${name}" was not acquired within 200 ms` });
+    await peer.release({ name, token: holder.token });
+    expect((await s.op({ hold: { name } })).hold?.holdCount).toBe(1);
+    s.call.end();
+    expect((await s.ended).code).toBe(status.OK);
+    expect((await peer.inspect({ name })).holders).toEqual([]);
+  });
+});
