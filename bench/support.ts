@@ -296,3 +296,41 @@ export async function uncontendedPairs(clients: LockClient[], prefix: string, se
   );
   return pairs;
 }
+
+export interface LiveMemory {
+  rss: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+}
+
+/**
+ * A server's memory after a forced GC (bench/memory-probe.ts, preloaded): pass `nodeArgs` and
+ * `env` to startHoldfast, then `read(pid)` signals it and waits for its answer. Bytes.
+ */
+export function memoryProbe() {
+  const dir = mkdtempSync(join(tmpdir(), 'holdfast-bench-memory-'));
+  const file = join(dir, 'memory.json');
+  let seen = 0;
+  return {
+    nodeArgs: ['--expose-gc', '--require', join(__dirname, 'memory-probe.js')],
+    env: { HOLDFAST_BENCH_MEMORY_FILE: file },
+    async read(pid: number): Promise<LiveMemory> {
+      process.kill(pid, 'SIGUSR2');
+      for (const until = nowMs() + 30_000; nowMs() < until; await sleep(50)) {
+        let answer: LiveMemory & { seq: number };
+        try {
+          answer = JSON.parse(readFileSync(file, 'utf8'));
+        } catch {
+          continue; // not written yet, or half written
+        }
+        if (answer.seq > seen) {
+          seen = answer.seq;
+          return answer;
+        }
+      }
+      throw new Error(`server ${pid} did not report its memory within 30 s (is bench/memory-probe.js preloaded?)`);
+    },
+    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}

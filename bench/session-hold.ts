@@ -1,0 +1,196 @@
+// Issue 24's per-lock targets for locks held under one Session: 1 000 and then 10 000 locks held
+// with `hold` on one session, a short ttl so renewals are frequent. Over a steady window where
+// nothing happens but renewals, it measures server + redis-server CPU (/proc) per lock renewal
+// (Redis's FCALL count), and server memory per held lock: RSS, and JS heap after a forced GC
+// (bench/memory-probe.ts). Each count runs on a fresh server and Redis.
+//
+//   node bench/dist/bench/session-hold.js [--ttl-ms=3000] [--seconds=30] [--settle-ms=4000]
+// (or HOLDFAST_BENCH_TTL_MS, _SECONDS, _SETTLE_MS; HOLDFAST_BENCH_LOCKS=1000,10000;
+//  HOLDFAST_BENCH_SERVER_NODE_ARGS for profiling flags)
+import { randomBytes } from 'node:crypto';
+import { SessionRequest, type SessionResponse } from '../clients/ts/gen/holdfast/v1/lock';
+import {
+  commandCalls,
+  cpuSeconds,
+  fixed,
+  lockClient,
+  machineNote,
+  markdownTable,
+  memoryProbe,
+  nowMs,
+  report,
+  rssKiB,
+  setting,
+  sleep,
+  startBenchRedis,
+  startHoldfast,
+  type LiveMemory,
+} from './support';
+
+const TTL_MS = setting('ttl-ms', 'HOLDFAST_BENCH_TTL_MS', 3000);
+const SECONDS = setting('seconds', 'HOLDFAST_BENCH_SECONDS', 30);
+const SETTLE_MS = setting('settle-ms', 'HOLDFAST_BENCH_SETTLE_MS', 4000);
+const COUNTS = (process.env.HOLDFAST_BENCH_LOCKS ?? '1000,10000').split(',').map(Number);
+const SERVER_NODE_ARGS = (process.env.HOLDFAST_BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const CPU_TARGET_US = 15;
+const MEMORY_TARGET_KIB = 2;
+
+interface Measured {
+  locks: number;
+  held: number;
+  lost: number;
+  renewals: number;
+  renewedMessages: number;
+  seconds: number;
+  serverCpu: number;
+  redisCpu: number;
+  idle: LiveMemory;
+  loaded: LiveMemory;
+  rssIdleKiB: number;
+  rssHeldKiB: number;
+}
+
+function log(message: string): void {
+  process.stdout.write(`[bench:session-hold] ${message}\n`);
+}
+
+/** A session that holds `names`, counting its answers, `renewed` and `lost` messages. */
+function holdAll(client: ReturnType<typeof lockClient>, names: string[]) {
+  const session = client.client.session();
+  const counts = { held: 0, renewed: 0, lost: 0, errors: [] as string[] };
+  session.on('data', (r: SessionResponse) => {
+    if (r.hold) counts.held++;
+    else if (r.renewed) counts.renewed++;
+    else if (r.lost) counts.lost++;
+    else if (r.error) counts.errors.push(r.error.message);
+  });
+  session.on('error', () => {});
+  names.forEach((name, i) => session.write(SessionRequest.fromPartial({ opId: String(i + 1), hold: { name, ttlMs: String(TTL_MS) } })));
+  return { session, counts };
+}
+
+async function answered(counts: { held: number; errors: string[] }, want: number): Promise<void> {
+  for (const until = nowMs() + 120_000; counts.held + counts.errors.length < want; await sleep(50)) {
+    if (nowMs() > until) throw new Error(`only ${counts.held} of ${want} holds answered in 120 s`);
+  }
+  if (counts.errors.length) throw new Error(`holds refused: ${counts.errors.slice(0, 3).join('; ')}`);
+}
+
+async function measure(locks: number): Promise<Measured> {
+  const caps = ['--max-session-locks', String(locks), '--max-holds-per-namespace', String(locks + 100), '--max-session-ops', String(locks * 2)];
+  const probe = memoryProbe();
+  const redis = await startBenchRedis();
+  const server = await startHoldfast(redis.url, caps, [...probe.nodeArgs, ...SERVER_NODE_ARGS], probe.env);
+  const client = lockClient(server.addr);
+  try {
+    const run = randomBytes(4).toString('hex');
+    // Warm up the session code paths, so the idle figure is a running server's, not a fresh one's.
+    const warm = holdAll(
+      client,
+      Array.from({ length: 100 }, (_, i) => `bench-warm-${run}-${i}`),
+    );
+    await answered(warm.counts, 100);
+    warm.session.end();
+    await sleep(SETTLE_MS);
+    const idle = await probe.read(server.pid);
+    const rssIdleKiB = rssKiB(server.pid);
+
+    const t0 = nowMs();
+    const { session, counts } = holdAll(
+      client,
+      Array.from({ length: locks }, (_, i) => `bench-sh-${run}-${i}`),
+    );
+    await answered(counts, locks);
+    log(`${locks} locks held in ${fixed((nowMs() - t0) / 1000, 1)} s; settling ${SETTLE_MS} ms`);
+    await sleep(Math.max(SETTLE_MS, TTL_MS));
+
+    const sample = async () => ({
+      at: nowMs(),
+      server: cpuSeconds(server.pid),
+      redis: cpuSeconds(redis.pid),
+      fcall: (await commandCalls(redis.client)).get('fcall') ?? 0,
+      renewed: counts.renewed,
+    });
+    const before = await sample();
+    const rss: number[] = [];
+    for (const end = before.at + SECONDS * 1000; nowMs() < end; ) {
+      await sleep(Math.min(1000, Math.max(0, end - nowMs())));
+      rss.push(rssKiB(server.pid));
+    }
+    const after = await sample();
+    // Outside the window: the forced GC costs CPU and stops the server for a moment.
+    const loaded = await probe.read(server.pid);
+    session.cancel();
+    return {
+      locks,
+      held: counts.held,
+      lost: counts.lost,
+      renewals: after.fcall - before.fcall,
+      renewedMessages: after.renewed - before.renewed,
+      seconds: (after.at - before.at) / 1000,
+      serverCpu: after.server - before.server,
+      redisCpu: after.redis - before.redis,
+      idle,
+      loaded,
+      rssIdleKiB,
+      rssHeldKiB: rss.reduce((a, b) => a + b, 0) / rss.length,
+    };
+  } finally {
+    client.close();
+    await server.stop();
+    await redis.cleanup();
+    probe.cleanup();
+  }
+}
+
+function row(m: Measured): string[] {
+  const perRenewalUs = (cpu: number) => (m.renewals > 0 ? (cpu / m.renewals) * 1e6 : NaN);
+  const total = perRenewalUs(m.serverCpu + m.redisCpu);
+  const heapKiB = (m.loaded.heapUsed - m.idle.heapUsed) / 1024 / m.locks;
+  const rssKiBEach = (m.rssHeldKiB - m.rssIdleKiB) / m.locks;
+  const verdict = (ok: boolean) => (ok ? 'met' : '**missed**');
+  return [
+    String(m.locks),
+    `${m.held} / ${m.lost}`,
+    `${fixed(m.renewals / m.seconds, 0)} (${fixed(m.renewedMessages / m.seconds, 1)} msgs/s)`,
+    fixed(perRenewalUs(m.serverCpu), 1),
+    fixed(perRenewalUs(m.redisCpu), 1),
+    `${fixed(total, 1)} (${verdict(total <= CPU_TARGET_US)})`,
+    fixed(heapKiB, 2),
+    `${fixed(rssKiBEach, 2)} (${verdict(rssKiBEach <= MEMORY_TARGET_KIB)})`,
+  ];
+}
+
+async function main(): Promise<void> {
+  const machine = machineNote();
+  const rows: string[][] = [];
+  for (const locks of COUNTS) {
+    const m = await measure(locks);
+    log(`${locks}: ${JSON.stringify({ ...m, idle: undefined, loaded: undefined, heapIdle: m.idle.heapUsed, heapHeld: m.loaded.heapUsed })}`);
+    rows.push(row(m));
+    if (m.lost > 0 || m.held < locks) process.exitCode = 1;
+  }
+  const table = markdownTable(
+    [
+      'locks on one session',
+      'held / lost',
+      'renewals/s (session `renewed` messages/s)',
+      'server CPU µs per renewal',
+      'redis-server CPU µs per renewal',
+      `server + Redis µs per renewal (target ≤ ${CPU_TARGET_US})`,
+      'server heap KiB per lock (after GC)',
+      `server RSS KiB per lock (target ≤ ${MEMORY_TARGET_KIB})`,
+    ],
+    rows,
+  );
+  const method =
+    `One session holds N distinct locks (ttl ${TTL_MS} ms: renewed every ~${Math.round(TTL_MS / 3)} ms) on one holdfast server and one redis-server. ` +
+    `CPU (user + system, /proc) over ${SECONDS} s of nothing but renewals, divided by the renewals Redis ran (FCALL count). ` +
+    `Memory: server RSS (mean of samples every second) and JS heap after a forced GC, minus the same on the idle server after a warm-up session; per lock.`;
+  report('session-hold.md', 'npm run bench:session-hold', 'Locks held under one session', method, machine, table, []);
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench:session-hold failed: ${(err as Error).stack}\n`);
+  process.exit(1);
+});
