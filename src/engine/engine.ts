@@ -291,15 +291,7 @@ export class LockEngine {
 
   /** Keeps renewing a grant until stopped or lost (the lease behind a Hold stream). */
   keep(request: KeepRequest, events: LeaseEvents, leaseStart: number, grantedMs?: number): KeptLease {
-    const { observer } = this;
-    const observed: LeaseEvents = {
-      onRenewed: events.onRenewed,
-      onLost: (reason, message) => {
-        if (reason !== 'released') observer.leaseLost(reason);
-        events.onLost(reason, message);
-      },
-    };
-    return this.watchdog.keep(request, observed, leaseStart, grantedMs);
+    return this.watchdog.keep(request, events, leaseStart, grantedMs);
   }
 
   /** How many leases this engine is keeping alive. */

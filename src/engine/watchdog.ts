@@ -16,20 +16,61 @@ import { NO_OBSERVER, type EngineObserver } from './observer';
 import type { LockStore } from './store';
 import type { KeepRequest, KeptLease, LeaseEvents, LostReason, ReleaseOptions, VanishReason } from './types';
 
-interface Lease extends KeepRequest, LeaseEvents {
-  /** The renew script's keys, worked out once rather than per renewal. */
-  keys: string[];
+/**
+ * One kept lease. A class, so that every lease shares one shape and its letGo/abandon are not
+ * closures of its own: a server may keep tens of thousands (docs/sessions.md, "Caps").
+ */
+class Lease implements KeepRequest, KeptLease {
+  readonly name: string;
+  readonly token: string;
+  readonly holdId: string;
+  readonly ttlMs: number;
+  readonly maxHoldMs: number;
+  readonly lockDelayMs: number;
+  readonly releaseOnDisconnect: boolean;
   /** performance.now() values. */
-  keptSince: number;
+  readonly keptSince: number;
   renewAt: number;
   lostAt: number;
-  maxHoldAt: number;
+  readonly maxHoldAt: number;
   /** The latest lease end this stream's client was told of (sent at + lease left): its lease ends no later. */
   toldUntil: number;
   /** The confirmed lease already runs to the max hold time: no renewal can extend it. */
-  final: boolean;
-  inflight: boolean;
-  ended: boolean;
+  final = false;
+  inflight = false;
+  ended = false;
+
+  constructor(
+    request: KeepRequest,
+    readonly events: LeaseEvents,
+    /** The renew script's keys, worked out once rather than per renewal. */
+    readonly keys: string[],
+    confirmedAt: number,
+    grantedMs: number,
+    private readonly stop: (lease: Lease, vanished: boolean) => Promise<void>,
+  ) {
+    this.name = request.name;
+    this.token = request.token;
+    this.holdId = request.holdId;
+    this.ttlMs = request.ttlMs;
+    this.maxHoldMs = request.maxHoldMs;
+    this.lockDelayMs = request.lockDelayMs;
+    this.releaseOnDisconnect = request.releaseOnDisconnect;
+    this.keptSince = confirmedAt;
+    this.renewAt = confirmedAt + request.ttlMs * RENEW_FRACTION;
+    this.lostAt = confirmedAt + request.ttlMs - safetyMargin(request.ttlMs);
+    this.maxHoldAt = request.maxHoldMs > 0 ? confirmedAt + request.maxHoldMs : Infinity;
+    this.toldUntil = confirmedAt + grantedMs;
+    this.final = runsToCap(this, confirmedAt + request.ttlMs);
+  }
+
+  letGo(): Promise<void> {
+    return this.stop(this, false);
+  }
+
+  abandon(): Promise<void> {
+    return this.stop(this, !this.releaseOnDisconnect);
+  }
 }
 
 export interface WatchdogStats {
@@ -55,6 +96,8 @@ export class Watchdog {
   private readonly schedule = new DueSchedule<Lease>();
   private timer?: NodeJS.Timeout;
   private tickMs = 100;
+  /** Every lease's way to stop itself: one function for all of them. */
+  private readonly stopLease = (lease: Lease, vanished: boolean) => this.stop(lease, vanished);
 
   constructor(
     private readonly store: LockStore,
@@ -79,29 +122,13 @@ export class Watchdog {
    */
   keep(request: KeepRequest, events: LeaseEvents, confirmedAt: number, grantedMs = request.ttlMs): KeptLease {
     const keys = scriptKeys(lockKeys(this.prefix, request.name), scriptKeyCount('renew'));
-    const lease: Lease = {
-      ...request,
-      ...events,
-      keys,
-      keptSince: confirmedAt,
-      renewAt: confirmedAt + request.ttlMs * RENEW_FRACTION,
-      lostAt: confirmedAt + request.ttlMs - safetyMargin(request.ttlMs),
-      maxHoldAt: request.maxHoldMs > 0 ? confirmedAt + request.maxHoldMs : Infinity,
-      toldUntil: confirmedAt + grantedMs,
-      final: false,
-      inflight: false,
-      ended: false,
-    };
-    lease.final = runsToCap(lease, confirmedAt + request.ttlMs);
+    const lease = new Lease(request, events, keys, confirmedAt, grantedMs, this.stopLease);
     this.leases.add(lease);
     this.reschedule(lease);
     this.byHold.set(lease.holdId, lease);
     this.tickMs = Math.min(this.tickMs, tickFor(lease.ttlMs));
     this.arm();
-    return {
-      letGo: () => this.stop(lease, false),
-      abandon: () => this.stop(lease, !lease.releaseOnDisconnect),
-    };
+    return lease;
   }
 
   /** The hold was given back with Release (through this server): its stream ends as 'released'. */
@@ -115,7 +142,7 @@ export class Watchdog {
     const leases = [...this.leases];
     await Promise.all(leases.map((lease) => this.stop(lease, !lease.releaseOnDisconnect, 'server_shutdown')));
     const after = (lease: Lease) => (lease.releaseOnDisconnect ? 'the lock was released' : 'the lock stays held until its lease runs out');
-    for (const lease of leases) lease.onLost(reason, `${message}; ${after(lease)}`);
+    for (const lease of leases) this.lost(lease, reason, `${message}; ${after(lease)}`);
   }
 
   /** Stops renewing and gives the hold back, once; `vanished` keeps the lock closed until the lease has run out. */
@@ -155,7 +182,12 @@ export class Watchdog {
   private end(lease: Lease, reason: LostReason, message: string): void {
     if (lease.ended) return;
     this.forget(lease);
-    lease.onLost(reason, message);
+    this.lost(lease, reason, message);
+  }
+
+  private lost(lease: Lease, reason: LostReason, message: string): void {
+    if (reason !== 'released') this.observer.leaseLost(reason);
+    lease.events.onLost(reason, message);
   }
 
   private arm(): void {
@@ -253,7 +285,7 @@ export class Watchdog {
     // off what it confirms (Redlock's clock drift allowance).
     lease.final = runsToCap(lease, sentAt + Math.max(leftMs, askedMs));
     lease.toldUntil = Math.max(lease.toldUntil, sentAt + leftMs);
-    lease.onRenewed(leftMs, sentAt);
+    lease.events.onRenewed(leftMs, sentAt);
   }
 }
 

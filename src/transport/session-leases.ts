@@ -3,6 +3,12 @@
 // confirmed lease end over its locks: a client that applies Hold's rule to it never believes any
 // of them held past the moment the server could lose it. It is reported when it changes, at most
 // once per watchdog tick (one tick's renewals arrive together), never once per lock.
+//
+// The earliest end comes from a min-heap of lease ends, not a walk over every lock: a renewal
+// pushes its lock's new end (O(log n)), and an entry its lock has moved past, or left, goes stale
+// and is dropped when it comes to the top. With 10 000 locks a walk per tick cost more than the
+// renewals it reported.
+import { Heap } from 'heap-js';
 import type { KeptLease } from '../engine/types';
 
 export interface Held {
@@ -23,8 +29,15 @@ export interface SessionDeadline {
   locks: number;
 }
 
+/** A lock's lease end when it was pushed; stale once the lock was renewed since, or left. */
+interface End {
+  at: number;
+  held: Held;
+}
+
 export class SessionLeases {
   private readonly held = new Map<string, Held>();
+  private readonly ends = new Heap<End>((a, b) => a.at - b.at);
   /** The deadline the client was last told (start + ttlMs), lowered by each lock added since. */
   private told = Infinity;
   private flushQueued = false;
@@ -38,6 +51,7 @@ export class SessionLeases {
   /** A new lock: its grant answer tells the client its deadline, so nothing is reported now. */
   add(held: Held): void {
     this.held.set(held.holdId, held);
+    this.ends.push({ at: held.start + held.ttlMs, held });
     // Until a SessionRenewed covers it, the client counts this lock from its own grant: a later
     // deadline equal to the one told before must still be reported.
     this.told = Math.min(this.told, held.start + held.ttlMs);
@@ -48,6 +62,7 @@ export class SessionLeases {
     if (!held) return;
     held.start = start;
     held.ttlMs = ttlMs;
+    this.ends.push({ at: start + ttlMs, held });
     this.queueFlush();
   }
 
@@ -64,6 +79,7 @@ export class SessionLeases {
   takeAll(): Held[] {
     const all = [...this.held.values()];
     this.held.clear();
+    this.ends.clear();
     return all;
   }
 
@@ -78,14 +94,26 @@ export class SessionLeases {
   }
 
   private flush(): void {
-    let earliest: Held | undefined;
-    for (const held of this.held.values()) {
-      if (!earliest || held.start + held.ttlMs < earliest.start + earliest.ttlMs) earliest = held;
-    }
+    const earliest = this.earliest();
     if (!earliest) return;
     const end = earliest.start + earliest.ttlMs;
     if (end === this.told) return;
     this.told = end;
     this.report({ ttlMs: earliest.ttlMs, leaseStart: earliest.start, locks: this.held.size });
+  }
+
+  /** The lock whose confirmed lease ends first; stale entries on the way are dropped. */
+  private earliest(): Held | undefined {
+    for (let top = this.ends.peek(); top; top = this.ends.peek()) {
+      const { at, held } = top;
+      if (this.held.get(held.holdId) === held && held.start + held.ttlMs === at) return held;
+      this.ends.pop();
+    }
+    return undefined;
+  }
+
+  /** Entries in the deadline heap, stale ones included (tests: it must not grow with renewals). */
+  get heapSize(): number {
+    return this.ends.size();
   }
 }

@@ -6,7 +6,7 @@ import type { HoldRequest, SessionRequest, SessionResponse } from '../../clients
 import type { LockBackend } from '../engine/backend';
 import { newHoldId } from '../engine/engine';
 import { LockError } from '../engine/errors';
-import type { LostReason } from '../engine/types';
+import type { KeptLease, LeaseEvents, LostReason } from '../engine/types';
 import { boundedWait } from './call-context';
 import { holdParams, maxHoldOf, type HoldOptions } from './hold';
 import { acquireLock, checkLockFencingToken, inspectLock, msSince, releaseLock, renewLock, setLockValue } from './operations';
@@ -95,6 +95,7 @@ async function holdOp(request: HoldRequest, { engine, options, call, anchor, sig
     throw new LockError('timeout', `lock "${name}" was not acquired within ${asked.waitMs} ms`);
   }
   if (signal.aborted) return { response: {}, undo: () => engine.release(name, grant.token, { holdId }).catch(() => {}) };
+  const held = new SessionHold(holdId, opId, name, grant.leaseStart, grant.ttlMs, events);
   const lease = engine.keep(
     {
       name,
@@ -105,14 +106,12 @@ async function holdOp(request: HoldRequest, { engine, options, call, anchor, sig
       lockDelayMs: options.lockDelayMs,
       releaseOnDisconnect: options.releaseOnDisconnect || request.releaseOnDisconnect,
     },
-    {
-      onRenewed: (ttlMs, start) => events.renewed(holdId, ttlMs, start),
-      onLost: (reason, message) => events.lost(holdId, reason, message),
-    },
+    held,
     grant.leaseStart,
     grant.ttlMs,
   );
-  events.kept({ holdId, opId, name, lease, start: grant.leaseStart, ttlMs: grant.ttlMs });
+  held.lease = lease;
+  events.kept(held);
   return {
     response: { hold: { ...grantFields(grant), leaseStartedAfterMs: msSince(anchor, grant.leaseStart), holdId } },
     undo: () => {
@@ -121,3 +120,31 @@ async function holdOp(request: HoldRequest, { engine, options, call, anchor, sig
     },
   };
 }
+
+/**
+ * A lock the session holds, and the watchdog's listener for its lease: a class holding only its
+ * own data and the session's one HoldEvents, so a held lock keeps no closure, and nothing of the
+ * hold operation that took it (its request, its AbortSignal, its span) once it was answered.
+ */
+class SessionHold implements Held, LeaseEvents {
+  lease: KeptLease = NOT_KEPT_YET;
+
+  constructor(
+    readonly holdId: string,
+    readonly opId: string,
+    readonly name: string,
+    public start: number,
+    public ttlMs: number,
+    private readonly events: HoldEvents,
+  ) {}
+
+  onRenewed(ttlMs: number, start: number): void {
+    this.events.renewed(this.holdId, ttlMs, start);
+  }
+
+  onLost(reason: LostReason, message: string): void {
+    this.events.lost(this.holdId, reason, message);
+  }
+}
+
+const NOT_KEPT_YET: KeptLease = { letGo: async () => {}, abandon: async () => {} };

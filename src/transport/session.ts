@@ -18,7 +18,7 @@ import { callScope, peerAnswers } from './call-context';
 import { rejectedOp } from './decode';
 import { deadlineEndWait, LOST_CODE, type HoldOptions } from './hold';
 import { msSince } from './operations';
-import { OP_KINDS, OP_METHOD, runOp, type OpKind, type OpResult } from './session-ops';
+import { OP_KINDS, OP_METHOD, runOp, type HoldEvents, type OpKind, type OpResult } from './session-ops';
 import { SessionLeases } from './session-leases';
 import { lostLeaseError, serviceError, toServiceError } from './status';
 
@@ -90,6 +90,13 @@ class Session {
   /** The stream has ended (or is ending): nothing more is written. */
   private over = false;
   private writeBlocked = false;
+  /** One for the whole session: a held lock refers to it, rather than to closures of its own. */
+  private readonly holdEvents: HoldEvents = {
+    kept: (held) => this.leases.add(held),
+    renewed: (holdId, ttlMs, start) => this.leases.renewed(holdId, ttlMs, start),
+    lost: (holdId, reason, message) => this.lost(holdId, reason, message),
+    dropped: (holdId) => this.dropLock(holdId),
+  };
 
   constructor(
     private readonly engine: LockBackend,
@@ -191,13 +198,7 @@ class Session {
     if (holds) this.holdsPending++;
     if (this.inFlight.size >= this.options.maxSessionOps) this.call.pause();
     const context = { engine: this.engine, options: this.options, call: this.call, anchor: this.startedAt, signal: op.controller.signal, opId };
-    const run = () =>
-      runOp(kind, request, context, {
-        kept: (held) => this.leases.add(held),
-        renewed: (holdId, ttlMs, start) => this.leases.renewed(holdId, ttlMs, start),
-        lost: (holdId, reason, message) => this.lost(holdId, reason, message),
-        dropped: (holdId) => this.dropLock(holdId),
-      });
+    const run = () => runOp(kind, request, context, this.holdEvents);
     const traced = this.options.traceOp?.(method, request[kind]?.name ?? '', run);
     op.traced = traced?.end;
     (traced ? traced.result : run()).then(
