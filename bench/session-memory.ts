@@ -29,7 +29,8 @@ async function measure(load: Load): Promise<{ load: Load; beforeKiB: number; aft
     const beforeKiB = rssKiB(server.pid);
     const session = client.client.session();
     let answered = 0;
-    session.on('data', (r: SessionResponse) => void (r.hold && answered++));
+    const errors: string[] = [];
+    session.on('data', (r: SessionResponse) => void (r.hold ? answered++ : r.error && errors.push(r.error.message)));
     session.on('error', () => {});
     for (let i = 0; i < OPS; i++) {
       const op =
@@ -38,7 +39,9 @@ async function measure(load: Load): Promise<{ load: Load; beforeKiB: number; aft
           : { hold: { name: `bench-${tag}-h${i}`, ttlMs: '30000' } };
       session.write(SessionRequest.fromPartial({ opId: String(i), ...op }));
     }
-    if (load === 'held locks') while (answered < OPS) await sleep(100);
+    if (load === 'held locks') while (answered + errors.length < OPS) await sleep(100);
+    // A refused hold would leave the loop above waiting for ever: say why instead.
+    if (errors.length) throw new Error(`${errors.length} holds refused, e.g. ${errors[0]}`);
     await sleep(SETTLE_MS);
     const afterKiB = rssKiB(server.pid);
     session.cancel();
