@@ -1,0 +1,176 @@
+// The TypeScript SDK with transport 'session' (clients/ts/session.ts): acquire, release, renew and
+// hold over one Session stream per client, against real holdfast server processes on a real
+// redis-server. test/e2e/sdk.test.ts runs the SDK's general behaviours over both transports.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HoldfastClient, LeaseLostError, NotAcquiredError, isServiceError } from '../../clients/ts/index';
+import { useServers } from '../support/fixture';
+import { uniqueName } from '../support/redis';
+import { startServerProcess } from '../support/server';
+import { abortReason } from '../support/abort';
+
+const env = useServers(1);
+let client: HoldfastClient;
+let other: HoldfastClient;
+
+beforeAll(() => {
+  client = new HoldfastClient(env.servers[0].addr, { transport: 'session' });
+  other = new HoldfastClient(env.servers[0].addr);
+});
+afterAll(() => {
+  client?.close();
+  other?.close();
+});
+
+describe('over a session', () => {
+  it('acquires, renews and releases; reentrancy keeps the token, a new grant gets a higher fencing token', async () => {
+    const name = uniqueName();
+    const first = await client.acquire(name, { ttlMs: 10_000, owner: 'me' });
+    const again = await client.acquire(name, { ttlMs: 10_000, owner: 'me' });
+    expect(again).toMatchObject({ token: first.token, fencingToken: first.fencingToken, holdCount: 2 });
+    expect(await first.renew(20_000)).toBe(20_000);
+    expect(first.expiresAt).toBeGreaterThan(Date.now() + 10_000);
+    await expect(other.acquire(name)).rejects.toBeInstanceOf(NotAcquiredError);
+    expect(await again.release()).toEqual({ released: false, holdCount: 1 });
+    expect(await first.release()).toEqual({ released: true, holdCount: 0 });
+    const next = await client.acquire(name);
+    expect(next.fencingToken).toBeGreaterThan(first.fencingToken);
+    await next.release();
+    // Released for real: the unary client sees it free.
+    expect((await other.inspect(name)).holders).toEqual([]);
+  });
+
+  it('keeps a hold through many renewal ticks of a short ttl, then releases it', async () => {
+    const name = uniqueName();
+    const lease = await client.hold(name, { ttlMs: 600 });
+    const firstExpiry = lease.expiresAt;
+    await new Promise((resolve) => setTimeout(resolve, 4_000)); // about 20 renewal ticks: the duration is what is tested
+    expect(lease.signal.aborted ? String(lease.signal.reason) : 'held').toBe('held');
+    expect(lease.expiresAt).toBeGreaterThan(firstExpiry + 3_000);
+    expect((await other.inspect(name)).holders).toHaveLength(1);
+    await lease.release();
+    expect((await other.inspect(name)).holders).toEqual([]);
+    expect(lease.signal.aborted).toBe(false); // a release is not a loss
+  });
+
+  it('reports a hold lost when its grant is taken from it, and the session goes on', async () => {
+    const name = uniqueName();
+    const lease = await client.hold(name, { ttlMs: 1_000 });
+    await other.rpc.release({ name, token: lease.token, holdId: '' }); // the grant given back behind its back
+    const reason = await abortReason<LeaseLostError>(lease.signal);
+    expect(reason).toBeInstanceOf(LeaseLostError);
+    expect(reason).toMatchObject({ lockName: name, source: 'server' });
+    const after = await client.acquire(name);
+    await after.release();
+  });
+
+  it('grants a waiting acquire by push when the holder releases', async () => {
+    const name = uniqueName();
+    const held = await other.acquire(name, { ttlMs: 60_000 });
+    const waiting = client.acquire(name, { waitMs: 30_000 });
+    await expect.poll(async () => (await other.inspect(name)).waiters, { timeout: 10_000 }).toBe(1);
+    const releasedAt = Date.now();
+    await held.release();
+    const lock = await waiting;
+    expect(Date.now() - releasedAt).toBeLessThan(10_000); // by push, not at the end of the wait or the lease
+    expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
+    await lock.release();
+  });
+
+  it('stops a waiting hold when its signal aborts, leaving no grant behind', async () => {
+    const name = uniqueName();
+    const held = await other.acquire(name, { ttlMs: 60_000 });
+    const stop = new AbortController();
+    const waiting = client.hold(name, { waitMs: 30_000, signal: stop.signal });
+    await expect.poll(async () => (await other.inspect(name)).waiters, { timeout: 10_000 }).toBe(1);
+    stop.abort(new Error('stopped'));
+    await expect(waiting).rejects.toThrow('stopped');
+    await expect.poll(async () => (await other.inspect(name)).waiters, { timeout: 10_000 }).toBe(0);
+    await held.release();
+    // Nothing of the cancelled hold was granted: the lock is free.
+    expect((await other.inspect(name)).holders).toEqual([]);
+    await (await other.acquire(name)).release();
+  });
+
+  it('gives the same errors as the unary calls for bad input', async () => {
+    const name = uniqueName();
+    const cases: [string, (c: HoldfastClient) => Promise<unknown>][] = [
+      ['ttl too short', (c) => c.acquire(name, { ttlMs: 5 })],
+      ['empty name', (c) => c.acquire('')],
+      ['control character in the name', (c) => c.hold('bad\u0001name')],
+      ['shared semaphore', (c) => c.acquire(name, { shared: true, limit: 3 })],
+      [
+        'a grant released twice',
+        async (c) => {
+          const lock = await c.acquire(name);
+          await lock.release();
+          return lock.release();
+        },
+      ],
+    ];
+    for (const [what, call] of cases) {
+      const viaSession = await call(client).then(
+        () => 'no error',
+        (e: unknown) => e,
+      );
+      const viaUnary = await call(other).then(
+        () => 'no error',
+        (e: unknown) => e,
+      );
+      expect(isServiceError(viaUnary), what).toBe(true);
+      expect(viaSession?.constructor, what).toBe(viaUnary?.constructor);
+      expect(viaSession, what).toMatchObject({ code: (viaUnary as { code: number }).code, message: (viaUnary as Error).message });
+    }
+  });
+
+  it('refuses an unknown transport, naming the option', () => {
+    expect(() => new HoldfastClient('127.0.0.1:1', { transport: 'udp' as never })).toThrow(/transport must be 'session' or 'unary', got "udp"/);
+  });
+});
+
+describe('when the server process dies mid-session', () => {
+  it('rejects operations in flight, reports held leases lost before their deadline, and opens a new session on the restarted server', async () => {
+    let server = await startServerProcess(env.redis.url);
+    const addr = server.addr;
+    const dying = new HoldfastClient(addr, { transport: 'session' });
+    try {
+      const heldName = uniqueName();
+      const lease = await dying.hold(heldName, { ttlMs: 5_000 });
+      const busy = uniqueName();
+      await other.acquire(busy, { ttlMs: 60_000 });
+      const waiting = dying.acquire(busy, { waitMs: 30_000 }).catch((e: unknown) => e);
+      await expect.poll(async () => (await other.inspect(busy)).waiters, { timeout: 10_000 }).toBe(1);
+
+      process.kill(server.pid, 'SIGKILL');
+      const reason = await abortReason<LeaseLostError>(lease.signal);
+      const lostAt = Date.now();
+      expect(reason).toMatchObject({ lockName: heldName, source: 'stream', message: expect.stringContaining('the session ended') });
+      expect(lostAt).toBeLessThan(lease.expiresAt); // told at once, not when the local deadline passed
+      const err = await waiting;
+      expect(isServiceError(err)).toBe(true);
+      expect((err as Error).message).toContain(`the session with holdfast at ${addr} ended`);
+      expect((err as Error).message).toMatch(/UNAVAILABLE/);
+      await server.exited;
+
+      server = await startServerProcess(env.redis.url, [], {}, { port: server.port });
+      const name = uniqueName();
+      const lock = await dying.acquire(name, { ttlMs: 10_000 });
+      const again = await dying.hold(uniqueName(), { ttlMs: 1_000 });
+      expect(again.signal.aborted).toBe(false);
+      await again.release();
+      await lock.release();
+    } finally {
+      dying.close();
+      await server.stop();
+    }
+  });
+});
+
+describe('closing the client', () => {
+  it('closes the session cleanly, which releases its holds at once', async () => {
+    const closing = new HoldfastClient(env.servers[0].addr, { transport: 'session' });
+    const name = uniqueName();
+    await closing.hold(name, { ttlMs: 60_000 });
+    closing.close();
+    await expect.poll(async () => (await other.inspect(name)).holders.length, { timeout: 10_000 }).toBe(0);
+  });
+});
