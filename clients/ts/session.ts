@@ -36,7 +36,8 @@ interface Pending {
   /** Called with the answer, synchronously, before any later message of the stream is read. */
   answer(response: SessionResponse, session: OpenSession): void;
   reject(err: Error): void;
-  timer?: NodeJS.Timeout;
+  /** Stops its timer and its signal's listener. */
+  settled(): void;
   /** Set once the caller was told the operation is over (cancelled or timed out). */
   abandoned?: boolean;
   /** The lock an acquire or hold asks for: given back if granted after it was abandoned. */
@@ -155,6 +156,9 @@ export class SessionConnection {
       options.signal?.throwIfAborted();
       const session = this.session();
       const opId = this.opId();
+      const signal = options.signal;
+      const onAbort = () => abandon(signal?.reason as Error);
+      const timeoutMs = this.timeoutMs + (options.extraMs ?? 0);
       const pending: Pending = {
         answer: (response, s) => {
           if (response.error) return reject(opError(response.error.code, response.error.message));
@@ -166,30 +170,24 @@ export class SessionConnection {
         },
         reject,
         lockName: op.acquire?.name ?? op.hold?.name,
+        settled: () => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+        },
       };
       const abandon = (err: Error) => {
         if (pending.abandoned || !session.pending.has(opId)) return;
         pending.abandoned = true;
-        clearTimeout(pending.timer);
+        pending.settled();
         session.send({ opId: this.opId(), cancel: opId });
         reject(err);
       };
-      const timeoutMs = this.timeoutMs + (options.extraMs ?? 0);
-      pending.timer = setTimeout(
+      const timer = setTimeout(
         () => abandon(opError(status.DEADLINE_EXCEEDED, `Deadline exceeded after ${timeoutMs} ms waiting for the session's answer`)),
         timeoutMs,
       );
-      pending.timer.unref();
-      const signal = options.signal;
-      if (signal) {
-        const onAbort = () => abandon(signal.reason as Error);
-        signal.addEventListener('abort', onAbort, { once: true });
-        const settle = pending.answer;
-        pending.answer = (response, s) => {
-          signal.removeEventListener('abort', onAbort);
-          settle(response, s);
-        };
-      }
+      timer.unref();
+      signal?.addEventListener('abort', onAbort, { once: true });
       session.pending.set(opId, pending);
       session.send({ opId, ...op });
     });
@@ -224,7 +222,7 @@ export class SessionConnection {
     const pending = session.pending.get(response.opId);
     if (!pending) return;
     session.pending.delete(response.opId);
-    clearTimeout(pending.timer);
+    pending.settled();
     if (pending.abandoned) this.giveBackUnwanted(session, response, pending.lockName);
     else pending.answer(response, session);
   }
@@ -248,7 +246,7 @@ export class SessionConnection {
     if (this.current === session) this.current = undefined;
     const ended = sessionEnded(this.address, end);
     for (const pending of session.pending.values()) {
-      clearTimeout(pending.timer);
+      pending.settled();
       if (!pending.abandoned) pending.reject(ended);
     }
     session.pending.clear();

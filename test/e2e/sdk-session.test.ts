@@ -3,6 +3,7 @@
 // redis-server. test/e2e/sdk.test.ts runs the SDK's general behaviours over both transports.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient, LeaseLostError, NotAcquiredError, isServiceError } from '../../clients/ts/index';
+import { lockKeys } from '../../src/engine/keys';
 import { useServers } from '../support/fixture';
 import { uniqueName } from '../support/redis';
 import { startServerProcess } from '../support/server';
@@ -122,6 +123,31 @@ describe('over a session', () => {
     }
   });
 
+  it('counts a lease from the session’s open, never past the lease in Redis, however old the session', async () => {
+    const aged = new HoldfastClient(env.servers[0].addr, { transport: 'session' });
+    try {
+      await (await aged.acquire(uniqueName())).release(); // opens the session
+      await new Promise((resolve) => setTimeout(resolve, 1_500)); // its age is what is tested
+      const name = uniqueName();
+      const lease = await aged.hold(name, { ttlMs: 2_000 });
+      const lock = await aged.acquire(uniqueName(), { ttlMs: 2_000 });
+      // Both wall clocks of this machine: counted from the operation's send time instead of the
+      // session's open, each deadline would be about 1.5 s past Redis's.
+      for (const [held, expiresAt] of [
+        [lease, lease.expiresAt],
+        [lock, lock.expiresAt],
+      ] as const) {
+        const expiry = Number(await env.redis.client.zscore(lockKeys('hf', held.name).holders, held.token));
+        expect(expiresAt).toBeLessThanOrEqual(expiry);
+        expect(expiresAt).toBeGreaterThan(Date.now());
+      }
+      await lease.release();
+      await lock.release();
+    } finally {
+      aged.close();
+    }
+  });
+
   it('refuses an unknown transport, naming the option', () => {
     expect(() => new HoldfastClient('127.0.0.1:1', { transport: 'udp' as never })).toThrow(/transport must be 'session' or 'unary', got "udp"/);
   });
@@ -161,6 +187,29 @@ describe('when the server process dies mid-session', () => {
     } finally {
       dying.close();
       await server.stop();
+    }
+  });
+});
+
+describe('when the server process is frozen', () => {
+  it('fails an operation after the call timeout, as the unary call does', async () => {
+    const server = await startServerProcess(env.redis.url);
+    const viaSession = new HoldfastClient(server.addr, { transport: 'session', callTimeoutMs: 500 });
+    const viaUnary = new HoldfastClient(server.addr, { callTimeoutMs: 500 });
+    try {
+      await (await viaSession.acquire(uniqueName())).release(); // the session is open
+      await (await viaUnary.acquire(uniqueName())).release();
+      process.kill(server.pid, 'SIGSTOP');
+      const [sessionErr, unaryErr] = await Promise.all([
+        viaSession.acquire(uniqueName()).catch((e: unknown) => e),
+        viaUnary.acquire(uniqueName()).catch((e: unknown) => e),
+      ]);
+      expect(unaryErr).toMatchObject({ code: 4 }); // DEADLINE_EXCEEDED
+      expect(sessionErr).toMatchObject({ code: 4, message: expect.stringContaining('Deadline exceeded after 500 ms') });
+    } finally {
+      viaSession.close();
+      viaUnary.close();
+      await server.stop('SIGKILL');
     }
   });
 });
