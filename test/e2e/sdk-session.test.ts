@@ -40,6 +40,18 @@ describe('over a session', () => {
     expect((await other.inspect(name)).holders).toEqual([]);
   });
 
+  it('answers each of many operations in flight at once to its own caller', async () => {
+    const names = Array.from({ length: 200 }, () => uniqueName());
+    const locks = await Promise.all(names.map((name, i) => client.acquire(name, { ttlMs: 10_000, owner: `owner-${i}` })));
+    expect(locks.map((l) => l.name)).toEqual(names);
+    expect(new Set(locks.map((l) => l.token)).size).toBe(names.length);
+    const holders = await Promise.all(names.slice(0, 20).map(async (name) => (await other.inspect(name)).holders[0]?.owner));
+    expect(holders).toEqual(names.slice(0, 20).map((_, i) => `owner-${i}`));
+    const released = await Promise.all(locks.map((l) => l.release()));
+    expect(released.every((r) => r.released)).toBe(true);
+    expect((await other.inspect(names[199])).holders).toEqual([]);
+  });
+
   it('keeps a hold through many renewal ticks of a short ttl, then releases it', async () => {
     const name = uniqueName();
     const lease = await client.hold(name, { ttlMs: 600 });
