@@ -5,6 +5,7 @@
 // flight, each of them rejects with an error naming the address and the cause (it may or may not
 // have happened), and every lease held under it is lost at once: the server keeps a vanished
 // session's holds only until the leases it reported run out, so none may be counted on past that.
+// A session left with nothing in flight and nothing held is closed soon after (IDLE_CLOSE_MS).
 import { Metadata, status, type ClientDuplexStream, type ServiceError, type StatusObject } from '@grpc/grpc-js';
 // grpc-js's own status → error mapping, so an operation's error is exactly its unary call's.
 import { callErrorFromStatus } from '@grpc/grpc-js/build/src/call';
@@ -93,9 +94,16 @@ export interface RunOptions {
 /** Builds a lease for a hold the session granted; `release` gives that hold back. */
 export type BuildLease<L> = (acquired: HoldAcquired, openedAt: number, giveBack: () => void) => L & SessionHolder;
 
+/**
+ * A session with no operation in flight and no lock held is closed after this long: an open stream
+ * keeps the process alive, and a script that released everything must be able to exit.
+ */
+export const IDLE_CLOSE_MS = 250;
+
 export class SessionConnection {
   private current?: OpenSession;
   private nextOpId = 1;
+  private idleTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly stub: LockServiceClient,
@@ -217,14 +225,25 @@ export class SessionConnection {
     }
     if (response.lost) {
       session.forget(response.opId)?.holder?.onEvent({ lost: response.lost });
-      return;
+    } else {
+      const pending = session.pending.get(response.opId);
+      if (!pending) return;
+      session.pending.delete(response.opId);
+      pending.settled();
+      if (pending.abandoned) this.giveBackUnwanted(session, response, pending.lockName);
+      else pending.answer(response, session);
     }
-    const pending = session.pending.get(response.opId);
-    if (!pending) return;
-    session.pending.delete(response.opId);
-    pending.settled();
-    if (pending.abandoned) this.giveBackUnwanted(session, response, pending.lockName);
-    else pending.answer(response, session);
+    this.closeWhenIdle(session);
+  }
+
+  private closeWhenIdle(session: OpenSession): void {
+    const idle = () => session === this.current && session.pending.size === 0 && session.holds.size === 0;
+    if (!idle() || this.idleTimer) return;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined;
+      if (idle()) void this.close();
+    }, IDLE_CLOSE_MS);
+    this.idleTimer.unref();
   }
 
   /** An acquire or hold granted after its caller gave up on it (the answer crossed the cancel): nobody else will release it. */
@@ -239,6 +258,7 @@ export class SessionConnection {
     const held = session.forget(opId);
     if (!held || session.ended) return;
     session.send({ opId: this.opId(), release: { name: held.name, token: held.token, holdId: held.holdId } });
+    this.closeWhenIdle(session);
   }
 
   private onEnd(session: OpenSession, end: StatusObject): void {

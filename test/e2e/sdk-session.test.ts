@@ -1,6 +1,8 @@
 // The TypeScript SDK with transport 'session' (clients/ts/session.ts): acquire, release, renew and
 // hold over one Session stream per client, against real holdfast server processes on a real
 // redis-server. test/e2e/sdk.test.ts runs the SDK's general behaviours over both transports.
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient, LeaseLostError, NotAcquiredError, isServiceError } from '../../clients/ts/index';
 import { lockKeys } from '../../src/engine/keys';
@@ -138,7 +140,7 @@ describe('over a session', () => {
   it('counts a lease from the session’s open, never past the lease in Redis, however old the session', async () => {
     const aged = new HoldfastClient(env.servers[0].addr, { transport: 'session' });
     try {
-      await (await aged.acquire(uniqueName())).release(); // opens the session
+      const keepOpen = await aged.hold(uniqueName(), { ttlMs: 5_000 }); // opens the session, and a held lock keeps it open
       await new Promise((resolve) => setTimeout(resolve, 1_500)); // its age is what is tested
       const name = uniqueName();
       const lease = await aged.hold(name, { ttlMs: 2_000 });
@@ -155,6 +157,7 @@ describe('over a session', () => {
       }
       await lease.release();
       await lock.release();
+      await keepOpen.release();
     } finally {
       aged.close();
     }
@@ -209,7 +212,7 @@ describe('when the server process is frozen', () => {
     const viaSession = new HoldfastClient(server.addr, { transport: 'session', callTimeoutMs: 500 });
     const viaUnary = new HoldfastClient(server.addr, { callTimeoutMs: 500 });
     try {
-      await (await viaSession.acquire(uniqueName())).release(); // the session is open
+      await (await viaSession.acquire(uniqueName())).release(); // both connected
       await (await viaUnary.acquire(uniqueName())).release();
       process.kill(server.pid, 'SIGSTOP');
       const [sessionErr, unaryErr] = await Promise.all([
@@ -227,6 +230,17 @@ describe('when the server process is frozen', () => {
 });
 
 describe('closing the client', () => {
+  it('is not needed for a process to exit once it holds nothing: an idle session closes itself', async () => {
+    const child = spawn(process.execPath, [join(__dirname, '../support/sdk-exit-child.js'), env.servers[0].addr], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000); // still running then: the open stream kept it alive
+    expect(await exited).toBe(0);
+    clearTimeout(timer);
+    expect(out).toBe('done\n');
+  });
+
   it('closes the session cleanly, which releases its holds at once', async () => {
     const closing = new HoldfastClient(env.servers[0].addr, { transport: 'session' });
     const name = uniqueName();
