@@ -9,6 +9,7 @@
 import { Metadata, status, type ClientDuplexStream, type ServiceError, type StatusObject } from '@grpc/grpc-js';
 // grpc-js's own status → error mapping, so an operation's error is exactly its unary call's.
 import { callErrorFromStatus } from '@grpc/grpc-js/build/src/call';
+import { CANNOT_REACH } from './connection-errors';
 import type {
   AcquireRequest,
   AcquireResponse,
@@ -290,6 +291,8 @@ function opError(code: number, details: string): ServiceError {
 
 /** Why an operation in flight failed when its session ended: the address, the cause, and that it may have happened. */
 function sessionEnded(address: string, end: StatusObject): ServiceError {
+  // No connection was made (connection-errors.ts said why, naming the address): nothing was sent.
+  if (end.code === status.UNAVAILABLE && end.details.startsWith(CANNOT_REACH)) return opError(end.code, end.details);
   const cause = end.code === status.OK ? 'it was closed' : `${status[end.code]}: ${end.details}`;
   const code = end.code === status.OK ? status.UNAVAILABLE : end.code;
   return opError(code, `the session with holdfast at ${address} ended before this operation was answered (${cause}); it may or may not have taken effect`);

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient, LeaseLostError, NotAcquiredError, isServiceError } from '../../clients/ts/index';
 import { lockKeys } from '../../src/engine/keys';
+import { freePort } from '../../src/redis/embedded';
 import { useServers } from '../support/fixture';
 import { uniqueName } from '../support/redis';
 import { startServerProcess } from '../support/server';
@@ -56,11 +57,12 @@ describe('over a session', () => {
 
   it('keeps a hold through many renewal ticks of a short ttl, then releases it', async () => {
     const name = uniqueName();
-    const lease = await client.hold(name, { ttlMs: 600 });
+    // 1 s: short enough for many renewal ticks, long enough that a busy 2-core machine's pauses do not lose it.
+    const lease = await client.hold(name, { ttlMs: 1_000 });
     const firstExpiry = lease.expiresAt;
-    await new Promise((resolve) => setTimeout(resolve, 4_000)); // about 20 renewal ticks: the duration is what is tested
+    await new Promise((resolve) => setTimeout(resolve, 5_000)); // about 15 renewal ticks: the duration is what is tested
     expect(lease.signal.aborted ? String(lease.signal.reason) : 'held').toBe('held');
-    expect(lease.expiresAt).toBeGreaterThan(firstExpiry + 3_000);
+    expect(lease.expiresAt).toBeGreaterThan(firstExpiry + 3_500);
     expect((await other.inspect(name)).holders).toHaveLength(1);
     await lease.release();
     expect((await other.inspect(name)).holders).toEqual([]);
@@ -161,6 +163,22 @@ describe('over a session', () => {
     } finally {
       aged.close();
     }
+  });
+
+  it('says it cannot reach the server in the unary call’s words', async () => {
+    const addr = `127.0.0.1:${await freePort()}`; // nothing listens there
+    const [viaSession, viaUnary] = await Promise.all(
+      (['session', 'unary'] as const).map(async (transport) => {
+        const nowhere = new HoldfastClient(addr, { transport });
+        try {
+          return await nowhere.acquire(uniqueName()).catch((e: unknown) => e);
+        } finally {
+          nowhere.close();
+        }
+      }),
+    );
+    expect(viaUnary).toMatchObject({ code: 14, message: expect.stringContaining(`cannot reach holdfast at ${addr}: connection refused`) });
+    expect(viaSession).toMatchObject({ code: 14, message: (viaUnary as Error).message });
   });
 
   it('refuses an unknown transport, naming the option', () => {
