@@ -1,16 +1,18 @@
 // Benchmark of issues 4 and 10 (W2): contended handoff on ONE lock name. W workers loop
 // acquire (long wait) -> tiny critical section -> release for a fixed time, against the gRPC
 // floor server (bench/floor-server.ts: in-memory, strict FIFO), holdfast on one server through one
-// channel (as the floor), holdfast over two replicas, etcd's Lock service, and
-// @sesamecare-oss/redlock and redis-semaphore's Mutex against the same redis-server. All workers
-// live in this process, so one clock times grants and releases. Rows run in rounds; each
-// figure is the round with the median handoffs/s, and ratios are to the floor's in this run.
+// channel (as the floor), holdfast over two replicas, the TypeScript SDK over one Session stream,
+// etcd's Lock service, and @sesamecare-oss/redlock and redis-semaphore's Mutex against the same
+// redis-server. All workers live in this process, so one clock times grants and releases. Rows
+// run in rounds; each figure is the round with the median handoffs/s, and ratios are to the
+// floor's in this run.
 //
 //   node bench/dist/bench/contention.js [--seconds=5] [--rounds=3] [--workers=8,32 via HOLDFAST_BENCH_WORKERS]
 import { randomBytes } from 'node:crypto';
 import { Redlock } from '@sesamecare-oss/redlock';
 import { Redis } from 'ioredis';
 import { Mutex } from 'redis-semaphore';
+import { HoldfastClient } from '../clients/ts/index';
 import { etcdInstalled, etcdLockClient, startEtcd, type EtcdProcess } from './etcd';
 import {
   cpuSeconds,
@@ -74,6 +76,23 @@ function lockService(library: string, config: string, servers: { addr: string; p
           },
       );
       return { acquires, close: async () => new Set([...shared, ...clients]).forEach((c) => c.close()) };
+    },
+  };
+}
+
+/** The TypeScript SDK (`HoldfastClient`) on one server, over one Session stream shared by the workers. */
+function sdkSession(server: { addr: string; pid: number }): Contender {
+  return {
+    library: 'holdfast (TS SDK, session)',
+    config: '1 server, one session',
+    serverPids: [server.pid],
+    setup(lock, workers) {
+      const client = new HoldfastClient(server.addr, { transport: 'session' });
+      const acquire: Acquire = async () => {
+        const grant = await client.acquire(lock, { ttlMs: LEASE_MS, waitMs: WAIT_MS }).catch(() => null);
+        return grant ? () => grant.release() : null;
+      };
+      return { acquires: Array.from({ length: workers }, () => acquire), close: async () => client.close() };
     },
   };
 }
@@ -325,6 +344,7 @@ async function main(): Promise<void> {
       lockService(FLOOR, '1 server, one channel', [floor], false),
       lockService('holdfast', '1 server, one channel', [replicas[0]], false),
       lockService('holdfast', '2 replicas, a channel per worker', replicas, true),
+      sdkSession(replicas[0]),
       ...(etcdServer ? [etcd(etcdServer)] : []),
       redlock(redis.url, 'defaults (retryDelay 200, retryJitter 100)', {}),
       redlock(redis.url, 'tuned (retryDelay 10, retryJitter 5)', { retryDelay: 10, retryJitter: 5 }),

@@ -1,6 +1,7 @@
 // Benchmark of issue 10, W1: uncontended acquire+release pairs. C workers, each on its own lock
 // name, loop acquire -> release through ONE client channel, against the gRPC floor server
-// (bench/floor-server.ts, started here), holdfast (one process, and `--workers 2`), etcd's Lock
+// (bench/floor-server.ts, started here), holdfast (one process, and `--workers 2`; raw stubs, and
+// the TypeScript SDK over unary calls and over its Session stream), etcd's Lock
 // service, and raw SET NX PX + compare-and-delete through one ioredis connection. Rows run in
 // rounds (every contender once per round) and each figure is the median over the rounds; every
 // ratio is to the floor's median from the same run.
@@ -10,6 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
+import { HoldfastClient } from '../clients/ts/index';
 import { etcdInstalled, etcdLockClient, startEtcd, type EtcdProcess } from './etcd';
 import {
   cpuSeconds,
@@ -63,6 +65,27 @@ function grpcContender(name: string, addr: string, pids: number[], redis: boolea
           const grant = await client.acquire({ name: names[w], ttlMs: String(LEASE_MS), waitTimeoutMs: '1000' });
           if (!grant.acquired) throw new Error(`${name}: not acquired`);
           await client.release({ name: names[w], token: grant.token });
+        },
+        close: () => client.close(),
+      };
+    },
+  };
+}
+
+/** Through the TypeScript SDK (`HoldfastClient`), over its unary calls or its one Session stream. */
+function sdkContender(name: string, addr: string, pids: number[], transport: 'unary' | 'session'): Contender {
+  return {
+    name,
+    serverPids: pids,
+    redis: true,
+    setup(workers) {
+      const client = new HoldfastClient(addr, { transport });
+      const run = randomBytes(4).toString('hex');
+      const names = Array.from({ length: workers }, (_, w) => `bench-sdk-${run}-${w}`);
+      return {
+        async pair(w) {
+          const lock = await client.acquire(names[w], { ttlMs: LEASE_MS, waitMs: 1000 });
+          await lock.release();
         },
         close: () => client.close(),
       };
@@ -172,6 +195,8 @@ async function main(): Promise<void> {
   const contenders = [
     grpcContender(FLOOR, floor.addr, [floor.pid], false),
     grpcContender('holdfast', single.addr, [single.pid], true),
+    sdkContender('holdfast (TS SDK, unary)', single.addr, [single.pid], 'unary'),
+    sdkContender('holdfast (TS SDK, session)', single.addr, [single.pid], 'session'),
     ...(multi ? [grpcContender('holdfast --workers 2', multi.addr, [multi.pid, ...childPids(multi.pid)], true)] : []),
     ...(etcd ? [etcdContender(etcd)] : []),
     rawRedisContender(redis.url),

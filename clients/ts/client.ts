@@ -3,10 +3,11 @@ import type { ChannelCredentials, ClientOptions } from '@grpc/grpc-js';
 import { checkAddress } from './address';
 import { explainConnectionErrors } from './connection-errors';
 import { secureChannel, type ConnectionSecurity } from './credentials';
-import type { LockServiceClient } from './gen/holdfast/v1/lock';
+import type { AcquireRequest, AcquireResponse, LockServiceClient } from './gen/holdfast/v1/lock';
 import { holderInfo, type HolderInfo } from './holders';
 import { NotAcquiredError } from './errors';
-import { openLease } from './hold';
+import { openLease, openSessionLease } from './hold';
+import { SessionConnection } from './session';
 import { ownConnection, StreamConnections, type StreamConnection } from './streams';
 import type { Lease } from './lease';
 import { Lock } from './lock';
@@ -23,6 +24,12 @@ export interface HoldfastClientOptions extends ConnectionSecurity {
   channelOptions?: Partial<ClientOptions>;
   /** Deadline of a unary call, added to any wait it asks for; default 10 000 ms. */
   callTimeoutMs?: number;
+  /**
+   * How acquire, release, renew and hold reach the server: 'unary' (default) makes one call each
+   * (hold: one Hold stream each); 'session' sends them all over one Session stream per client
+   * (docs/sessions.md), opened on first use and reopened after a failure. Same API either way.
+   */
+  transport?: 'session' | 'unary';
 }
 
 export { modeName, type HolderInfo, type Mode } from './holders';
@@ -51,6 +58,12 @@ export interface FencingTokenCheck {
 
 const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 
+function checkTransport(transport: unknown): 'session' | 'unary' {
+  if (transport === undefined) return 'unary';
+  if (transport === 'session' || transport === 'unary') return transport;
+  throw new RangeError(`transport must be 'session' or 'unary', got ${JSON.stringify(transport)}`);
+}
+
 export class HoldfastClient {
   /** The generated grpc-js stub, for anything the SDK does not wrap. */
   readonly stub: LockServiceClient;
@@ -58,6 +71,10 @@ export class HoldfastClient {
   readonly rpc: UnaryCalls;
 
   private readonly streams: StreamConnections;
+  /** Set with transport 'session'. */
+  private readonly session?: SessionConnection;
+  /** The calls Lock and Lease make: this.rpc, with release and renew over the session when there is one. */
+  private readonly lockCalls: UnaryCalls;
 
   /**
    * `address` is host:port, e.g. '127.0.0.1:50051' (or a gRPC target such as 'unix:/path');
@@ -71,7 +88,14 @@ export class HoldfastClient {
     const channel = secureChannel(options, channelOptions);
     const creds = options.credentials ?? channel.creds;
     this.stub = ownConnection(address, creds, channel.options);
-    this.rpc = unaryCalls(this.stub, options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS);
+    const timeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    this.rpc = unaryCalls(this.stub, timeoutMs);
+    this.lockCalls = this.rpc;
+    if (checkTransport(options.transport) === 'session') {
+      const session = new SessionConnection(this.stub, address, timeoutMs);
+      this.session = session;
+      this.lockCalls = { ...this.rpc, release: session.release, renew: session.renew };
+    }
     this.streams = new StreamConnections(this.stub, () => ownConnection(address, creds, channel.options));
   }
 
@@ -80,11 +104,16 @@ export class HoldfastClient {
    * or release it yourself. Throws NotAcquiredError when it is not granted.
    */
   async acquire(name: string, options: AcquireOptions = {}): Promise<Lock> {
-    const request = acquireRequest(name, options);
-    const sentAt = performance.now();
-    const grant = await this.rpc.acquire(request, options.waitMs ?? 0);
+    const { grant, sentAt } = await this.acquireGrant(acquireRequest(name, options), options.waitMs ?? 0);
     if (!grant.acquired) throw new NotAcquiredError(name, options.waitMs ?? 0);
-    return new Lock(this.rpc, name, grant, sentAt);
+    return new Lock(this.lockCalls, name, grant, sentAt);
+  }
+
+  /** The grant, and the moment its lease_started_after_ms counts from (the Acquire's send time, or the session's open). */
+  private async acquireGrant(request: AcquireRequest, waitMs: number): Promise<{ grant: AcquireResponse; sentAt: number }> {
+    if (this.session) return this.session.acquire(request, waitMs);
+    const sentAt = performance.now();
+    return { grant: await this.rpc.acquire(request, waitMs), sentAt };
   }
 
   /**
@@ -92,6 +121,7 @@ export class HoldfastClient {
    * Throws NotAcquiredError when it is not granted within `waitMs`.
    */
   hold(name: string, options: HoldOptions = {}): Promise<Lease> {
+    if (this.session) return openSessionLease(this.session, this.lockCalls, holdRequest(name, options), options.signal);
     return this.waitOnAConnection((c) => openLease(c.stub, this.rpc, holdRequest(name, options), options.signal, c.resets));
   }
 
@@ -173,8 +203,12 @@ export class HoldfastClient {
     return observe(this, name, options);
   }
 
-  /** Closes the client's connections. Release leases first: calls already under way are not ended by this. */
+  /**
+   * Closes the client's connections. Release leases first: calls already under way are not ended by
+   * this. With transport 'session', the session is closed cleanly, which releases its holds.
+   */
   close(): void {
+    void this.session?.close();
     this.streams.close();
   }
 }

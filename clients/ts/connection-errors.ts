@@ -12,6 +12,9 @@ export interface ConnectionKind {
   clientCert: boolean;
 }
 
+/** How the details of a connection that could not be made begin. */
+export const CANNOT_REACH = 'cannot reach holdfast at ';
+
 /** The details grpc-js gives when no connection could be made (not a status from the server). */
 const NO_CONNECTION = /^(No connection established|Name resolution failed)/;
 
@@ -57,7 +60,7 @@ export function explainConnectionFailure(details: string, address: string, kind:
   if (!NO_CONNECTION.test(details)) return undefined;
   const cause = CAUSES.find(([pattern]) => pattern.test(details))?.[1];
   const words = typeof cause === 'function' ? cause(kind) : (cause ?? lastError(details));
-  return `cannot reach holdfast at ${address}: ${words}`;
+  return `${CANNOT_REACH}${address}: ${words}`;
 }
 
 /** An interceptor that rewrites connection failures' details with explainConnectionFailure. */

@@ -3,7 +3,8 @@ import { status, type ClientReadableStream, type ServiceError } from '@grpc/grpc
 import type { HoldAcquired, HoldRequest, HoldResponse, LockServiceClient } from './gen/holdfast/v1/lock';
 import { NotAcquiredError } from './errors';
 import { Lease } from './lease';
-import type { UnaryCalls } from './rpc';
+import { isServiceError, type UnaryCalls } from './rpc';
+import type { SessionConnection } from './session';
 import { ResetBudget } from './streams';
 
 /**
@@ -24,6 +25,25 @@ export function openLease(stub: LockServiceClient, rpc: UnaryCalls, request: Hol
     cancel,
     resets,
   );
+}
+
+/**
+ * Holds a lock under the client's session: the same Lease, its deadline counted from the session's
+ * open (the server's times count from the stream's start), renewed by the session's `renewed`
+ * messages. Rejects as openLease does. `rpc` gives it back with its hold_id over the session.
+ */
+export async function openSessionLease(session: SessionConnection, rpc: UnaryCalls, request: HoldRequest, cancel?: AbortSignal): Promise<Lease> {
+  const build = (acquired: HoldAcquired, openedAt: number, giveBack: () => void) =>
+    new Lease({ cancel: giveBack }, rpc, request.name, acquired, openedAt, giveBack);
+  let lease: Lease;
+  try {
+    lease = await session.hold(request, build, cancel);
+  } catch (err) {
+    if (isServiceError(err) && err.code === status.DEADLINE_EXCEEDED) throw new NotAcquiredError(request.name, Number(request.waitTimeoutMs));
+    throw err;
+  }
+  if (lease.signal.aborted) throw lease.signal.reason; // granted too late: already given back
+  return lease;
 }
 
 /** How one kind of holding stream (Hold, HoldSet) starts, becomes a Lease, and gives back a grant nobody wants. */

@@ -36,7 +36,8 @@ export class Lease {
    * constructing: a grant that arrived too late is lost from the start.
    */
   constructor(
-    private readonly call: ClientReadableStream<HoldResponse>,
+    /** The Hold stream; only its cancel is used (a lease held under a session passes its own `reset`). */
+    private readonly call: Pick<ClientReadableStream<HoldResponse>, 'cancel'>,
     protected readonly rpc: UnaryCalls,
     readonly name: string,
     acquired: HoldAcquired,
@@ -146,10 +147,10 @@ export class Lease {
     else if (event.lost) this.lose(new LeaseLostError(this.name, event.lost.reason, 'server', event.lost.code));
   }
 
-  /** Called by the stream when it ends, for whatever reason. */
-  onEnd(end: StatusObject): void {
+  /** Called by the stream (`the Hold stream`, or `the session` the lease is held under) when it ends, for whatever reason. */
+  onEnd(end: StatusObject, stream = 'the Hold stream'): void {
     const how = end.code === status.OK ? 'the server ended it' : `${status[end.code]}: ${end.details}`;
-    this.lose(new LeaseLostError(this.name, `the Hold stream ended (${how})`, 'stream'));
+    this.lose(new LeaseLostError(this.name, `${stream} ended (${how})`, 'stream'));
   }
 
   private confirmed(leaseStartedAfterMs: number, ttlMs: number, what: string): void {

@@ -7,6 +7,7 @@ import { HoldfastClient, NotAcquiredError } from '../../clients/ts/index';
 import { LockMode } from '../../clients/ts/gen/holdfast/v1/lock';
 import { lockKeys } from '../../src/engine/keys';
 import { connect, type TestClient } from '../support/client';
+import { openSession } from '../support/session';
 import { collect } from '../support/collect';
 import { startTestCluster, type TestCluster } from '../support/cluster';
 import { uniqueName } from '../support/redis';
@@ -138,5 +139,27 @@ describe('on a Redis Cluster', () => {
     for (const name of names) expect((await a.inspect({ name })).holders).toHaveLength(1);
     streams.forEach((s) => s.call.cancel());
     for (const name of names) await waitFor('the hold to be released', async () => (await a.inspect({ name })).holders.length === 0);
+  });
+
+  it('keeps the locks one session holds on every node alive, with one SessionRenewed per tick for all, and frees them all on close', async () => {
+    const names = namesOnEveryNode(9);
+    const s = openSession(a.client);
+    const grants = await Promise.all(names.map((name) => s.op({ hold: { name, ttlMs: '300' } })));
+    expect(grants.every((g) => !!g.hold?.holdId)).toBe(true);
+    const before = s.received.filter((r) => r.renewed).length;
+    const leaseEnd = (r: { renewed?: { leaseStartedAfterMs: string; ttlMs: string } }) => Number(r.renewed!.leaseStartedAfterMs) + Number(r.renewed!.ttlMs);
+    const first = leaseEnd(await s.next((r) => !!r.renewed));
+    // Renewed until the session's deadline has moved four leases on: a lock on a node nobody renewed is gone by then.
+    await s.next((r) => !!r.renewed && leaseEnd(r) >= first + 4 * 300);
+    const reports = s.received.filter((r) => r.renewed).slice(before);
+    expect(reports.every((r) => r.renewed!.locks === names.length)).toBe(true);
+    expect(s.received.some((r) => r.lost)).toBe(false);
+    for (const name of names) expect((await b.inspect({ name })).holders).toHaveLength(1);
+    // A clean close gives every lock back at once: b's waiters are granted by push, not by expiry.
+    const waiters = names.map((name) => b.acquire({ name, ttlMs: '5000', waitTimeoutMs: '20000' }));
+    await waitFor('the waiters to queue', async () => (await Promise.all(names.map((name) => b.inspect({ name })))).every((i) => i.waiters === 1));
+    s.send({ opId: '99', close: {} });
+    expect((await s.ended).code).toBe(0);
+    expect((await Promise.all(waiters)).every((g) => g.acquired)).toBe(true);
   });
 });

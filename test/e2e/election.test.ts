@@ -1,7 +1,8 @@
 // Leader election with the TS SDK on real servers and real candidate processes: a SIGKILLed
 // leader is replaced, and every observer sees it, within its lease plus a margin (the Hold
 // safety rules keep its lock closed that long); a leader that resigns is replaced at once; each
-// new leader's fencing token is greater than the last.
+// new leader's fencing token is greater than the last. Candidates hold their lock over either
+// transport of the SDK (a Hold stream each, or one Session stream per candidate).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient, type Leader } from '../../clients/ts/index';
 import { startJsonLineChild, type JsonLineChild } from '../support/child';
@@ -20,17 +21,17 @@ beforeAll(() => {
 });
 afterAll(() => observers?.forEach((o) => o.close()));
 
-function candidate(server: number, name: string, value: string): JsonLineChild {
-  return startJsonLineChild('campaign-child.js', [env.servers[server].addr, name, String(TTL_MS), value]);
+function candidate(server: number, name: string, value: string, transport: string): JsonLineChild {
+  return startJsonLineChild('campaign-child.js', [env.servers[server].addr, name, String(TTL_MS), value, transport]);
 }
 
-describe('election', () => {
+describe.each(['unary', 'session'])('election, candidates over transport %s', (transport) => {
   it('replaces a SIGKILLed leader within its ttl plus a margin and a resigned one at once, seen by every observer, fencing tokens rising', async () => {
     const name = uniqueName('election');
     const stop = new AbortController();
     const seen = observers.map((o) => collect(o.observe(name, { signal: stop.signal })));
     await Promise.all(seen.map((s) => s.next((l) => l === null)));
-    const candidates = new Map(['c1', 'c2', 'c3'].map((v, i) => [v, candidate(i % 2, name, v)]));
+    const candidates = new Map(['c1', 'c2', 'c3'].map((v, i) => [v, candidate(i % 2, name, v, transport)]));
     try {
       const leaderValue = async (exclude: Set<string>, timeoutMs: number) => {
         const leaders = await Promise.all(seen.map((s) => s.next((l) => l !== null && !exclude.has(l.value), timeoutMs)));

@@ -1,11 +1,12 @@
 // An election candidate in its own process: campaigns for lock argv[3] on server argv[2] (ttl
 // argv[4]) with the TS SDK, publishing argv[5], and prints JSON lines: 'leader' with its fencing
 // token once elected, 'lost' if leadership is lost. SIGTERM makes it resign cleanly and exit.
+// argv[6]: the client's transport ('unary' when absent, or 'session').
 const { HoldfastClient } = require('@holdfast/client');
 
-const [addr, name, ttlMs, value] = process.argv.slice(2);
+const [addr, name, ttlMs, value, transport = 'unary'] = process.argv.slice(2);
 const print = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
-const client = new HoldfastClient(addr);
+const client = new HoldfastClient(addr, { transport });
 const quit = new AbortController();
 let leadership;
 process.once('SIGTERM', async () => {
