@@ -25,7 +25,8 @@ beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'holdfast-safe-defaults-'));
 });
 afterAll(async () => {
-  await Promise.all(servers.map((s) => s.stop('SIGKILL')));
+  // SIGTERM, so that a server on its embedded Redis stops that child too (a SIGKILL would orphan it).
+  await Promise.all(servers.map((s) => s.stop('SIGTERM', 5000)));
   await Promise.all(redises.map((r) => r.cleanup()));
   rmSync(dir, { recursive: true, force: true });
 });
