@@ -135,11 +135,16 @@ class Session {
       this.close();
     } else if (request.cancel !== undefined) {
       this.cancel(request.cancel);
+    } else if (request.ping) {
+      // Its client re-anchors its lease deadlines on it (docs/sessions.md). Rounded up, where lease
+      // times are rounded down: either way the client's deadline can only come out earlier.
+      const receivedAfterMs = Math.ceil(performance.now() - this.startedAt);
+      this.write({ opId: request.opId, pong: { receivedAfterMs: String(receivedAfterMs) } });
     } else {
       const kind = OP_KINDS.find((k) => request[k] !== undefined);
       const refusal = kind
         ? this.refusal(request.opId, kind, request)
-        : { code: status.INVALID_ARGUMENT, message: `op is required: one of ${OP_KINDS.join(', ')}, cancel or close` };
+        : { code: status.INVALID_ARGUMENT, message: `op is required: one of ${OP_KINDS.join(', ')}, ping, cancel or close` };
       if (refusal) this.answerError(request.opId, kind ? OP_METHOD[kind] : 'Session', refusal.code, refusal.message);
       else this.begin(request.opId, kind!, request);
     }

@@ -65,6 +65,24 @@ describe('operations by op_id', () => {
     expect((await s.ended).code).toBe(status.OK);
   });
 
+  it('ping is answered with pong: when the server received it, on the clock lease times count on', async () => {
+    const s = session();
+    const held = await s.op({ hold: { name: uniqueName(), ttlMs: '3000' } });
+    const granted = Number(held.hold!.leaseStartedAfterMs);
+    // Later than the grant on the server's clock, and answered while an operation waits.
+    const waiting = s.send({ opId: '90', acquire: { name: uniqueName(), waitTimeoutMs: '0' } });
+    const pong = (await s.op({ ping: {} })).pong!;
+    expect(Number(pong.receivedAfterMs)).toBeGreaterThanOrEqual(granted);
+    const again = (await s.op({ ping: {} })).pong!;
+    expect(Number(again.receivedAfterMs)).toBeGreaterThanOrEqual(Number(pong.receivedAfterMs));
+    // Renewals started after a ping are reported on the same clock, so a client can count from it.
+    const renewed = await s.next((r) => !!r.renewed && Number(r.renewed.leaseStartedAfterMs) >= Number(again.receivedAfterMs));
+    expect(Number(renewed.renewed!.ttlMs)).toBeGreaterThan(0);
+    await s.answerTo(waiting);
+    s.call.end();
+    expect((await s.ended).code).toBe(status.OK);
+  });
+
   it('cancel by op_id answers CANCELLED and leaves no grant behind', async () => {
     const name = uniqueName();
     const holder = await peer.acquire({ name, ttlMs: '30000' });

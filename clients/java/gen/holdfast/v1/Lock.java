@@ -30032,6 +30032,39 @@ public final class Lock {
      */
     holdfast.v1.Lock.SessionCloseOrBuilder getCloseOrBuilder();
 
+    /**
+     * <pre>
+     * Answered at once with `pong`: when the server received it, on the clock every lease time of this session
+     * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
+     * from the stream's start, so its clock-drift allowance stays small however long the session lives.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionPing ping = 11 [json_name = "ping"];</code>
+     * @return Whether the ping field is set.
+     */
+    boolean hasPing();
+    /**
+     * <pre>
+     * Answered at once with `pong`: when the server received it, on the clock every lease time of this session
+     * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
+     * from the stream's start, so its clock-drift allowance stays small however long the session lives.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionPing ping = 11 [json_name = "ping"];</code>
+     * @return The ping.
+     */
+    holdfast.v1.Lock.SessionPing getPing();
+    /**
+     * <pre>
+     * Answered at once with `pong`: when the server received it, on the clock every lease time of this session
+     * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
+     * from the stream's start, so its clock-drift allowance stays small however long the session lives.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionPing ping = 11 [json_name = "ping"];</code>
+     */
+    holdfast.v1.Lock.SessionPingOrBuilder getPingOrBuilder();
+
     public holdfast.v1.Lock.SessionRequest.OpCase getOpCase();
   }
   /**
@@ -30092,6 +30125,7 @@ public final class Lock {
       CHECK_FENCING_TOKEN(8),
       CANCEL(9),
       CLOSE(10),
+      PING(11),
       OP_NOT_SET(0);
       private final int value;
       private OpCase(int value) {
@@ -30118,6 +30152,7 @@ public final class Lock {
           case 8: return CHECK_FENCING_TOKEN;
           case 9: return CANCEL;
           case 10: return CLOSE;
+          case 11: return PING;
           case 0: return OP_NOT_SET;
           default: return null;
         }
@@ -30533,6 +30568,55 @@ public final class Lock {
       return holdfast.v1.Lock.SessionClose.getDefaultInstance();
     }
 
+    public static final int PING_FIELD_NUMBER = 11;
+    /**
+     * <pre>
+     * Answered at once with `pong`: when the server received it, on the clock every lease time of this session
+     * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
+     * from the stream's start, so its clock-drift allowance stays small however long the session lives.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionPing ping = 11 [json_name = "ping"];</code>
+     * @return Whether the ping field is set.
+     */
+    @java.lang.Override
+    public boolean hasPing() {
+      return opCase_ == 11;
+    }
+    /**
+     * <pre>
+     * Answered at once with `pong`: when the server received it, on the clock every lease time of this session
+     * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
+     * from the stream's start, so its clock-drift allowance stays small however long the session lives.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionPing ping = 11 [json_name = "ping"];</code>
+     * @return The ping.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.SessionPing getPing() {
+      if (opCase_ == 11) {
+         return (holdfast.v1.Lock.SessionPing) op_;
+      }
+      return holdfast.v1.Lock.SessionPing.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * Answered at once with `pong`: when the server received it, on the clock every lease time of this session
+     * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
+     * from the stream's start, so its clock-drift allowance stays small however long the session lives.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionPing ping = 11 [json_name = "ping"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.SessionPingOrBuilder getPingOrBuilder() {
+      if (opCase_ == 11) {
+         return (holdfast.v1.Lock.SessionPing) op_;
+      }
+      return holdfast.v1.Lock.SessionPing.getDefaultInstance();
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -30577,6 +30661,9 @@ public final class Lock {
       }
       if (opCase_ == 10) {
         output.writeMessage(10, (holdfast.v1.Lock.SessionClose) op_);
+      }
+      if (opCase_ == 11) {
+        output.writeMessage(11, (holdfast.v1.Lock.SessionPing) op_);
       }
       getUnknownFields().writeTo(output);
     }
@@ -30627,6 +30714,10 @@ public final class Lock {
       if (opCase_ == 10) {
         size += com.google.protobuf.CodedOutputStream
           .computeMessageSize(10, (holdfast.v1.Lock.SessionClose) op_);
+      }
+      if (opCase_ == 11) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(11, (holdfast.v1.Lock.SessionPing) op_);
       }
       size += getUnknownFields().getSerializedSize();
       memoizedSize = size;
@@ -30683,6 +30774,10 @@ public final class Lock {
           if (!getClose()
               .equals(other.getClose())) return false;
           break;
+        case 11:
+          if (!getPing()
+              .equals(other.getPing())) return false;
+          break;
         case 0:
         default:
       }
@@ -30737,6 +30832,10 @@ public final class Lock {
         case 10:
           hash = (37 * hash) + CLOSE_FIELD_NUMBER;
           hash = (53 * hash) + getClose().hashCode();
+          break;
+        case 11:
+          hash = (37 * hash) + PING_FIELD_NUMBER;
+          hash = (53 * hash) + getPing().hashCode();
           break;
         case 0:
         default:
@@ -30899,6 +30998,9 @@ public final class Lock {
         if (closeBuilder_ != null) {
           closeBuilder_.clear();
         }
+        if (pingBuilder_ != null) {
+          pingBuilder_.clear();
+        }
         opCase_ = 0;
         op_ = null;
         return this;
@@ -30974,6 +31076,10 @@ public final class Lock {
         if (opCase_ == 10 &&
             closeBuilder_ != null) {
           result.op_ = closeBuilder_.build();
+        }
+        if (opCase_ == 11 &&
+            pingBuilder_ != null) {
+          result.op_ = pingBuilder_.build();
         }
       }
 
@@ -31059,6 +31165,10 @@ public final class Lock {
           }
           case CLOSE: {
             mergeClose(other.getClose());
+            break;
+          }
+          case PING: {
+            mergePing(other.getPing());
             break;
           }
           case OP_NOT_SET: {
@@ -31157,6 +31267,13 @@ public final class Lock {
                 opCase_ = 10;
                 break;
               } // case 82
+              case 90: {
+                input.readMessage(
+                    getPingFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                opCase_ = 11;
+                break;
+              } // case 90
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -32748,6 +32865,202 @@ public final class Lock {
         onChanged();
         return closeBuilder_;
       }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.SessionPing, holdfast.v1.Lock.SessionPing.Builder, holdfast.v1.Lock.SessionPingOrBuilder> pingBuilder_;
+      /**
+       * <pre>
+       * Answered at once with `pong`: when the server received it, on the clock every lease time of this session
+       * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
+       * from the stream's start, so its clock-drift allowance stays small however long the session lives.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPing ping = 11 [json_name = "ping"];</code>
+       * @return Whether the ping field is set.
+       */
+      @java.lang.Override
+      public boolean hasPing() {
+        return opCase_ == 11;
+      }
+      /**
+       * <pre>
+       * Answered at once with `pong`: when the server received it, on the clock every lease time of this session
+       * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
+       * from the stream's start, so its clock-drift allowance stays small however long the session lives.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPing ping = 11 [json_name = "ping"];</code>
+       * @return The ping.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionPing getPing() {
+        if (pingBuilder_ == null) {
+          if (opCase_ == 11) {
+            return (holdfast.v1.Lock.SessionPing) op_;
+          }
+          return holdfast.v1.Lock.SessionPing.getDefaultInstance();
+        } else {
+          if (opCase_ == 11) {
+            return pingBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.SessionPing.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * Answered at once with `pong`: when the server received it, on the clock every lease time of this session
+       * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
+       * from the stream's start, so its clock-drift allowance stays small however long the session lives.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPing ping = 11 [json_name = "ping"];</code>
+       */
+      public Builder setPing(holdfast.v1.Lock.SessionPing value) {
+        if (pingBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          op_ = value;
+          onChanged();
+        } else {
+          pingBuilder_.setMessage(value);
+        }
+        opCase_ = 11;
+        return this;
+      }
+      /**
+       * <pre>
+       * Answered at once with `pong`: when the server received it, on the clock every lease time of this session
+       * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
+       * from the stream's start, so its clock-drift allowance stays small however long the session lives.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPing ping = 11 [json_name = "ping"];</code>
+       */
+      public Builder setPing(
+          holdfast.v1.Lock.SessionPing.Builder builderForValue) {
+        if (pingBuilder_ == null) {
+          op_ = builderForValue.build();
+          onChanged();
+        } else {
+          pingBuilder_.setMessage(builderForValue.build());
+        }
+        opCase_ = 11;
+        return this;
+      }
+      /**
+       * <pre>
+       * Answered at once with `pong`: when the server received it, on the clock every lease time of this session
+       * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
+       * from the stream's start, so its clock-drift allowance stays small however long the session lives.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPing ping = 11 [json_name = "ping"];</code>
+       */
+      public Builder mergePing(holdfast.v1.Lock.SessionPing value) {
+        if (pingBuilder_ == null) {
+          if (opCase_ == 11 &&
+              op_ != holdfast.v1.Lock.SessionPing.getDefaultInstance()) {
+            op_ = holdfast.v1.Lock.SessionPing.newBuilder((holdfast.v1.Lock.SessionPing) op_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            op_ = value;
+          }
+          onChanged();
+        } else {
+          if (opCase_ == 11) {
+            pingBuilder_.mergeFrom(value);
+          } else {
+            pingBuilder_.setMessage(value);
+          }
+        }
+        opCase_ = 11;
+        return this;
+      }
+      /**
+       * <pre>
+       * Answered at once with `pong`: when the server received it, on the clock every lease time of this session
+       * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
+       * from the stream's start, so its clock-drift allowance stays small however long the session lives.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPing ping = 11 [json_name = "ping"];</code>
+       */
+      public Builder clearPing() {
+        if (pingBuilder_ == null) {
+          if (opCase_ == 11) {
+            opCase_ = 0;
+            op_ = null;
+            onChanged();
+          }
+        } else {
+          if (opCase_ == 11) {
+            opCase_ = 0;
+            op_ = null;
+          }
+          pingBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * Answered at once with `pong`: when the server received it, on the clock every lease time of this session
+       * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
+       * from the stream's start, so its clock-drift allowance stays small however long the session lives.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPing ping = 11 [json_name = "ping"];</code>
+       */
+      public holdfast.v1.Lock.SessionPing.Builder getPingBuilder() {
+        return getPingFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * Answered at once with `pong`: when the server received it, on the clock every lease time of this session
+       * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
+       * from the stream's start, so its clock-drift allowance stays small however long the session lives.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPing ping = 11 [json_name = "ping"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionPingOrBuilder getPingOrBuilder() {
+        if ((opCase_ == 11) && (pingBuilder_ != null)) {
+          return pingBuilder_.getMessageOrBuilder();
+        } else {
+          if (opCase_ == 11) {
+            return (holdfast.v1.Lock.SessionPing) op_;
+          }
+          return holdfast.v1.Lock.SessionPing.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * Answered at once with `pong`: when the server received it, on the clock every lease time of this session
+       * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
+       * from the stream's start, so its clock-drift allowance stays small however long the session lives.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPing ping = 11 [json_name = "ping"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.SessionPing, holdfast.v1.Lock.SessionPing.Builder, holdfast.v1.Lock.SessionPingOrBuilder> 
+          getPingFieldBuilder() {
+        if (pingBuilder_ == null) {
+          if (!(opCase_ == 11)) {
+            op_ = holdfast.v1.Lock.SessionPing.getDefaultInstance();
+          }
+          pingBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.SessionPing, holdfast.v1.Lock.SessionPing.Builder, holdfast.v1.Lock.SessionPingOrBuilder>(
+                  (holdfast.v1.Lock.SessionPing) op_,
+                  getParentForChildren(),
+                  isClean());
+          op_ = null;
+        }
+        opCase_ = 11;
+        onChanged();
+        return pingBuilder_;
+      }
       @java.lang.Override
       public final Builder setUnknownFields(
           final com.google.protobuf.UnknownFieldSet unknownFields) {
@@ -32807,6 +33120,932 @@ public final class Lock {
 
     @java.lang.Override
     public holdfast.v1.Lock.SessionRequest getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface SessionPingOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.SessionPing)
+      com.google.protobuf.MessageOrBuilder {
+  }
+  /**
+   * <pre>
+   * SessionPing asks for a SessionPong.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.SessionPing}
+   */
+  public static final class SessionPing extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.SessionPing)
+      SessionPingOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use SessionPing.newBuilder() to construct.
+    private SessionPing(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private SessionPing() {
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new SessionPing();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SessionPing_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SessionPing_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.SessionPing.class, holdfast.v1.Lock.SessionPing.Builder.class);
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.SessionPing)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.SessionPing other = (holdfast.v1.Lock.SessionPing) obj;
+
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.SessionPing parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionPing parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionPing parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionPing parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionPing parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionPing parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionPing parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionPing parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionPing parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionPing parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionPing parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionPing parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.SessionPing prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * SessionPing asks for a SessionPong.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.SessionPing}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.SessionPing)
+        holdfast.v1.Lock.SessionPingOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionPing_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionPing_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.SessionPing.class, holdfast.v1.Lock.SessionPing.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.SessionPing.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionPing_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionPing getDefaultInstanceForType() {
+        return holdfast.v1.Lock.SessionPing.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionPing build() {
+        holdfast.v1.Lock.SessionPing result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionPing buildPartial() {
+        holdfast.v1.Lock.SessionPing result = new holdfast.v1.Lock.SessionPing(this);
+        onBuilt();
+        return result;
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.SessionPing) {
+          return mergeFrom((holdfast.v1.Lock.SessionPing)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.SessionPing other) {
+        if (other == holdfast.v1.Lock.SessionPing.getDefaultInstance()) return this;
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.SessionPing)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.SessionPing)
+    private static final holdfast.v1.Lock.SessionPing DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.SessionPing();
+    }
+
+    public static holdfast.v1.Lock.SessionPing getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<SessionPing>
+        PARSER = new com.google.protobuf.AbstractParser<SessionPing>() {
+      @java.lang.Override
+      public SessionPing parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<SessionPing> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<SessionPing> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.SessionPing getDefaultInstanceForType() {
+      return DEFAULT_INSTANCE;
+    }
+
+  }
+
+  public interface SessionPongOrBuilder extends
+      // @@protoc_insertion_point(interface_extends:holdfast.v1.SessionPong)
+      com.google.protobuf.MessageOrBuilder {
+
+    /**
+     * <pre>
+     * The server received the ping this many ms after it received the Session stream (its monotonic clock, the one
+     * lease_started_after_ms counts on). A lease time T reported later, with T &gt;= received_after_ms, started no
+     * earlier than T - received_after_ms after the client sent the ping, less clock drift over that interval.
+     * </pre>
+     *
+     * <code>int64 received_after_ms = 1 [json_name = "receivedAfterMs"];</code>
+     * @return The receivedAfterMs.
+     */
+    long getReceivedAfterMs();
+  }
+  /**
+   * <pre>
+   * SessionPong answers a SessionPing.
+   * </pre>
+   *
+   * Protobuf type {@code holdfast.v1.SessionPong}
+   */
+  public static final class SessionPong extends
+      com.google.protobuf.GeneratedMessageV3 implements
+      // @@protoc_insertion_point(message_implements:holdfast.v1.SessionPong)
+      SessionPongOrBuilder {
+  private static final long serialVersionUID = 0L;
+    // Use SessionPong.newBuilder() to construct.
+    private SessionPong(com.google.protobuf.GeneratedMessageV3.Builder<?> builder) {
+      super(builder);
+    }
+    private SessionPong() {
+    }
+
+    @java.lang.Override
+    @SuppressWarnings({"unused"})
+    protected java.lang.Object newInstance(
+        UnusedPrivateParameter unused) {
+      return new SessionPong();
+    }
+
+    @java.lang.Override
+    public final com.google.protobuf.UnknownFieldSet
+    getUnknownFields() {
+      return this.unknownFields;
+    }
+    public static final com.google.protobuf.Descriptors.Descriptor
+        getDescriptor() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SessionPong_descriptor;
+    }
+
+    @java.lang.Override
+    protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+        internalGetFieldAccessorTable() {
+      return holdfast.v1.Lock.internal_static_holdfast_v1_SessionPong_fieldAccessorTable
+          .ensureFieldAccessorsInitialized(
+              holdfast.v1.Lock.SessionPong.class, holdfast.v1.Lock.SessionPong.Builder.class);
+    }
+
+    public static final int RECEIVED_AFTER_MS_FIELD_NUMBER = 1;
+    private long receivedAfterMs_ = 0L;
+    /**
+     * <pre>
+     * The server received the ping this many ms after it received the Session stream (its monotonic clock, the one
+     * lease_started_after_ms counts on). A lease time T reported later, with T &gt;= received_after_ms, started no
+     * earlier than T - received_after_ms after the client sent the ping, less clock drift over that interval.
+     * </pre>
+     *
+     * <code>int64 received_after_ms = 1 [json_name = "receivedAfterMs"];</code>
+     * @return The receivedAfterMs.
+     */
+    @java.lang.Override
+    public long getReceivedAfterMs() {
+      return receivedAfterMs_;
+    }
+
+    private byte memoizedIsInitialized = -1;
+    @java.lang.Override
+    public final boolean isInitialized() {
+      byte isInitialized = memoizedIsInitialized;
+      if (isInitialized == 1) return true;
+      if (isInitialized == 0) return false;
+
+      memoizedIsInitialized = 1;
+      return true;
+    }
+
+    @java.lang.Override
+    public void writeTo(com.google.protobuf.CodedOutputStream output)
+                        throws java.io.IOException {
+      if (receivedAfterMs_ != 0L) {
+        output.writeInt64(1, receivedAfterMs_);
+      }
+      getUnknownFields().writeTo(output);
+    }
+
+    @java.lang.Override
+    public int getSerializedSize() {
+      int size = memoizedSize;
+      if (size != -1) return size;
+
+      size = 0;
+      if (receivedAfterMs_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeInt64Size(1, receivedAfterMs_);
+      }
+      size += getUnknownFields().getSerializedSize();
+      memoizedSize = size;
+      return size;
+    }
+
+    @java.lang.Override
+    public boolean equals(final java.lang.Object obj) {
+      if (obj == this) {
+       return true;
+      }
+      if (!(obj instanceof holdfast.v1.Lock.SessionPong)) {
+        return super.equals(obj);
+      }
+      holdfast.v1.Lock.SessionPong other = (holdfast.v1.Lock.SessionPong) obj;
+
+      if (getReceivedAfterMs()
+          != other.getReceivedAfterMs()) return false;
+      if (!getUnknownFields().equals(other.getUnknownFields())) return false;
+      return true;
+    }
+
+    @java.lang.Override
+    public int hashCode() {
+      if (memoizedHashCode != 0) {
+        return memoizedHashCode;
+      }
+      int hash = 41;
+      hash = (19 * hash) + getDescriptor().hashCode();
+      hash = (37 * hash) + RECEIVED_AFTER_MS_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getReceivedAfterMs());
+      hash = (29 * hash) + getUnknownFields().hashCode();
+      memoizedHashCode = hash;
+      return hash;
+    }
+
+    public static holdfast.v1.Lock.SessionPong parseFrom(
+        java.nio.ByteBuffer data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionPong parseFrom(
+        java.nio.ByteBuffer data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionPong parseFrom(
+        com.google.protobuf.ByteString data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionPong parseFrom(
+        com.google.protobuf.ByteString data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionPong parseFrom(byte[] data)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data);
+    }
+    public static holdfast.v1.Lock.SessionPong parseFrom(
+        byte[] data,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws com.google.protobuf.InvalidProtocolBufferException {
+      return PARSER.parseFrom(data, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionPong parseFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionPong parseFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionPong parseDelimitedFrom(java.io.InputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionPong parseDelimitedFrom(
+        java.io.InputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseDelimitedWithIOException(PARSER, input, extensionRegistry);
+    }
+    public static holdfast.v1.Lock.SessionPong parseFrom(
+        com.google.protobuf.CodedInputStream input)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input);
+    }
+    public static holdfast.v1.Lock.SessionPong parseFrom(
+        com.google.protobuf.CodedInputStream input,
+        com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+        throws java.io.IOException {
+      return com.google.protobuf.GeneratedMessageV3
+          .parseWithIOException(PARSER, input, extensionRegistry);
+    }
+
+    @java.lang.Override
+    public Builder newBuilderForType() { return newBuilder(); }
+    public static Builder newBuilder() {
+      return DEFAULT_INSTANCE.toBuilder();
+    }
+    public static Builder newBuilder(holdfast.v1.Lock.SessionPong prototype) {
+      return DEFAULT_INSTANCE.toBuilder().mergeFrom(prototype);
+    }
+    @java.lang.Override
+    public Builder toBuilder() {
+      return this == DEFAULT_INSTANCE
+          ? new Builder() : new Builder().mergeFrom(this);
+    }
+
+    @java.lang.Override
+    protected Builder newBuilderForType(
+        com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+      Builder builder = new Builder(parent);
+      return builder;
+    }
+    /**
+     * <pre>
+     * SessionPong answers a SessionPing.
+     * </pre>
+     *
+     * Protobuf type {@code holdfast.v1.SessionPong}
+     */
+    public static final class Builder extends
+        com.google.protobuf.GeneratedMessageV3.Builder<Builder> implements
+        // @@protoc_insertion_point(builder_implements:holdfast.v1.SessionPong)
+        holdfast.v1.Lock.SessionPongOrBuilder {
+      public static final com.google.protobuf.Descriptors.Descriptor
+          getDescriptor() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionPong_descriptor;
+      }
+
+      @java.lang.Override
+      protected com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+          internalGetFieldAccessorTable() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionPong_fieldAccessorTable
+            .ensureFieldAccessorsInitialized(
+                holdfast.v1.Lock.SessionPong.class, holdfast.v1.Lock.SessionPong.Builder.class);
+      }
+
+      // Construct using holdfast.v1.Lock.SessionPong.newBuilder()
+      private Builder() {
+
+      }
+
+      private Builder(
+          com.google.protobuf.GeneratedMessageV3.BuilderParent parent) {
+        super(parent);
+
+      }
+      @java.lang.Override
+      public Builder clear() {
+        super.clear();
+        bitField0_ = 0;
+        receivedAfterMs_ = 0L;
+        return this;
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.Descriptors.Descriptor
+          getDescriptorForType() {
+        return holdfast.v1.Lock.internal_static_holdfast_v1_SessionPong_descriptor;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionPong getDefaultInstanceForType() {
+        return holdfast.v1.Lock.SessionPong.getDefaultInstance();
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionPong build() {
+        holdfast.v1.Lock.SessionPong result = buildPartial();
+        if (!result.isInitialized()) {
+          throw newUninitializedMessageException(result);
+        }
+        return result;
+      }
+
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionPong buildPartial() {
+        holdfast.v1.Lock.SessionPong result = new holdfast.v1.Lock.SessionPong(this);
+        if (bitField0_ != 0) { buildPartial0(result); }
+        onBuilt();
+        return result;
+      }
+
+      private void buildPartial0(holdfast.v1.Lock.SessionPong result) {
+        int from_bitField0_ = bitField0_;
+        if (((from_bitField0_ & 0x00000001) != 0)) {
+          result.receivedAfterMs_ = receivedAfterMs_;
+        }
+      }
+
+      @java.lang.Override
+      public Builder clone() {
+        return super.clone();
+      }
+      @java.lang.Override
+      public Builder setField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.setField(field, value);
+      }
+      @java.lang.Override
+      public Builder clearField(
+          com.google.protobuf.Descriptors.FieldDescriptor field) {
+        return super.clearField(field);
+      }
+      @java.lang.Override
+      public Builder clearOneof(
+          com.google.protobuf.Descriptors.OneofDescriptor oneof) {
+        return super.clearOneof(oneof);
+      }
+      @java.lang.Override
+      public Builder setRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          int index, java.lang.Object value) {
+        return super.setRepeatedField(field, index, value);
+      }
+      @java.lang.Override
+      public Builder addRepeatedField(
+          com.google.protobuf.Descriptors.FieldDescriptor field,
+          java.lang.Object value) {
+        return super.addRepeatedField(field, value);
+      }
+      @java.lang.Override
+      public Builder mergeFrom(com.google.protobuf.Message other) {
+        if (other instanceof holdfast.v1.Lock.SessionPong) {
+          return mergeFrom((holdfast.v1.Lock.SessionPong)other);
+        } else {
+          super.mergeFrom(other);
+          return this;
+        }
+      }
+
+      public Builder mergeFrom(holdfast.v1.Lock.SessionPong other) {
+        if (other == holdfast.v1.Lock.SessionPong.getDefaultInstance()) return this;
+        if (other.getReceivedAfterMs() != 0L) {
+          setReceivedAfterMs(other.getReceivedAfterMs());
+        }
+        this.mergeUnknownFields(other.getUnknownFields());
+        onChanged();
+        return this;
+      }
+
+      @java.lang.Override
+      public final boolean isInitialized() {
+        return true;
+      }
+
+      @java.lang.Override
+      public Builder mergeFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws java.io.IOException {
+        if (extensionRegistry == null) {
+          throw new java.lang.NullPointerException();
+        }
+        try {
+          boolean done = false;
+          while (!done) {
+            int tag = input.readTag();
+            switch (tag) {
+              case 0:
+                done = true;
+                break;
+              case 8: {
+                receivedAfterMs_ = input.readInt64();
+                bitField0_ |= 0x00000001;
+                break;
+              } // case 8
+              default: {
+                if (!super.parseUnknownField(input, extensionRegistry, tag)) {
+                  done = true; // was an endgroup tag
+                }
+                break;
+              } // default:
+            } // switch (tag)
+          } // while (!done)
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.unwrapIOException();
+        } finally {
+          onChanged();
+        } // finally
+        return this;
+      }
+      private int bitField0_;
+
+      private long receivedAfterMs_ ;
+      /**
+       * <pre>
+       * The server received the ping this many ms after it received the Session stream (its monotonic clock, the one
+       * lease_started_after_ms counts on). A lease time T reported later, with T &gt;= received_after_ms, started no
+       * earlier than T - received_after_ms after the client sent the ping, less clock drift over that interval.
+       * </pre>
+       *
+       * <code>int64 received_after_ms = 1 [json_name = "receivedAfterMs"];</code>
+       * @return The receivedAfterMs.
+       */
+      @java.lang.Override
+      public long getReceivedAfterMs() {
+        return receivedAfterMs_;
+      }
+      /**
+       * <pre>
+       * The server received the ping this many ms after it received the Session stream (its monotonic clock, the one
+       * lease_started_after_ms counts on). A lease time T reported later, with T &gt;= received_after_ms, started no
+       * earlier than T - received_after_ms after the client sent the ping, less clock drift over that interval.
+       * </pre>
+       *
+       * <code>int64 received_after_ms = 1 [json_name = "receivedAfterMs"];</code>
+       * @param value The receivedAfterMs to set.
+       * @return This builder for chaining.
+       */
+      public Builder setReceivedAfterMs(long value) {
+        
+        receivedAfterMs_ = value;
+        bitField0_ |= 0x00000001;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * The server received the ping this many ms after it received the Session stream (its monotonic clock, the one
+       * lease_started_after_ms counts on). A lease time T reported later, with T &gt;= received_after_ms, started no
+       * earlier than T - received_after_ms after the client sent the ping, less clock drift over that interval.
+       * </pre>
+       *
+       * <code>int64 received_after_ms = 1 [json_name = "receivedAfterMs"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearReceivedAfterMs() {
+        bitField0_ = (bitField0_ & ~0x00000001);
+        receivedAfterMs_ = 0L;
+        onChanged();
+        return this;
+      }
+      @java.lang.Override
+      public final Builder setUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.setUnknownFields(unknownFields);
+      }
+
+      @java.lang.Override
+      public final Builder mergeUnknownFields(
+          final com.google.protobuf.UnknownFieldSet unknownFields) {
+        return super.mergeUnknownFields(unknownFields);
+      }
+
+
+      // @@protoc_insertion_point(builder_scope:holdfast.v1.SessionPong)
+    }
+
+    // @@protoc_insertion_point(class_scope:holdfast.v1.SessionPong)
+    private static final holdfast.v1.Lock.SessionPong DEFAULT_INSTANCE;
+    static {
+      DEFAULT_INSTANCE = new holdfast.v1.Lock.SessionPong();
+    }
+
+    public static holdfast.v1.Lock.SessionPong getDefaultInstance() {
+      return DEFAULT_INSTANCE;
+    }
+
+    private static final com.google.protobuf.Parser<SessionPong>
+        PARSER = new com.google.protobuf.AbstractParser<SessionPong>() {
+      @java.lang.Override
+      public SessionPong parsePartialFrom(
+          com.google.protobuf.CodedInputStream input,
+          com.google.protobuf.ExtensionRegistryLite extensionRegistry)
+          throws com.google.protobuf.InvalidProtocolBufferException {
+        Builder builder = newBuilder();
+        try {
+          builder.mergeFrom(input, extensionRegistry);
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw e.setUnfinishedMessage(builder.buildPartial());
+        } catch (com.google.protobuf.UninitializedMessageException e) {
+          throw e.asInvalidProtocolBufferException().setUnfinishedMessage(builder.buildPartial());
+        } catch (java.io.IOException e) {
+          throw new com.google.protobuf.InvalidProtocolBufferException(e)
+              .setUnfinishedMessage(builder.buildPartial());
+        }
+        return builder.buildPartial();
+      }
+    };
+
+    public static com.google.protobuf.Parser<SessionPong> parser() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public com.google.protobuf.Parser<SessionPong> getParserForType() {
+      return PARSER;
+    }
+
+    @java.lang.Override
+    public holdfast.v1.Lock.SessionPong getDefaultInstanceForType() {
       return DEFAULT_INSTANCE;
     }
 
@@ -33504,6 +34743,33 @@ public final class Lock {
      */
     holdfast.v1.Lock.HoldLostOrBuilder getLostOrBuilder();
 
+    /**
+     * <pre>
+     * The answer to `ping`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionPong pong = 12 [json_name = "pong"];</code>
+     * @return Whether the pong field is set.
+     */
+    boolean hasPong();
+    /**
+     * <pre>
+     * The answer to `ping`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionPong pong = 12 [json_name = "pong"];</code>
+     * @return The pong.
+     */
+    holdfast.v1.Lock.SessionPong getPong();
+    /**
+     * <pre>
+     * The answer to `ping`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionPong pong = 12 [json_name = "pong"];</code>
+     */
+    holdfast.v1.Lock.SessionPongOrBuilder getPongOrBuilder();
+
     public holdfast.v1.Lock.SessionResponse.ResultCase getResultCase();
   }
   /**
@@ -33565,6 +34831,7 @@ public final class Lock {
       ERROR(9),
       RENEWED(10),
       LOST(11),
+      PONG(12),
       RESULT_NOT_SET(0);
       private final int value;
       private ResultCase(int value) {
@@ -33592,6 +34859,7 @@ public final class Lock {
           case 9: return ERROR;
           case 10: return RENEWED;
           case 11: return LOST;
+          case 12: return PONG;
           case 0: return RESULT_NOT_SET;
           default: return null;
         }
@@ -34052,6 +35320,49 @@ public final class Lock {
       return holdfast.v1.Lock.HoldLost.getDefaultInstance();
     }
 
+    public static final int PONG_FIELD_NUMBER = 12;
+    /**
+     * <pre>
+     * The answer to `ping`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionPong pong = 12 [json_name = "pong"];</code>
+     * @return Whether the pong field is set.
+     */
+    @java.lang.Override
+    public boolean hasPong() {
+      return resultCase_ == 12;
+    }
+    /**
+     * <pre>
+     * The answer to `ping`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionPong pong = 12 [json_name = "pong"];</code>
+     * @return The pong.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.SessionPong getPong() {
+      if (resultCase_ == 12) {
+         return (holdfast.v1.Lock.SessionPong) result_;
+      }
+      return holdfast.v1.Lock.SessionPong.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * The answer to `ping`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.SessionPong pong = 12 [json_name = "pong"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.SessionPongOrBuilder getPongOrBuilder() {
+      if (resultCase_ == 12) {
+         return (holdfast.v1.Lock.SessionPong) result_;
+      }
+      return holdfast.v1.Lock.SessionPong.getDefaultInstance();
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -34098,6 +35409,9 @@ public final class Lock {
       }
       if (resultCase_ == 11) {
         output.writeMessage(11, (holdfast.v1.Lock.HoldLost) result_);
+      }
+      if (resultCase_ == 12) {
+        output.writeMessage(12, (holdfast.v1.Lock.SessionPong) result_);
       }
       getUnknownFields().writeTo(output);
     }
@@ -34151,6 +35465,10 @@ public final class Lock {
       if (resultCase_ == 11) {
         size += com.google.protobuf.CodedOutputStream
           .computeMessageSize(11, (holdfast.v1.Lock.HoldLost) result_);
+      }
+      if (resultCase_ == 12) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(12, (holdfast.v1.Lock.SessionPong) result_);
       }
       size += getUnknownFields().getSerializedSize();
       memoizedSize = size;
@@ -34211,6 +35529,10 @@ public final class Lock {
           if (!getLost()
               .equals(other.getLost())) return false;
           break;
+        case 12:
+          if (!getPong()
+              .equals(other.getPong())) return false;
+          break;
         case 0:
         default:
       }
@@ -34268,6 +35590,10 @@ public final class Lock {
         case 11:
           hash = (37 * hash) + LOST_FIELD_NUMBER;
           hash = (53 * hash) + getLost().hashCode();
+          break;
+        case 12:
+          hash = (37 * hash) + PONG_FIELD_NUMBER;
+          hash = (53 * hash) + getPong().hashCode();
           break;
         case 0:
         default:
@@ -34436,6 +35762,9 @@ public final class Lock {
         if (lostBuilder_ != null) {
           lostBuilder_.clear();
         }
+        if (pongBuilder_ != null) {
+          pongBuilder_.clear();
+        }
         resultCase_ = 0;
         result_ = null;
         return this;
@@ -34519,6 +35848,10 @@ public final class Lock {
         if (resultCase_ == 11 &&
             lostBuilder_ != null) {
           result.result_ = lostBuilder_.build();
+        }
+        if (resultCase_ == 12 &&
+            pongBuilder_ != null) {
+          result.result_ = pongBuilder_.build();
         }
       }
 
@@ -34608,6 +35941,10 @@ public final class Lock {
           }
           case LOST: {
             mergeLost(other.getLost());
+            break;
+          }
+          case PONG: {
+            mergePong(other.getPong());
             break;
           }
           case RESULT_NOT_SET: {
@@ -34715,6 +36052,13 @@ public final class Lock {
                 resultCase_ = 11;
                 break;
               } // case 90
+              case 98: {
+                input.readMessage(
+                    getPongFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                resultCase_ = 12;
+                break;
+              } // case 98
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -36570,6 +37914,184 @@ public final class Lock {
         onChanged();
         return lostBuilder_;
       }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.SessionPong, holdfast.v1.Lock.SessionPong.Builder, holdfast.v1.Lock.SessionPongOrBuilder> pongBuilder_;
+      /**
+       * <pre>
+       * The answer to `ping`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPong pong = 12 [json_name = "pong"];</code>
+       * @return Whether the pong field is set.
+       */
+      @java.lang.Override
+      public boolean hasPong() {
+        return resultCase_ == 12;
+      }
+      /**
+       * <pre>
+       * The answer to `ping`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPong pong = 12 [json_name = "pong"];</code>
+       * @return The pong.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionPong getPong() {
+        if (pongBuilder_ == null) {
+          if (resultCase_ == 12) {
+            return (holdfast.v1.Lock.SessionPong) result_;
+          }
+          return holdfast.v1.Lock.SessionPong.getDefaultInstance();
+        } else {
+          if (resultCase_ == 12) {
+            return pongBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.SessionPong.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `ping`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPong pong = 12 [json_name = "pong"];</code>
+       */
+      public Builder setPong(holdfast.v1.Lock.SessionPong value) {
+        if (pongBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          result_ = value;
+          onChanged();
+        } else {
+          pongBuilder_.setMessage(value);
+        }
+        resultCase_ = 12;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `ping`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPong pong = 12 [json_name = "pong"];</code>
+       */
+      public Builder setPong(
+          holdfast.v1.Lock.SessionPong.Builder builderForValue) {
+        if (pongBuilder_ == null) {
+          result_ = builderForValue.build();
+          onChanged();
+        } else {
+          pongBuilder_.setMessage(builderForValue.build());
+        }
+        resultCase_ = 12;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `ping`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPong pong = 12 [json_name = "pong"];</code>
+       */
+      public Builder mergePong(holdfast.v1.Lock.SessionPong value) {
+        if (pongBuilder_ == null) {
+          if (resultCase_ == 12 &&
+              result_ != holdfast.v1.Lock.SessionPong.getDefaultInstance()) {
+            result_ = holdfast.v1.Lock.SessionPong.newBuilder((holdfast.v1.Lock.SessionPong) result_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            result_ = value;
+          }
+          onChanged();
+        } else {
+          if (resultCase_ == 12) {
+            pongBuilder_.mergeFrom(value);
+          } else {
+            pongBuilder_.setMessage(value);
+          }
+        }
+        resultCase_ = 12;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `ping`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPong pong = 12 [json_name = "pong"];</code>
+       */
+      public Builder clearPong() {
+        if (pongBuilder_ == null) {
+          if (resultCase_ == 12) {
+            resultCase_ = 0;
+            result_ = null;
+            onChanged();
+          }
+        } else {
+          if (resultCase_ == 12) {
+            resultCase_ = 0;
+            result_ = null;
+          }
+          pongBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `ping`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPong pong = 12 [json_name = "pong"];</code>
+       */
+      public holdfast.v1.Lock.SessionPong.Builder getPongBuilder() {
+        return getPongFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * The answer to `ping`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPong pong = 12 [json_name = "pong"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.SessionPongOrBuilder getPongOrBuilder() {
+        if ((resultCase_ == 12) && (pongBuilder_ != null)) {
+          return pongBuilder_.getMessageOrBuilder();
+        } else {
+          if (resultCase_ == 12) {
+            return (holdfast.v1.Lock.SessionPong) result_;
+          }
+          return holdfast.v1.Lock.SessionPong.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `ping`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.SessionPong pong = 12 [json_name = "pong"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.SessionPong, holdfast.v1.Lock.SessionPong.Builder, holdfast.v1.Lock.SessionPongOrBuilder> 
+          getPongFieldBuilder() {
+        if (pongBuilder_ == null) {
+          if (!(resultCase_ == 12)) {
+            result_ = holdfast.v1.Lock.SessionPong.getDefaultInstance();
+          }
+          pongBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.SessionPong, holdfast.v1.Lock.SessionPong.Builder, holdfast.v1.Lock.SessionPongOrBuilder>(
+                  (holdfast.v1.Lock.SessionPong) result_,
+                  getParentForChildren(),
+                  isClean());
+          result_ = null;
+        }
+        resultCase_ = 12;
+        onChanged();
+        return pongBuilder_;
+      }
       @java.lang.Override
       public final Builder setUnknownFields(
           final com.google.protobuf.UnknownFieldSet unknownFields) {
@@ -38174,6 +39696,16 @@ public final class Lock {
     com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
       internal_static_holdfast_v1_SessionRequest_fieldAccessorTable;
   private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_SessionPing_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_SessionPing_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_holdfast_v1_SessionPong_descriptor;
+  private static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_holdfast_v1_SessionPong_fieldAccessorTable;
+  private static final com.google.protobuf.Descriptors.Descriptor
     internal_static_holdfast_v1_SessionClose_descriptor;
   private static final 
     com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
@@ -38301,7 +39833,7 @@ public final class Lock {
       "ldfast.v1.HoldLostH\000R\004lostB\007\n\005event\"x\n\017H" +
       "oldSetAcquired\0220\n\007members\030\001 \003(\0132\026.holdfa" +
       "st.v1.SetMemberR\007members\0223\n\026lease_starte" +
-      "d_after_ms\030\002 \001(\003R\023leaseStartedAfterMs\"\234\004" +
+      "d_after_ms\030\002 \001(\003R\023leaseStartedAfterMs\"\314\004" +
       "\n\016SessionRequest\022\023\n\005op_id\030\001 \001(\004R\004opId\0227\n" +
       "\007acquire\030\002 \001(\0132\033.holdfast.v1.AcquireRequ" +
       "estH\000R\007acquire\0227\n\007release\030\003 \001(\0132\033.holdfa" +
@@ -38315,64 +39847,68 @@ public final class Lock {
       "holdfast.v1.CheckFencingTokenRequestH\000R\021" +
       "checkFencingToken\022\030\n\006cancel\030\t \001(\004H\000R\006can" +
       "cel\0221\n\005close\030\n \001(\0132\031.holdfast.v1.Session" +
-      "CloseH\000R\005closeB\004\n\002op\"\016\n\014SessionClose\"\357\004\n" +
-      "\017SessionResponse\022\023\n\005op_id\030\001 \001(\004R\004opId\0228\n" +
-      "\007acquire\030\002 \001(\0132\034.holdfast.v1.AcquireResp" +
-      "onseH\000R\007acquire\0228\n\007release\030\003 \001(\0132\034.holdf" +
-      "ast.v1.ReleaseResponseH\000R\007release\0222\n\005ren" +
-      "ew\030\004 \001(\0132\032.holdfast.v1.RenewResponseH\000R\005" +
-      "renew\022/\n\004hold\030\005 \001(\0132\031.holdfast.v1.HoldAc" +
-      "quiredH\000R\004hold\0228\n\007inspect\030\006 \001(\0132\034.holdfa" +
-      "st.v1.InspectResponseH\000R\007inspect\022<\n\tset_" +
-      "value\030\007 \001(\0132\035.holdfast.v1.SetValueRespon" +
-      "seH\000R\010setValue\022X\n\023check_fencing_token\030\010 " +
-      "\001(\0132&.holdfast.v1.CheckFencingTokenRespo" +
-      "nseH\000R\021checkFencingToken\022,\n\005error\030\t \001(\0132" +
-      "\024.holdfast.v1.OpErrorH\000R\005error\0227\n\007renewe" +
-      "d\030\n \001(\0132\033.holdfast.v1.SessionRenewedH\000R\007" +
-      "renewed\022+\n\004lost\030\013 \001(\0132\025.holdfast.v1.Hold" +
-      "LostH\000R\004lostB\010\n\006result\"7\n\007OpError\022\022\n\004cod" +
-      "e\030\001 \001(\005R\004code\022\030\n\007message\030\002 \001(\tR\007message\"" +
-      "r\n\016SessionRenewed\022\025\n\006ttl_ms\030\001 \001(\003R\005ttlMs" +
-      "\0223\n\026lease_started_after_ms\030\002 \001(\003R\023leaseS" +
-      "tartedAfterMs\022\024\n\005locks\030\003 \001(\rR\005locks*T\n\010L" +
-      "ockMode\022\031\n\025LOCK_MODE_UNSPECIFIED\020\000\022\027\n\023LO" +
-      "CK_MODE_EXCLUSIVE\020\001\022\024\n\020LOCK_MODE_SHARED\020" +
-      "\002*\213\002\n\nLostReason\022\033\n\027LOST_REASON_UNSPECIF" +
-      "IED\020\000\022\027\n\023LOST_REASON_EXPIRED\020\001\022\025\n\021LOST_R" +
-      "EASON_TAKEN\020\002\022#\n\037LOST_REASON_BACKEND_UNA" +
-      "VAILABLE\020\003\022\037\n\033LOST_REASON_SERVER_SHUTDOW" +
-      "N\020\004\022\030\n\024LOST_REASON_MAX_HOLD\020\005\022\030\n\024LOST_RE" +
-      "ASON_RELEASED\020\006\022\030\n\024LOST_REASON_FAILOVER\020" +
-      "\007\022\034\n\030LOST_REASON_DISCONNECTED\020\010*\301\001\n\nWatc" +
-      "hEvent\022\033\n\027WATCH_EVENT_UNSPECIFIED\020\000\022\025\n\021W" +
-      "ATCH_EVENT_STATE\020\001\022\027\n\023WATCH_EVENT_GRANTE" +
-      "D\020\002\022\030\n\024WATCH_EVENT_RELEASED\020\003\022\027\n\023WATCH_E" +
-      "VENT_EXPIRED\020\004\022\024\n\020WATCH_EVENT_LOST\020\005\022\035\n\031" +
-      "WATCH_EVENT_VALUE_CHANGED\020\0062\375\006\n\013LockServ" +
-      "ice\022D\n\007Acquire\022\033.holdfast.v1.AcquireRequ" +
-      "est\032\034.holdfast.v1.AcquireResponse\022D\n\007Rel" +
-      "ease\022\033.holdfast.v1.ReleaseRequest\032\034.hold" +
-      "fast.v1.ReleaseResponse\022>\n\005Renew\022\031.holdf" +
-      "ast.v1.RenewRequest\032\032.holdfast.v1.RenewR" +
-      "esponse\022=\n\004Hold\022\030.holdfast.v1.HoldReques" +
-      "t\032\031.holdfast.v1.HoldResponse0\001\022D\n\007Inspec" +
-      "t\022\033.holdfast.v1.InspectRequest\032\034.holdfas" +
-      "t.v1.InspectResponse\022b\n\021CheckFencingToke" +
-      "n\022%.holdfast.v1.CheckFencingTokenRequest" +
-      "\032&.holdfast.v1.CheckFencingTokenResponse" +
-      "\022G\n\010SetValue\022\034.holdfast.v1.SetValueReque" +
-      "st\032\035.holdfast.v1.SetValueResponse\022@\n\005Wat" +
-      "ch\022\031.holdfast.v1.WatchRequest\032\032.holdfast" +
-      ".v1.WatchResponse0\001\022M\n\nAcquireSet\022\036.hold" +
-      "fast.v1.AcquireSetRequest\032\037.holdfast.v1." +
-      "AcquireSetResponse\022M\n\nReleaseSet\022\036.holdf" +
-      "ast.v1.ReleaseSetRequest\032\037.holdfast.v1.R" +
-      "eleaseSetResponse\022F\n\007HoldSet\022\033.holdfast." +
-      "v1.HoldSetRequest\032\034.holdfast.v1.HoldSetR" +
-      "esponse0\001\022H\n\007Session\022\033.holdfast.v1.Sessi" +
-      "onRequest\032\034.holdfast.v1.SessionResponse(" +
-      "\0010\001b\006proto3"
+      "CloseH\000R\005close\022.\n\004ping\030\013 \001(\0132\030.holdfast." +
+      "v1.SessionPingH\000R\004pingB\004\n\002op\"\r\n\013SessionP" +
+      "ing\"9\n\013SessionPong\022*\n\021received_after_ms\030" +
+      "\001 \001(\003R\017receivedAfterMs\"\016\n\014SessionClose\"\237" +
+      "\005\n\017SessionResponse\022\023\n\005op_id\030\001 \001(\004R\004opId\022" +
+      "8\n\007acquire\030\002 \001(\0132\034.holdfast.v1.AcquireRe" +
+      "sponseH\000R\007acquire\0228\n\007release\030\003 \001(\0132\034.hol" +
+      "dfast.v1.ReleaseResponseH\000R\007release\0222\n\005r" +
+      "enew\030\004 \001(\0132\032.holdfast.v1.RenewResponseH\000" +
+      "R\005renew\022/\n\004hold\030\005 \001(\0132\031.holdfast.v1.Hold" +
+      "AcquiredH\000R\004hold\0228\n\007inspect\030\006 \001(\0132\034.hold" +
+      "fast.v1.InspectResponseH\000R\007inspect\022<\n\tse" +
+      "t_value\030\007 \001(\0132\035.holdfast.v1.SetValueResp" +
+      "onseH\000R\010setValue\022X\n\023check_fencing_token\030" +
+      "\010 \001(\0132&.holdfast.v1.CheckFencingTokenRes" +
+      "ponseH\000R\021checkFencingToken\022,\n\005error\030\t \001(" +
+      "\0132\024.holdfast.v1.OpErrorH\000R\005error\0227\n\007rene" +
+      "wed\030\n \001(\0132\033.holdfast.v1.SessionRenewedH\000" +
+      "R\007renewed\022+\n\004lost\030\013 \001(\0132\025.holdfast.v1.Ho" +
+      "ldLostH\000R\004lost\022.\n\004pong\030\014 \001(\0132\030.holdfast." +
+      "v1.SessionPongH\000R\004pongB\010\n\006result\"7\n\007OpEr" +
+      "ror\022\022\n\004code\030\001 \001(\005R\004code\022\030\n\007message\030\002 \001(\t" +
+      "R\007message\"r\n\016SessionRenewed\022\025\n\006ttl_ms\030\001 " +
+      "\001(\003R\005ttlMs\0223\n\026lease_started_after_ms\030\002 \001" +
+      "(\003R\023leaseStartedAfterMs\022\024\n\005locks\030\003 \001(\rR\005" +
+      "locks*T\n\010LockMode\022\031\n\025LOCK_MODE_UNSPECIFI" +
+      "ED\020\000\022\027\n\023LOCK_MODE_EXCLUSIVE\020\001\022\024\n\020LOCK_MO" +
+      "DE_SHARED\020\002*\213\002\n\nLostReason\022\033\n\027LOST_REASO" +
+      "N_UNSPECIFIED\020\000\022\027\n\023LOST_REASON_EXPIRED\020\001" +
+      "\022\025\n\021LOST_REASON_TAKEN\020\002\022#\n\037LOST_REASON_B" +
+      "ACKEND_UNAVAILABLE\020\003\022\037\n\033LOST_REASON_SERV" +
+      "ER_SHUTDOWN\020\004\022\030\n\024LOST_REASON_MAX_HOLD\020\005\022" +
+      "\030\n\024LOST_REASON_RELEASED\020\006\022\030\n\024LOST_REASON" +
+      "_FAILOVER\020\007\022\034\n\030LOST_REASON_DISCONNECTED\020" +
+      "\010*\301\001\n\nWatchEvent\022\033\n\027WATCH_EVENT_UNSPECIF" +
+      "IED\020\000\022\025\n\021WATCH_EVENT_STATE\020\001\022\027\n\023WATCH_EV" +
+      "ENT_GRANTED\020\002\022\030\n\024WATCH_EVENT_RELEASED\020\003\022" +
+      "\027\n\023WATCH_EVENT_EXPIRED\020\004\022\024\n\020WATCH_EVENT_" +
+      "LOST\020\005\022\035\n\031WATCH_EVENT_VALUE_CHANGED\020\0062\375\006" +
+      "\n\013LockService\022D\n\007Acquire\022\033.holdfast.v1.A" +
+      "cquireRequest\032\034.holdfast.v1.AcquireRespo" +
+      "nse\022D\n\007Release\022\033.holdfast.v1.ReleaseRequ" +
+      "est\032\034.holdfast.v1.ReleaseResponse\022>\n\005Ren" +
+      "ew\022\031.holdfast.v1.RenewRequest\032\032.holdfast" +
+      ".v1.RenewResponse\022=\n\004Hold\022\030.holdfast.v1." +
+      "HoldRequest\032\031.holdfast.v1.HoldResponse0\001" +
+      "\022D\n\007Inspect\022\033.holdfast.v1.InspectRequest" +
+      "\032\034.holdfast.v1.InspectResponse\022b\n\021CheckF" +
+      "encingToken\022%.holdfast.v1.CheckFencingTo" +
+      "kenRequest\032&.holdfast.v1.CheckFencingTok" +
+      "enResponse\022G\n\010SetValue\022\034.holdfast.v1.Set" +
+      "ValueRequest\032\035.holdfast.v1.SetValueRespo" +
+      "nse\022@\n\005Watch\022\031.holdfast.v1.WatchRequest\032" +
+      "\032.holdfast.v1.WatchResponse0\001\022M\n\nAcquire" +
+      "Set\022\036.holdfast.v1.AcquireSetRequest\032\037.ho" +
+      "ldfast.v1.AcquireSetResponse\022M\n\nReleaseS" +
+      "et\022\036.holdfast.v1.ReleaseSetRequest\032\037.hol" +
+      "dfast.v1.ReleaseSetResponse\022F\n\007HoldSet\022\033" +
+      ".holdfast.v1.HoldSetRequest\032\034.holdfast.v" +
+      "1.HoldSetResponse0\001\022H\n\007Session\022\033.holdfas" +
+      "t.v1.SessionRequest\032\034.holdfast.v1.Sessio" +
+      "nResponse(\0010\001b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -38551,27 +40087,39 @@ public final class Lock {
     internal_static_holdfast_v1_SessionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_SessionRequest_descriptor,
-        new java.lang.String[] { "OpId", "Acquire", "Release", "Renew", "Hold", "Inspect", "SetValue", "CheckFencingToken", "Cancel", "Close", "Op", });
-    internal_static_holdfast_v1_SessionClose_descriptor =
+        new java.lang.String[] { "OpId", "Acquire", "Release", "Renew", "Hold", "Inspect", "SetValue", "CheckFencingToken", "Cancel", "Close", "Ping", "Op", });
+    internal_static_holdfast_v1_SessionPing_descriptor =
       getDescriptor().getMessageTypes().get(29);
+    internal_static_holdfast_v1_SessionPing_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_SessionPing_descriptor,
+        new java.lang.String[] { });
+    internal_static_holdfast_v1_SessionPong_descriptor =
+      getDescriptor().getMessageTypes().get(30);
+    internal_static_holdfast_v1_SessionPong_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_holdfast_v1_SessionPong_descriptor,
+        new java.lang.String[] { "ReceivedAfterMs", });
+    internal_static_holdfast_v1_SessionClose_descriptor =
+      getDescriptor().getMessageTypes().get(31);
     internal_static_holdfast_v1_SessionClose_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_SessionClose_descriptor,
         new java.lang.String[] { });
     internal_static_holdfast_v1_SessionResponse_descriptor =
-      getDescriptor().getMessageTypes().get(30);
+      getDescriptor().getMessageTypes().get(32);
     internal_static_holdfast_v1_SessionResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_SessionResponse_descriptor,
-        new java.lang.String[] { "OpId", "Acquire", "Release", "Renew", "Hold", "Inspect", "SetValue", "CheckFencingToken", "Error", "Renewed", "Lost", "Result", });
+        new java.lang.String[] { "OpId", "Acquire", "Release", "Renew", "Hold", "Inspect", "SetValue", "CheckFencingToken", "Error", "Renewed", "Lost", "Pong", "Result", });
     internal_static_holdfast_v1_OpError_descriptor =
-      getDescriptor().getMessageTypes().get(31);
+      getDescriptor().getMessageTypes().get(33);
     internal_static_holdfast_v1_OpError_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_OpError_descriptor,
         new java.lang.String[] { "Code", "Message", });
     internal_static_holdfast_v1_SessionRenewed_descriptor =
-      getDescriptor().getMessageTypes().get(32);
+      getDescriptor().getMessageTypes().get(34);
     internal_static_holdfast_v1_SessionRenewed_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_SessionRenewed_descriptor,

@@ -664,7 +664,29 @@ export interface SessionRequest {
    * Ends the session cleanly, as half-closing the stream does: no further operation is read, those in flight
    * are answered, then every lock held with `hold` is released at once and the stream ends with OK.
    */
-  close?: SessionClose | undefined;
+  close?:
+    | SessionClose
+    | undefined;
+  /**
+   * Answered at once with `pong`: when the server received it, on the clock every lease time of this session
+   * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
+   * from the stream's start, so its clock-drift allowance stays small however long the session lives.
+   */
+  ping?: SessionPing | undefined;
+}
+
+/** SessionPing asks for a SessionPong. */
+export interface SessionPing {
+}
+
+/** SessionPong answers a SessionPing. */
+export interface SessionPong {
+  /**
+   * The server received the ping this many ms after it received the Session stream (its monotonic clock, the one
+   * lease_started_after_ms counts on). A lease time T reported later, with T >= received_after_ms, started no
+   * earlier than T - received_after_ms after the client sent the ping, less clock drift over that interval.
+   */
+  receivedAfterMs: string;
 }
 
 /** SessionClose asks for the clean end of a session. */
@@ -712,7 +734,11 @@ export interface SessionResponse {
     | SessionRenewed
     | undefined;
   /** A lock held with `hold` (op_id names the hold) is no longer held, and why. Sent once per lock, last for it. */
-  lost?: HoldLost | undefined;
+  lost?:
+    | HoldLost
+    | undefined;
+  /** The answer to `ping`. */
+  pong?: SessionPong | undefined;
 }
 
 /** OpError is the failure of one session operation. */
@@ -4123,6 +4149,7 @@ function createBaseSessionRequest(): SessionRequest {
     checkFencingToken: undefined,
     cancel: undefined,
     close: undefined,
+    ping: undefined,
   };
 }
 
@@ -4157,6 +4184,9 @@ export const SessionRequest: MessageFns<SessionRequest> = {
     }
     if (message.close !== undefined) {
       SessionClose.encode(message.close, writer.uint32(82).fork()).join();
+    }
+    if (message.ping !== undefined) {
+      SessionPing.encode(message.ping, writer.uint32(90).fork()).join();
     }
     return writer;
   },
@@ -4254,6 +4284,14 @@ export const SessionRequest: MessageFns<SessionRequest> = {
             message.close = SessionClose.decode(reader, reader.uint32());
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.ping = SessionPing.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4290,6 +4328,7 @@ export const SessionRequest: MessageFns<SessionRequest> = {
         : undefined,
       cancel: isSet(object.cancel) ? globalThis.String(object.cancel) : undefined,
       close: isSet(object.close) ? SessionClose.fromJSON(object.close) : undefined,
+      ping: isSet(object.ping) ? SessionPing.fromJSON(object.ping) : undefined,
     };
   },
 
@@ -4325,6 +4364,9 @@ export const SessionRequest: MessageFns<SessionRequest> = {
     if (message.close !== undefined) {
       obj.close = SessionClose.toJSON(message.close);
     }
+    if (message.ping !== undefined) {
+      obj.ping = SessionPing.toJSON(message.ping);
+    }
     return obj;
   },
 
@@ -4359,6 +4401,134 @@ export const SessionRequest: MessageFns<SessionRequest> = {
     message.close = (object.close !== undefined && object.close !== null)
       ? SessionClose.fromPartial(object.close)
       : undefined;
+    message.ping = (object.ping !== undefined && object.ping !== null)
+      ? SessionPing.fromPartial(object.ping)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSessionPing(): SessionPing {
+  return {};
+}
+
+export const SessionPing: MessageFns<SessionPing> = {
+  encode(_: SessionPing, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SessionPing {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSessionPing();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): SessionPing {
+    return {};
+  },
+
+  toJSON(_: SessionPing): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<SessionPing>): SessionPing {
+    return SessionPing.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<SessionPing>): SessionPing {
+    const message = createBaseSessionPing();
+    return message;
+  },
+};
+
+function createBaseSessionPong(): SessionPong {
+  return { receivedAfterMs: "0" };
+}
+
+export const SessionPong: MessageFns<SessionPong> = {
+  encode(message: SessionPong, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.receivedAfterMs !== "0") {
+      writer.uint32(8).int64(message.receivedAfterMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SessionPong {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSessionPong();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.receivedAfterMs = reader.int64().toString();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SessionPong {
+    return {
+      receivedAfterMs: isSet(object.receivedAfterMs)
+        ? globalThis.String(object.receivedAfterMs)
+        : isSet(object.received_after_ms)
+        ? globalThis.String(object.received_after_ms)
+        : "0",
+    };
+  },
+
+  toJSON(message: SessionPong): unknown {
+    const obj: any = {};
+    if (message.receivedAfterMs !== "0") {
+      obj.receivedAfterMs = message.receivedAfterMs;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SessionPong>): SessionPong {
+    return SessionPong.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SessionPong>): SessionPong {
+    const message = createBaseSessionPong();
+    message.receivedAfterMs = object.receivedAfterMs ?? "0";
     return message;
   },
 };
@@ -4428,6 +4598,7 @@ function createBaseSessionResponse(): SessionResponse {
     error: undefined,
     renewed: undefined,
     lost: undefined,
+    pong: undefined,
   };
 }
 
@@ -4465,6 +4636,9 @@ export const SessionResponse: MessageFns<SessionResponse> = {
     }
     if (message.lost !== undefined) {
       HoldLost.encode(message.lost, writer.uint32(90).fork()).join();
+    }
+    if (message.pong !== undefined) {
+      SessionPong.encode(message.pong, writer.uint32(98).fork()).join();
     }
     return writer;
   },
@@ -4570,6 +4744,14 @@ export const SessionResponse: MessageFns<SessionResponse> = {
             message.lost = HoldLost.decode(reader, reader.uint32());
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.pong = SessionPong.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4607,6 +4789,7 @@ export const SessionResponse: MessageFns<SessionResponse> = {
       error: isSet(object.error) ? OpError.fromJSON(object.error) : undefined,
       renewed: isSet(object.renewed) ? SessionRenewed.fromJSON(object.renewed) : undefined,
       lost: isSet(object.lost) ? HoldLost.fromJSON(object.lost) : undefined,
+      pong: isSet(object.pong) ? SessionPong.fromJSON(object.pong) : undefined,
     };
   },
 
@@ -4645,6 +4828,9 @@ export const SessionResponse: MessageFns<SessionResponse> = {
     if (message.lost !== undefined) {
       obj.lost = HoldLost.toJSON(message.lost);
     }
+    if (message.pong !== undefined) {
+      obj.pong = SessionPong.toJSON(message.pong);
+    }
     return obj;
   },
 
@@ -4682,6 +4868,9 @@ export const SessionResponse: MessageFns<SessionResponse> = {
       ? SessionRenewed.fromPartial(object.renewed)
       : undefined;
     message.lost = (object.lost !== undefined && object.lost !== null) ? HoldLost.fromPartial(object.lost) : undefined;
+    message.pong = (object.pong !== undefined && object.pong !== null)
+      ? SessionPong.fromPartial(object.pong)
+      : undefined;
     return message;
   },
 };
