@@ -1,13 +1,14 @@
 // HoldfastClient: the TypeScript SDK's entry point.
 import type { ChannelCredentials, ClientOptions } from '@grpc/grpc-js';
 import { checkAddress } from './address';
+import { countedFrom, type LeaseClock } from './deadline';
 import { explainConnectionErrors } from './connection-errors';
 import { secureChannel, type ConnectionSecurity } from './credentials';
 import type { AcquireRequest, AcquireResponse, LockServiceClient } from './gen/holdfast/v1/lock';
 import { holderInfo, type HolderInfo } from './holders';
 import { NotAcquiredError } from './errors';
 import { openLease, openSessionLease } from './hold';
-import { SessionConnection } from './session';
+import { PING_EVERY_MS, SessionConnection } from './session';
 import { ownConnection, StreamConnections, type StreamConnection } from './streams';
 import type { Lease } from './lease';
 import { Lock } from './lock';
@@ -25,11 +26,18 @@ export interface HoldfastClientOptions extends ConnectionSecurity {
   /** Deadline of a unary call, added to any wait it asks for; default 10 000 ms. */
   callTimeoutMs?: number;
   /**
-   * How acquire, release, renew and hold reach the server: 'unary' (default) makes one call each
-   * (hold: one Hold stream each); 'session' sends them all over one Session stream per client
-   * (docs/sessions.md), opened on first use and reopened after a failure. Same API either way.
+   * How acquire, release, renew and hold reach the server: 'session' (default) sends them all over
+   * one Session stream per client (docs/sessions.md), opened on first use and reopened after a
+   * failure, every held lock kept by one heartbeat; 'unary' makes one call each (hold: one Hold
+   * stream each), for servers older than the Session RPC. Same API either way.
    */
   transport?: 'session' | 'unary';
+  /**
+   * With transport 'session': how often a session that holds locks pings the server, in ms; default
+   * 60 000. Each pong re-anchors the leases' deadlines (their clock-drift allowance covers at most
+   * this plus a lease), and a ping unanswered within callTimeoutMs means the stream was cut off.
+   */
+  sessionPingMs?: number;
 }
 
 export { modeName, type HolderInfo, type Mode } from './holders';
@@ -59,9 +67,15 @@ export interface FencingTokenCheck {
 const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 
 function checkTransport(transport: unknown): 'session' | 'unary' {
-  if (transport === undefined) return 'unary';
+  if (transport === undefined) return 'session';
   if (transport === 'session' || transport === 'unary') return transport;
   throw new RangeError(`transport must be 'session' or 'unary', got ${JSON.stringify(transport)}`);
+}
+
+function checkPingMs(pingMs: unknown): number {
+  if (pingMs === undefined) return PING_EVERY_MS;
+  if (typeof pingMs === 'number' && Number.isInteger(pingMs) && pingMs > 0) return pingMs;
+  throw new RangeError(`sessionPingMs must be a whole number of ms above 0, got ${JSON.stringify(pingMs)}`);
 }
 
 export class HoldfastClient {
@@ -92,7 +106,7 @@ export class HoldfastClient {
     this.rpc = unaryCalls(this.stub, timeoutMs);
     this.lockCalls = this.rpc;
     if (checkTransport(options.transport) === 'session') {
-      const session = new SessionConnection(this.stub, address, timeoutMs);
+      const session = new SessionConnection(this.stub, address, timeoutMs, checkPingMs(options.sessionPingMs));
       this.session = session;
       this.lockCalls = { ...this.rpc, release: session.release, renew: session.renew };
     }
@@ -104,16 +118,16 @@ export class HoldfastClient {
    * or release it yourself. Throws NotAcquiredError when it is not granted.
    */
   async acquire(name: string, options: AcquireOptions = {}): Promise<Lock> {
-    const { grant, sentAt } = await this.acquireGrant(acquireRequest(name, options), options.waitMs ?? 0);
+    const { grant, clock } = await this.acquireGrant(acquireRequest(name, options), options.waitMs ?? 0);
     if (!grant.acquired) throw new NotAcquiredError(name, options.waitMs ?? 0);
-    return new Lock(this.lockCalls, name, grant, sentAt);
+    return new Lock(this.lockCalls, name, grant, clock);
   }
 
-  /** The grant, and the moment its lease_started_after_ms counts from (the Acquire's send time, or the session's open). */
-  private async acquireGrant(request: AcquireRequest, waitMs: number): Promise<{ grant: AcquireResponse; sentAt: number }> {
+  /** The grant, and how its lease_started_after_ms counts (from the Acquire's send time, or the session's anchors). */
+  private async acquireGrant(request: AcquireRequest, waitMs: number): Promise<{ grant: AcquireResponse; clock: LeaseClock }> {
     if (this.session) return this.session.acquire(request, waitMs);
-    const sentAt = performance.now();
-    return { grant: await this.rpc.acquire(request, waitMs), sentAt };
+    const clock = countedFrom(performance.now());
+    return { grant: await this.rpc.acquire(request, waitMs), clock };
   }
 
   /**

@@ -30,6 +30,38 @@ export function leaseDeadline(sentAt: number, leaseStartedAfterMs: number, ttlMs
   return sentAt + countedMs - driftMarginMs(countedMs);
 }
 
+/** Turns a confirmation's lease_started_after_ms and ttl_ms into a deadline on this side's clock. */
+export type LeaseClock = (leaseStartedAfterMs: number, ttlMs: number) => number;
+
+/** The clock of a lease whose times count from one request, sent at `sentAt`. */
+export function countedFrom(sentAt: number): LeaseClock {
+  return (leaseStartedAfterMs, ttlMs) => leaseDeadline(sentAt, leaseStartedAfterMs, ttlMs);
+}
+
+/**
+ * A moment the client knows the server's session clock had not passed: the server received a
+ * message sent at `sentAt` (performance.now()) `receivedAfterMs` after the session's start. The
+ * stream's open is one (receivedAfterMs 0), every pong another.
+ */
+export interface Anchor {
+  sentAt: number;
+  receivedAfterMs: number;
+}
+
+/**
+ * The conservative end of a lease held under a session (clients/conformance/session-deadline.json):
+ * the latest deadline any anchor vouches for. An anchor received after the lease started says
+ * nothing about it; from one received before, only the time since it was sent carries drift, so
+ * pings keep the allowance small however old the session is.
+ */
+export function sessionLeaseDeadline(anchors: readonly Anchor[], leaseStartedAfterMs: number, ttlMs: number): number {
+  let deadline = -Infinity;
+  for (const { sentAt, receivedAfterMs } of anchors) {
+    if (receivedAfterMs <= leaseStartedAfterMs) deadline = Math.max(deadline, leaseDeadline(sentAt, leaseStartedAfterMs - receivedAfterMs, ttlMs));
+  }
+  return deadline;
+}
+
 /**
  * The deadline a lease keeps after a confirmation whose own deadline is `confirmed`: the later of
  * the two. The server never shortens a lease (lua/renew-3.lua), so an earlier one says nothing new.

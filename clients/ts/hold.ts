@@ -1,6 +1,7 @@
 // Opens a Hold stream and resolves with its Lease once the lock is granted.
 import { status, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
 import type { HoldAcquired, HoldRequest, HoldResponse, LockServiceClient } from './gen/holdfast/v1/lock';
+import { countedFrom, type LeaseClock } from './deadline';
 import { NotAcquiredError } from './errors';
 import { Lease } from './lease';
 import { isServiceError, type UnaryCalls } from './rpc';
@@ -19,7 +20,7 @@ export function openLease(stub: LockServiceClient, rpc: UnaryCalls, request: Hol
       name: request.name,
       waitMs: Number(request.waitTimeoutMs),
       start: () => stub.hold(request),
-      build: (call, acquired, sentAt, reset) => new Lease(call, rpc, request.name, acquired, sentAt, reset),
+      build: (call, acquired, sentAt, reset) => new Lease(call, rpc, request.name, acquired, countedFrom(sentAt), reset),
       giveBack: ({ token, holdId }) => rpc.release({ name: request.name, token, holdId }),
     },
     cancel,
@@ -29,12 +30,12 @@ export function openLease(stub: LockServiceClient, rpc: UnaryCalls, request: Hol
 
 /**
  * Holds a lock under the client's session: the same Lease, its deadline counted from the session's
- * open (the server's times count from the stream's start), renewed by the session's `renewed`
+ * anchors (its open and its latest pongs: deadline.ts), renewed by the session's `renewed`
  * messages. Rejects as openLease does. `rpc` gives it back with its hold_id over the session.
  */
 export async function openSessionLease(session: SessionConnection, rpc: UnaryCalls, request: HoldRequest, cancel?: AbortSignal): Promise<Lease> {
-  const build = (acquired: HoldAcquired, openedAt: number, giveBack: () => void) =>
-    new Lease({ cancel: giveBack }, rpc, request.name, acquired, openedAt, giveBack);
+  const build = (acquired: HoldAcquired, clock: LeaseClock, giveBack: () => void) =>
+    new Lease({ cancel: giveBack }, rpc, request.name, acquired, clock, giveBack);
   let lease: Lease;
   try {
     lease = await session.hold(request, build, cancel);

@@ -7,7 +7,7 @@
 // already passed when it arrives means the lease may be someone else's by now, so it counts as lost.
 import { status, type ClientReadableStream, type Metadata, type StatusObject } from '@grpc/grpc-js';
 import type { HoldAcquired, HoldResponse } from './gen/holdfast/v1/lock';
-import { deadlinePassed, laterDeadline, leaseDeadline, toEpochMs } from './deadline';
+import { deadlinePassed, laterDeadline, toEpochMs, type LeaseClock } from './deadline';
 import { LeaseLostError } from './errors';
 import { attachFenceHeaders, attachFenceMetadata, type HeaderTarget } from './fencing/attach';
 import type { UnaryCalls } from './rpc';
@@ -32,8 +32,9 @@ export class Lease {
   private timer?: NodeJS.Timeout;
 
   /**
-   * `sentAt` is performance.now() taken just before the Hold call started. Check `signal` after
-   * constructing: a grant that arrived too late is lost from the start.
+   * `clock` turns the server's times into deadlines: counted from performance.now() taken just
+   * before the Hold call started, or from a session's anchors. Check `signal` after constructing:
+   * a grant that arrived too late is lost from the start.
    */
   constructor(
     /** The Hold stream; only its cancel is used (a lease held under a session passes its own `reset`). */
@@ -41,7 +42,7 @@ export class Lease {
     protected readonly rpc: UnaryCalls,
     readonly name: string,
     acquired: HoldAcquired,
-    private readonly sentAt: number,
+    private readonly clock: LeaseClock,
     /** Cancels the stream: its client spends RST_STREAMs from a budget (streams.ts). */
     private readonly reset: () => void = () => call.cancel(),
   ) {
@@ -89,8 +90,8 @@ export class Lease {
   }
 
   /**
-   * The conservative end of the lease in epoch ms: the request's send time + lease_started_after_ms
-   * + ttl_ms of the latest confirmation, less the clock drift allowance. `signal` aborts then
+   * The conservative end of the lease in epoch ms: the request's send time (or a session's latest
+   * usable anchor) + lease_started_after_ms + ttl_ms of the latest confirmation, less the clock drift allowance. `signal` aborts then
    * unless a renewal has moved it.
    */
   get expiresAt(): number {
@@ -155,7 +156,7 @@ export class Lease {
 
   private confirmed(leaseStartedAfterMs: number, ttlMs: number, what: string): void {
     if (this.state !== 'held') return;
-    this.deadline = laterDeadline(this.deadline, leaseDeadline(this.sentAt, leaseStartedAfterMs, ttlMs));
+    this.deadline = laterDeadline(this.deadline, this.clock(leaseStartedAfterMs, ttlMs));
     if (deadlinePassed(this.deadline, performance.now())) {
       this.lose(new LeaseLostError(this.name, `${what} arrived after the lease could have ended`, 'deadline'));
       return;

@@ -2,7 +2,7 @@
 // names in one canonical order, so overlapping sets asked for in any order never deadlock.
 import type { ClientReadableStream, Metadata } from '@grpc/grpc-js';
 import type { HoldAcquired, HoldResponse, HoldSetAcquired, HoldSetRequest, LockServiceClient, SetMember } from './gen/holdfast/v1/lock';
-import { leaseDeadline, toEpochMs } from './deadline';
+import { countedFrom, leaseDeadline, toEpochMs } from './deadline';
 import { NotAcquiredError } from './errors';
 import { attachFenceHeaders, attachFenceMetadata, type HeaderTarget } from './fencing/attach';
 import { openStream } from './hold';
@@ -77,7 +77,7 @@ export class LeaseSet extends Lease {
       holdCount: 1,
       leaseStartedAfterMs: acquired.leaseStartedAfterMs,
     };
-    super(call, rpc, members.map((m) => m.name).join(','), asOne, sentAt, reset);
+    super(call, rpc, members.map((m) => m.name).join(','), asOne, countedFrom(sentAt), reset);
     this.members = members;
   }
 

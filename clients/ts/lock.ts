@@ -2,7 +2,7 @@
 import type { Metadata } from '@grpc/grpc-js';
 import type { AcquireResponse } from './gen/holdfast/v1/lock';
 import { attachFenceHeaders, attachFenceMetadata, type HeaderTarget } from './fencing/attach';
-import { laterDeadline, leaseDeadline, toEpochMs } from './deadline';
+import { laterDeadline, leaseDeadline, toEpochMs, type LeaseClock } from './deadline';
 import { int64Field } from './options';
 import type { UnaryCalls } from './rpc';
 
@@ -28,19 +28,19 @@ export class Lock {
 
   private deadline: number; // performance.now() time: the lease ends no earlier than this
 
-  /** `sentAt` is performance.now() taken just before the Acquire call started. */
+  /** `clock` counts the grant's times from the Acquire's send time (countedFrom), or from its session's anchors. */
   constructor(
     private readonly rpc: UnaryCalls,
     readonly name: string,
     grant: AcquireResponse,
-    sentAt: number,
+    clock: LeaseClock,
   ) {
     this.token = grant.token;
     this.fencingToken = BigInt(grant.fencingToken);
     this.ttlMs = Number(grant.ttlMs);
     this.holdCount = grant.holdCount;
     // The grant's lease started after the request was sent, however late the answer came.
-    this.deadline = leaseDeadline(sentAt, Number(grant.leaseStartedAfterMs), this.ttlMs);
+    this.deadline = clock(Number(grant.leaseStartedAfterMs), this.ttlMs);
   }
 
   /**

@@ -6,10 +6,17 @@
 // have happened), and every lease held under it is lost at once: the server keeps a vanished
 // session's holds only until the leases it reported run out, so none may be counted on past that.
 // A session left with nothing in flight and nothing held is closed soon after (IDLE_CLOSE_MS).
+//
+// While it holds locks, the session pings every PING_EVERY_MS: each pong is an anchor that lease
+// deadlines count from (deadline.ts), so their drift allowance does not grow with the session's
+// age. A ping also goes out when an operation gets no answer in time. A ping not answered within
+// the call timeout means the stream is cut off without an error (a dead peer, a black-holed
+// network): the session is cancelled, with everything in it, and the next operation opens another.
 import { Metadata, status, type ClientDuplexStream, type ServiceError, type StatusObject } from '@grpc/grpc-js';
 // grpc-js's own status → error mapping, so an operation's error is exactly its unary call's.
 import { callErrorFromStatus } from '@grpc/grpc-js/build/src/call';
 import { CANNOT_REACH } from './connection-errors';
+import { sessionLeaseDeadline, type Anchor, type LeaseClock } from './deadline';
 import type {
   AcquireRequest,
   AcquireResponse,
@@ -26,7 +33,7 @@ import type {
 } from './gen/holdfast/v1/lock';
 
 /** One operation: a SessionRequest with exactly one of these set. */
-type Operation = Pick<SessionRequest, 'acquire' | 'release' | 'renew' | 'hold'>;
+type Operation = Pick<SessionRequest, 'acquire' | 'release' | 'renew' | 'hold' | 'ping'>;
 
 /** What a lease held under a session is told. */
 export interface SessionHolder {
@@ -62,13 +69,26 @@ class OpenSession {
   readonly holdOps = new Map<string, string>(); // hold_id → op_id
   ended = false;
   readonly end: Promise<void>;
+  /** The open (performance.now() just before the stream started, received at 0) and the two latest pongs. */
+  readonly anchors: Anchor[];
+  /** How this session's lease times become deadlines on this side's clock. */
+  readonly clock: LeaseClock = (leaseStartedAfterMs, ttlMs) => sessionLeaseDeadline(this.anchors, leaseStartedAfterMs, ttlMs);
+  /** Set when this side gave up on the stream (no pong in time): the cause every operation and lease is told. */
+  cutOff?: string;
+  pinging = false;
+  pingTimer?: NodeJS.Timeout;
 
   constructor(
     readonly call: ClientDuplexStream<SessionRequest, SessionResponse>,
-    /** performance.now() just before the stream started: every lease_started_after_ms counts from it. */
-    readonly openedAt: number,
+    openedAt: number,
   ) {
+    this.anchors = [{ sentAt: openedAt, receivedAfterMs: 0 }];
     this.end = new Promise((resolve) => call.on('status', () => resolve()));
+  }
+
+  anchor(sentAt: number, receivedAfterMs: number): void {
+    this.anchors.push({ sentAt, receivedAfterMs });
+    if (this.anchors.length > 3) this.anchors.splice(1, 1);
   }
 
   send(request: Partial<SessionRequest> & { opId: string }): void {
@@ -92,14 +112,17 @@ export interface RunOptions {
   signal?: AbortSignal;
 }
 
-/** Builds a lease for a hold the session granted; `release` gives that hold back. */
-export type BuildLease<L> = (acquired: HoldAcquired, openedAt: number, giveBack: () => void) => L & SessionHolder;
+/** Builds a lease for a hold the session granted, its deadlines counted by `clock`; `giveBack` gives that hold back. */
+export type BuildLease<L> = (acquired: HoldAcquired, clock: LeaseClock, giveBack: () => void) => L & SessionHolder;
 
 /**
  * A session with no operation in flight and no lock held is closed after this long: an open stream
  * keeps the process alive, and a script that released everything must be able to exit.
  */
 export const IDLE_CLOSE_MS = 250;
+
+/** How often a session that holds locks pings, by default: the drift allowance covers at most this plus a lease. */
+export const PING_EVERY_MS = 60_000;
 
 export class SessionConnection {
   private current?: OpenSession;
@@ -110,14 +133,12 @@ export class SessionConnection {
     private readonly stub: LockServiceClient,
     private readonly address: string,
     private readonly timeoutMs: number,
+    private readonly pingEveryMs = PING_EVERY_MS,
   ) {}
 
-  /**
-   * Acquire over the session. `sentAt` is the moment its lease_started_after_ms counts from: the
-   * open of the session that answered, not when this operation was sent.
-   */
-  acquire(request: AcquireRequest, extraMs?: number): Promise<{ grant: AcquireResponse; sentAt: number }> {
-    return this.start({ acquire: request }, { extraMs }, (response, session) => ({ grant: answerOf(response, 'acquire'), sentAt: session.openedAt }));
+  /** Acquire over the session; `clock` counts its lease_started_after_ms from the session's anchors. */
+  acquire(request: AcquireRequest, extraMs?: number): Promise<{ grant: AcquireResponse; clock: LeaseClock }> {
+    return this.start({ acquire: request }, { extraMs }, (response, session) => ({ grant: answerOf(response, 'acquire'), clock: session.clock }));
   }
 
   release = (request: ReleaseRequest, extraMs?: number): Promise<ReleaseResponse> => {
@@ -140,8 +161,9 @@ export class SessionConnection {
       session.holds.set(opId, held);
       session.holdOps.set(held.holdId, opId);
       // Registered before the lease is built: a grant that arrived too late is given back at once.
-      const lease = build(acquired, session.openedAt, () => this.giveBack(session, opId));
+      const lease = build(acquired, session.clock, () => this.giveBack(session, opId));
       held.holder = lease;
+      this.pingWhileHolding(session);
       return lease;
     });
   }
@@ -156,7 +178,7 @@ export class SessionConnection {
     await session.end;
   }
 
-  private run<K extends keyof Operation>(op: Operation, key: K, options: RunOptions): Promise<NonNullable<SessionResponse[K]>> {
+  private run<K extends 'release' | 'renew'>(op: Operation, key: K, options: RunOptions): Promise<NonNullable<SessionResponse[K]>> {
     return this.start(op, options, (response) => answerOf(response, key));
   }
 
@@ -191,10 +213,10 @@ export class SessionConnection {
         session.send({ opId: this.opId(), cancel: opId });
         reject(err);
       };
-      const timer = setTimeout(
-        () => abandon(opError(status.DEADLINE_EXCEEDED, `Deadline exceeded after ${timeoutMs} ms waiting for the session's answer`)),
-        timeoutMs,
-      );
+      const timer = setTimeout(() => {
+        abandon(opError(status.DEADLINE_EXCEEDED, `Deadline exceeded after ${timeoutMs} ms waiting for the session's answer`));
+        if (!op.ping) this.probe(session); // is anyone still answering?
+      }, timeoutMs);
       timer.unref();
       signal?.addEventListener('abort', onAbort, { once: true });
       session.pending.set(opId, pending);
@@ -204,6 +226,30 @@ export class SessionConnection {
 
   private opId(): string {
     return String(this.nextOpId++);
+  }
+
+  private pingWhileHolding(session: OpenSession): void {
+    if (session.pingTimer || session.ended) return;
+    session.pingTimer = setInterval(() => {
+      if (session.holds.size > 0) this.probe(session);
+    }, this.pingEveryMs);
+    session.pingTimer.unref();
+  }
+
+  /** Pings: the pong re-anchors lease deadlines; no pong within the call timeout cuts the session off. */
+  private probe(session: OpenSession): void {
+    if (session.pinging || session.ended || session !== this.current) return;
+    session.pinging = true;
+    const sentAt = performance.now();
+    this.start({ ping: {} }, {}, (response, s) => s.anchor(sentAt, Number(answerOf(response, 'pong').receivedAfterMs))).then(
+      () => void (session.pinging = false),
+      () => {
+        session.pinging = false;
+        if (session.ended) return;
+        session.cutOff = `no answer to a ping within ${this.timeoutMs} ms: the session stream was cut off`;
+        session.call.cancel();
+      },
+    );
   }
 
   /** The open session, or a new one. */
@@ -262,9 +308,11 @@ export class SessionConnection {
     this.closeWhenIdle(session);
   }
 
-  private onEnd(session: OpenSession, end: StatusObject): void {
+  private onEnd(session: OpenSession, cause: StatusObject): void {
     session.ended = true;
+    clearInterval(session.pingTimer);
     if (this.current === session) this.current = undefined;
+    const end = session.cutOff ? { ...cause, code: status.UNAVAILABLE, details: session.cutOff } : cause;
     const ended = sessionEnded(this.address, end);
     for (const pending of session.pending.values()) {
       pending.settled();
@@ -278,7 +326,7 @@ export class SessionConnection {
   }
 }
 
-function answerOf<K extends keyof Operation>(response: SessionResponse, key: K): NonNullable<SessionResponse[K]> {
+function answerOf<K extends Exclude<keyof SessionResponse, 'opId'>>(response: SessionResponse, key: K): NonNullable<SessionResponse[K]> {
   const answer = response[key];
   if (!answer) throw new Error(`the session answered ${key} with something else`);
   return answer as NonNullable<SessionResponse[K]>;

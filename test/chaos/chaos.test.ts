@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from './paths';
 import { defaultRun, negativeControl, SHORT_FAULTS } from './profiles';
-import { section } from './report';
+import { grantsOver, section } from './report';
 import { runChaos, type ChaosResult } from './run';
 import { claimedSafe } from './tally';
 
@@ -32,6 +32,9 @@ describe('chaos, short run', () => {
     const t = claimedSafe(positive);
     expect(positive.faults.map((f) => f.cls).sort(), report).toEqual([...SHORT_FAULTS].sort());
     expect(t.grants, report).toBeGreaterThan(100);
+    // Both of the SDK's transports among the workloads: Session streams (the default) and a call each.
+    expect(grantsOver(positive, 'session'), report).toBeGreaterThan(20);
+    expect(grantsOver(positive, 'unary'), report).toBeGreaterThan(20);
     expect(
       {
         unfencedOverlaps: t.unfenced,

@@ -15,7 +15,7 @@ export type Kind = 'exclusive' | 'reader' | 'writer' | 'semaphore';
 /** One line of a worker's log (JSONL, written synchronously so a SIGKILL loses at most the line under way). */
 export type WorkerEvent =
   /** The request is about to be sent (the SDK reads its own send time just after). */
-  | { e: 'start'; op: string; lock: string; kind: Kind; api: 'hold' | 'acquire'; ttl: number; wait: number; server: number; t: number }
+  | { e: 'start'; op: string; lock: string; kind: Kind; api: 'hold' | 'acquire'; transport: Transport; ttl: number; wait: number; server: number; t: number }
   /** The client learned of the grant; `deadline` is the SDK's conservative lease end. */
   | { e: 'grant'; op: string; token: string; t: number; deadline: number }
   /** A renewal moved the SDK's deadline. */
@@ -85,6 +85,9 @@ export type FromWorker =
   | { type: 'done' };
 
 /** What a worker process is told at start (JSON in argv[2]). */
+/** The TypeScript SDK's transport option. */
+export type Transport = 'session' | 'unary';
+
 export interface WorkerConfig {
   id: string;
   seed: number;
@@ -98,6 +101,8 @@ export interface WorkerConfig {
   /** The share of Hold critical sections that are long. */
   longShare: number;
   loops: number;
+  /** How the worker's SDK reaches the servers: one Session stream per client (the default), or a call each. */
+  transport: Transport;
   /** A broken client for the negative control: ignores its lease and skips the fence. */
   careless: boolean;
   logFile: string;

@@ -2,7 +2,7 @@
 // window on the monotonic clock.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Kind, WorkerEvent } from './events';
+import type { Kind, Transport, WorkerEvent } from './events';
 
 export interface IoRecord {
   io: 'read' | 'write' | 'append';
@@ -20,6 +20,7 @@ export interface Op {
   lock: string;
   kind: Kind;
   api: 'hold' | 'acquire';
+  transport: Transport;
   wait: number;
   server: number;
   start: number;
@@ -97,8 +98,8 @@ export function readHistory(dir: string): Op[] {
         continue;
       }
       if (event.e === 'start') {
-        const { op: id, lock, kind, api, wait, server, t } = event;
-        ops.set(id, { id, worker, lock, kind, api, wait, server, start: t, ios: [], events: [event] });
+        const { op: id, lock, kind, api, transport, wait, server, t } = event;
+        ops.set(id, { id, worker, lock, kind, api, transport, wait, server, start: t, ios: [], events: [event] });
       } else {
         const op = ops.get(event.op);
         if (op) apply(op, event);

@@ -3,6 +3,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Anomaly } from './anomaly';
+import type { Transport } from './events';
 import { consistent } from './clock';
 import { claimedSafeUnder } from './faults';
 import { ROOT } from './paths';
@@ -112,6 +113,11 @@ export function machineNote(): string {
   return `Node ${process.version}, ${cores} cores, load average ${load}`;
 }
 
+/** Grants to operations whose worker's SDK used `transport`. */
+export function grantsOver(result: ChaosResult, transport: Transport): number {
+  return result.ops.filter((op) => op.transport === transport && op.grantAt !== undefined).length;
+}
+
 /** A run's section: settings, both tables, what went wrong in the processes, the first anomalies. */
 export function section(result: ChaosResult, title: string, excerpts = 3): string {
   const o = result.options;
@@ -120,6 +126,7 @@ export function section(result: ChaosResult, title: string, excerpts = 3): strin
   const notes = [
     `seed ${o.seed}, ${seconds.toFixed(0)} s of workload, ttl ${o.ttlMs} ms, ${o.replicas} replicas, ${o.workers} client processes × ${o.loops} loops, server keepalive ${o.keepaliveMs} + ${o.keepaliveMs} ms${o.serverArgs?.length ? `, \`${o.serverArgs.join(' ')}\`` : ''}${o.releaseOnDisconnect ? ', **--release-on-disconnect**' : ''}${o.careless ? `, **${o.careless} careless clients** (ignore their lease, skip the fence)` : ''}`,
     `${result.ops.length} operations, ${grants} grants (${(grants / seconds).toFixed(1)}/s), ${result.faults.length} faults; ${clockNote(result)}`,
+    `grants by the SDK's transport: ${(['session', 'unary'] as const).map((t) => `${t} ${grantsOver(result, t)}`).join(', ')}`,
   ];
   if (result.crashed.length) notes.push(`worker processes that exited by themselves: ${result.crashed.join(', ')}`);
   if (result.serverErrors.length) notes.push(`server error log lines: ${result.serverErrors.length} (first: \`${result.serverErrors[0].slice(0, 200)}\`)`);

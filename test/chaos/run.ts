@@ -10,7 +10,7 @@ import type { Anomaly } from './anomaly';
 import { check } from './checker';
 import { monoNow, type ClockSample } from './clock';
 import { RedisNode, Replica, startStorage, WorkerSlot, type StorageProcess } from './cluster';
-import type { LockSpec, StorageDump } from './events';
+import type { LockSpec, StorageDump, Transport } from './events';
 import { faultOrder, strike, type Fault, type FaultClass, type FaultTargets } from './faults';
 import { readHistory, type Op } from './history';
 import { MASTER_NAME, startTestSentinels, type TestSentinels } from '../support/sentinel';
@@ -187,6 +187,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       longShare: options.longShare ?? 0.1,
       loops: options.loops,
       careless: slot.index < options.careless,
+      // Half the workers over the SDK's default Session stream, half over a call (a Hold stream) each.
+      transport: (slot.index % 2 === 0 ? 'session' : 'unary') as Transport,
     };
     clock.push(await slot.spawn(config, logDir));
   };

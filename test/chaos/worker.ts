@@ -1,5 +1,5 @@
 // A chaos client process. Runs `loops` concurrent loops; each takes a lock through the TypeScript
-// SDK (clients/ts/dist), Hold or unary Acquire with a wait, does its critical section against the
+// SDK (clients/ts/dist), over a Session stream or a call each (config.transport), hold or acquire with a wait, does its critical section against the
 // storage service with the grant's fencing token, and gives the lock back. Everything it learns
 // goes to its log with a monotonic time; the orchestrator hears where each loop is (waiting,
 // holding) so it can strike while a lock is held or awaited.
@@ -23,6 +23,7 @@ const clients = config.addrs.map(
   (addr) =>
     new sdk.HoldfastClient(addr, {
       callTimeoutMs: 3_000,
+      transport: config.transport,
       // A restarted server should be found again within a second, not after grpc-js's 2-minute backoff cap.
       channelOptions: { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 1_000 },
     }),
@@ -228,7 +229,18 @@ async function criticalSection(op: string, p: Plan, held: Held): Promise<void> {
 
 async function runOp(loop: number, op: string, p: Plan): Promise<void> {
   const base = { loop, lock: p.lock.name, api: p.api, kind: p.kind };
-  record({ e: 'start', op, lock: p.lock.name, kind: p.kind, api: p.api, ttl: config.ttlMs, wait: p.waitMs, server: p.server, t: monoNow() });
+  record({
+    e: 'start',
+    op,
+    lock: p.lock.name,
+    kind: p.kind,
+    api: p.api,
+    transport: config.transport,
+    ttl: config.ttlMs,
+    wait: p.waitMs,
+    server: p.server,
+    t: monoNow(),
+  });
   tell({ type: 'state', status: 'waiting', ...base });
   const held = p.api === 'hold' ? await holdLease(op, p) : await acquireLock(op, p);
   if (held) {

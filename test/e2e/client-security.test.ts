@@ -38,7 +38,7 @@ function holdfast(args: string[], env: Record<string, string> = {}) {
 }
 
 describe('API key', () => {
-  it('the SDK sends it on unary calls and on Hold streams, and sends nothing without one', async () => {
+  it('the SDK sends it on unary calls and on its Session stream, and sends nothing without one', async () => {
     const client = new HoldfastClient(plain.addr, { apiKey: 'sdk-key-1' });
     await expect(client.inspect('a')).rejects.toMatchObject({ details: 'recorded by the test server' });
     await expect(client.hold('a')).rejects.toThrow();
@@ -48,7 +48,7 @@ describe('API key', () => {
     keyless.close();
     expect(plain.calls.slice(-3)).toEqual([
       { method: 'inspect', authorization: ['Bearer sdk-key-1'], subject: undefined },
-      { method: 'hold', authorization: ['Bearer sdk-key-1'], subject: undefined },
+      { method: 'session', authorization: ['Bearer sdk-key-1'], subject: undefined },
       { method: 'inspect', authorization: [], subject: undefined },
     ]);
   });
@@ -61,7 +61,7 @@ describe('API key', () => {
     expect(await holdfast(['exec', 'x', '--addr', plain.addr, '--', 'true'], { HOLDFAST_API_KEY: 'cli-env-key' })).toMatchObject({ code: 1 });
     expect(plain.calls.slice(-2).map((c) => [c.method, c.authorization])).toEqual([
       ['inspect', ['Bearer cli-flag-key']],
-      ['hold', ['Bearer cli-env-key']],
+      ['session', ['Bearer cli-env-key']],
     ]);
   });
 });

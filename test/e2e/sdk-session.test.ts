@@ -18,7 +18,7 @@ let other: HoldfastClient;
 
 beforeAll(() => {
   client = new HoldfastClient(env.servers[0].addr, { transport: 'session' });
-  other = new HoldfastClient(env.servers[0].addr);
+  other = new HoldfastClient(env.servers[0].addr, { transport: 'unary' });
 });
 afterAll(() => {
   client?.close();
@@ -139,7 +139,7 @@ describe('over a session', () => {
     }
   });
 
-  it('counts a lease from the session’s open, never past the lease in Redis, however old the session', async () => {
+  it('counts a lease from the session’s anchors, never past the lease in Redis, however old the session', async () => {
     const aged = new HoldfastClient(env.servers[0].addr, { transport: 'session' });
     try {
       const keepOpen = await aged.hold(uniqueName(), { ttlMs: 5_000 }); // opens the session, and a held lock keeps it open
@@ -228,7 +228,7 @@ describe('when the server process is frozen', () => {
   it('fails an operation after the call timeout, as the unary call does', async () => {
     const server = await startServerProcess(env.redis.url);
     const viaSession = new HoldfastClient(server.addr, { transport: 'session', callTimeoutMs: 500 });
-    const viaUnary = new HoldfastClient(server.addr, { callTimeoutMs: 500 });
+    const viaUnary = new HoldfastClient(server.addr, { transport: 'unary', callTimeoutMs: 500 });
     try {
       await (await viaSession.acquire(uniqueName())).release(); // both connected
       await (await viaUnary.acquire(uniqueName())).release();
@@ -244,6 +244,57 @@ describe('when the server process is frozen', () => {
       viaUnary.close();
       await server.stop('SIGKILL');
     }
+  });
+});
+
+describe('a session cut off without an error (the server frozen)', () => {
+  it('finds it by a ping unanswered within the call timeout: held leases are lost at once, and the next operation opens a new session', async () => {
+    const server = await startServerProcess(env.redis.url);
+    const cut = new HoldfastClient(server.addr, { callTimeoutMs: 1_000 });
+    try {
+      const name = uniqueName();
+      const lease = await cut.hold(name, { ttlMs: 60_000 });
+      process.kill(server.pid, 'SIGSTOP');
+      const stuck = await cut.acquire(uniqueName()).catch((e: unknown) => e);
+      expect(stuck).toMatchObject({ code: 4 }); // DEADLINE_EXCEEDED after 1 s; then the ping goes out
+      const reason = await abortReason<LeaseLostError>(lease.signal);
+      expect(reason).toMatchObject({ lockName: name, source: 'stream', message: expect.stringContaining('no answer to a ping within 1000 ms') });
+      expect(Date.now()).toBeLessThan(lease.expiresAt); // long before its 60 s lease could end
+      process.kill(server.pid, 'SIGCONT');
+      // The server heard the cancel (its client was alive) or will let the lease run out: either
+      // way the next operation goes over a new session.
+      const again = await cut.acquire(uniqueName(), { ttlMs: 5_000 });
+      await again.release();
+    } finally {
+      cut.close();
+      await server.stop('SIGKILL');
+    }
+  });
+});
+
+describe('pings while holding locks', () => {
+  it('anchor the leases’ deadlines at the latest pongs, which never pass the lease in Redis', async () => {
+    const pinging = new HoldfastClient(env.servers[0].addr, { sessionPingMs: 200 });
+    try {
+      const name = uniqueName();
+      const lease = await pinging.hold(name, { ttlMs: 1_500 });
+      // Internal state: the pongs it has (the open, then the two latest pongs).
+      const anchors = () => (pinging as unknown as { session: { current?: { anchors: { sentAt: number }[] } } }).session.current?.anchors ?? [];
+      await expect.poll(() => anchors().length, { timeout: 10_000 }).toBe(3);
+      const firstPong = anchors()[1].sentAt;
+      await expect.poll(() => anchors()[1].sentAt, { timeout: 10_000 }).toBeGreaterThan(firstPong); // kept moving
+      await expect.poll(() => lease.expiresAt, { timeout: 10_000 }).toBeGreaterThan(Date.now() + 500); // renewed meanwhile
+      const expiry = Number(await env.redis.client.zscore(lockKeys('hf', name).holders, lease.token));
+      expect(lease.expiresAt).toBeLessThanOrEqual(expiry);
+      expect(lease.signal.aborted).toBe(false);
+      await lease.release();
+    } finally {
+      pinging.close();
+    }
+  });
+
+  it('refuses a bad ping interval, naming the option', () => {
+    expect(() => new HoldfastClient('127.0.0.1:1', { sessionPingMs: 0 })).toThrow(/sessionPingMs must be a whole number of ms above 0, got 0/);
   });
 });
 
