@@ -30,7 +30,8 @@ def _with_key(details, header):
                         getattr(details, "wait_for_ready", None), getattr(details, "compression", None))
 
 
-class _ApiKey(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+class _ApiKey(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
+              grpc.StreamStreamClientInterceptor):
     def __init__(self, api_key):
         self._header = ("authorization", f"Bearer {api_key}")
 
@@ -39,6 +40,9 @@ class _ApiKey(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientIntercepto
 
     def intercept_unary_stream(self, continuation, details, request):
         return continuation(_with_key(details, self._header), request)
+
+    def intercept_stream_stream(self, continuation, details, request_iterator):
+        return continuation(_with_key(details, self._header), request_iterator)
 
 
 class _AsyncUnaryKey(grpc.aio.UnaryUnaryClientInterceptor):

@@ -115,11 +115,7 @@ class LeaseState:
             confirmed, what = response.renewed, "a renewal"
         else:
             return None
-        return self._confirm(self._confirmed_deadline(confirmed), what)
-
-    def _confirmed_deadline(self, confirmed):
-        """The deadline a grant or renewal vouches for: counted from when the Hold request was sent."""
-        return lease_deadline(self._sent_at, confirmed.lease_started_after_ms, confirmed.ttl_ms)
+        return self._confirm(lease_deadline(self._sent_at, confirmed.lease_started_after_ms, confirmed.ttl_ms), what)
 
     def _confirm(self, deadline, what):
         """Moves the deadline forward to `deadline`; returns (reason, code) when the lease is lost by then."""
