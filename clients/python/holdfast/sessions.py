@@ -20,6 +20,7 @@ every lock at once, and the leases end released, not lost. A closed Session refu
 
 import collections
 import itertools
+import math
 import threading
 import time
 
@@ -264,21 +265,34 @@ class Session:
                 for op_id, lease in list(stream.holds.items()):
                     if deadline_passed(lease._deadline, now):
                         self._drop(stream, op_id, (PAST_DEADLINE, _UNSPECIFIED))
-                if stream.ping is not None and now >= stream.ping[1] + self._timeout_s and not stream.closing:
-                    self._end(stream, f"no answer to a ping within {self._timeout_s:g} s: the stream is cut off",
-                              grpc.StatusCode.UNAVAILABLE)
-                    break
-                if stream.holds and stream.ping is None and now >= stream.next_ping_at and not stream.closing:
-                    stream.ping = (next(self._op_ids), time.monotonic())  # sent_at: no later than it leaves
-                    stream.next_ping_at = stream.ping[1] + self._ping_interval_s
-                    stream.send(stream.ping[0], ping=lock_pb2.SessionPing())
                 wakes = [lease._deadline for lease in stream.holds.values()]
-                if stream.ping is not None:
-                    wakes.append(stream.ping[1] + self._timeout_s)
-                elif stream.holds:
-                    wakes.append(stream.next_ping_at)
-                self._cond.wait(max(0.0, min(wakes) - time.monotonic()) if wakes else None)
+                if not stream.closing:  # after close() the server's end is awaited, no pong
+                    wake = self._ping(stream, now)
+                    if wake is None:
+                        break
+                    wakes.append(wake)
+                wake = min(wakes, default=math.inf)
+                self._cond.wait(None if wake == math.inf else max(0.0, wake - time.monotonic()))
         stream.call.cancel()  # a no-op once it has ended; cuts off a silent one
+
+    def _ping(self, stream, now):
+        """Pings when due; cuts the stream off (returns None) when a pong is overdue. Returns when to look
+        again (infinity when nothing is held and no pong is awaited)."""
+        if stream.ping is not None:
+            due = stream.ping[1] + self._timeout_s
+            if now < due:
+                return due
+            self._end(stream, f"no answer to a ping within {self._timeout_s:g} s: the stream is cut off",
+                      grpc.StatusCode.UNAVAILABLE)
+            return None
+        if not stream.holds:
+            return math.inf
+        if now < stream.next_ping_at:
+            return stream.next_ping_at
+        stream.ping = (next(self._op_ids), time.monotonic())  # sent_at: read before the ping leaves
+        stream.next_ping_at = stream.ping[1] + self._ping_interval_s
+        stream.send(stream.ping[0], ping=lock_pb2.SessionPing())
+        return stream.ping[1] + self._timeout_s
 
     def _end(self, stream, cause, code):
         """The stream is over (the caller holds the lock): operations in flight fail, leases are lost."""
