@@ -1,11 +1,12 @@
 """One Session stream's state (docs/sessions.md): its outgoing queue, the operations in flight by
 op_id, the leases it holds by the op_id of their hold, its deadline anchors and its ping.
 
-holdfast.sessions.Session changes all of it under its one lock; this module keeps no lock itself.
+holdfast.session_core changes all of it (under the threaded Session's lock); this module keeps no
+lock itself. Stream feeds a grpc channel from a queue, AsyncStream a grpc.aio one.
 """
 
+import asyncio
 import queue
-import threading
 import time
 
 import grpc
@@ -48,9 +49,9 @@ class Pending:
 
     __slots__ = ("request", "done", "response", "error", "abandoned")
 
-    def __init__(self, request):
+    def __init__(self, request, done):
         self.request = request  # the operation's own message (an AcquireRequest, a HoldRequest, ...)
-        self.done = threading.Event()
+        self.done = done  # a threading.Event or an asyncio.Event, set with the answer
         self.response = None
         self.error = None
         self.abandoned = False  # its caller stopped waiting: a grant that comes anyway is given back
@@ -64,8 +65,10 @@ class Stream:
     """One open Session call. `opened_at` (time.monotonic(), read just before the call started) is
     the first anchor: every lease time of the stream counts from when the server received it."""
 
+    _new_queue = queue.SimpleQueue
+
     def __init__(self, stub, ping_interval_s):
-        self._outgoing = queue.SimpleQueue()
+        self._outgoing = self._new_queue()
         self.anchors = Anchors(time.monotonic())
         self.call = stub.Session(self._requests())
         self.pending = {}  # op_id -> Pending
@@ -77,20 +80,37 @@ class Stream:
         self.renewed_messages = 0
         self.pongs = 0
         self.last_renewed = None
-        self.threads = []
+        self.tasks = []  # the reader's and the keeper's thread (or asyncio task)
 
     def send(self, op_id, **operation):
         """Queues one SessionRequest (nothing once the stream has ended)."""
         if not self.ended:
-            self._outgoing.put(lock_pb2.SessionRequest(op_id=op_id, **operation))
+            self._outgoing.put_nowait(lock_pb2.SessionRequest(op_id=op_id, **operation))
 
     def half_close(self):
         """Ends the request side after what is queued; also frees gRPC's thread reading the queue."""
-        self._outgoing.put(_HALF_CLOSE)
+        self._outgoing.put_nowait(_HALF_CLOSE)
 
     def _requests(self):
         while True:
             request = self._outgoing.get()
+            if request is _HALF_CLOSE:
+                return
+            yield request
+
+
+class AsyncStream(Stream):
+    """A Stream on a grpc.aio channel (created inside the running event loop)."""
+
+    _new_queue = asyncio.Queue
+
+    def __init__(self, stub, ping_interval_s):
+        super().__init__(stub, ping_interval_s)
+        self.moved = asyncio.Event()  # the keeper looks again when it is set
+
+    async def _requests(self):
+        while True:
+            request = await self._outgoing.get()
             if request is _HALF_CLOSE:
                 return
             yield request

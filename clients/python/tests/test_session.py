@@ -44,7 +44,7 @@ def in_thread(work):
 class ManyLocksTest(support.ServerTestCase):
     def test_many_locks_one_heartbeat_then_a_clean_close_frees_them_all(self):
         names = [support.random_name("py-many") for _ in range(MANY)]
-        ttl_ms = 900
+        ttl_ms = 1500
         session = holdfast.session(self.channel)
         with futures.ThreadPoolExecutor(16) as pool:  # many holds in flight at once, answered in any order
             leases = list(pool.map(lambda name: session.hold(name, ttl_ms=ttl_ms, wait_ms=2000, owner="py-session"),
@@ -55,7 +55,7 @@ class ManyLocksTest(support.ServerTestCase):
         self.assertEqual(before.locks, MANY)
         started = time.monotonic()
         # Several renewal ticks (each lock is renewed about every third of its ttl).
-        wait_until(self, lambda: session.stats().renewed_messages >= before.renewed_messages + 6, "six renewal ticks")
+        wait_until(self, lambda: session.stats().renewed_messages >= before.renewed_messages + 5, "five renewal ticks")
         elapsed_s = time.monotonic() - started
         stats = session.stats()
         self.assertEqual(stats.last_renewed.locks, MANY)
@@ -181,10 +181,11 @@ class KilledServerTest(OwnServerTestCase):
         self.assertIsInstance(error, holdfast.HoldfastError, outcome)
         self.assertIn(f"holdfast at {self.processes.addr}", str(error))
         self.assertIn("it may or may not have taken effect", str(error))
-        # The next operation opens a new stream, and says why it fails.
+        # The next operation opens a new stream, and says why it fails (refused, or reset while connecting).
         with self.assertRaises(holdfast.HoldfastError) as next_error:
             session.inspect(busy)
-        self.assertIn("connection refused", str(next_error.exception))
+        self.assertEqual(next_error.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        self.assertIn(f"holdfast at {self.processes.addr}", str(next_error.exception))
 
 
 class FrozenServerTest(OwnServerTestCase):
@@ -208,14 +209,21 @@ class FrozenServerTest(OwnServerTestCase):
         session.close()
 
 
-class ProxiedTest(OwnServerTestCase):
-    """A session through support.StallingProxy, with the ping interval lowered."""
+class ProxiedServerTestCase(OwnServerTestCase):
+    """`proxy`: a support.StallingProxy in front of the server; `direct`: a channel around it."""
 
     def setUp(self):
         super().setUp()
         self.direct = self.channel
         self.proxy = support.StallingProxy(self.processes.addr)
         self.addCleanup(self.proxy.close)
+
+
+class ProxiedTest(ProxiedServerTestCase):
+    """A session through the proxy, with the ping interval lowered."""
+
+    def setUp(self):
+        super().setUp()
         self.proxied = holdfast.channel(self.proxy.addr)
         self.addCleanup(self.proxied.close)
         grpc.channel_ready_future(self.proxied).result(timeout=WAIT_S)
@@ -260,7 +268,7 @@ class ProxiedTest(OwnServerTestCase):
                     wait_until(self, lambda: session.stats().pongs >= 2, "two pongs")
                 seen = session.stats().renewed_messages
                 wait_until(self, lambda: session.stats().renewed_messages >= seen + 2, "renewals after the pongs")
-                with session._cond:  # one consistent look at the stats and the lease
+                with session._lock:  # one consistent look at the stats and the lease
                     stats, deadline = session.stats(), lease.deadline
                 renewed = stats.last_renewed
                 from_open = lease_deadline(stats.opened_at, renewed.lease_started_after_ms, renewed.ttl_ms)
