@@ -109,8 +109,16 @@ class ApiKeyTest(unittest.TestCase):
         with holdfast.channel(self.addr, api_key="py-session-key") as channel, holdfast.session(channel) as session:
             with self.assertRaises(holdfast.HoldfastError):  # the recorder answers UNIMPLEMENTED
                 session.inspect("x")
+
+        async def inspect():
+            async with holdfast.aio_channel(self.addr, api_key="py-asession-key") as channel:
+                async with holdfast.asession(channel) as session:
+                    with self.assertRaises(holdfast.HoldfastError):
+                        await session.inspect("x")
+        asyncio.run(inspect())
         self.assertEqual([(method.rsplit("/", 1)[-1], metadata.get("authorization"))
-                          for method, metadata in self.recorder.calls], [("Session", "Bearer py-session-key")])
+                          for method, metadata in self.recorder.calls],
+                         [("Session", "Bearer py-session-key"), ("Session", "Bearer py-asession-key")])
 
 
 if __name__ == "__main__":
