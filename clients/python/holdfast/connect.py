@@ -30,7 +30,8 @@ def _with_key(details, header):
                         getattr(details, "wait_for_ready", None), getattr(details, "compression", None))
 
 
-class _ApiKey(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+class _ApiKey(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
+              grpc.StreamStreamClientInterceptor):
     def __init__(self, api_key):
         self._header = ("authorization", f"Bearer {api_key}")
 
@@ -39,6 +40,9 @@ class _ApiKey(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientIntercepto
 
     def intercept_unary_stream(self, continuation, details, request):
         return continuation(_with_key(details, self._header), request)
+
+    def intercept_stream_stream(self, continuation, details, request_iterator):
+        return continuation(_with_key(details, self._header), request_iterator)
 
 
 class _AsyncUnaryKey(grpc.aio.UnaryUnaryClientInterceptor):
@@ -56,6 +60,14 @@ class _AsyncStreamKey(grpc.aio.UnaryStreamClientInterceptor):
 
     async def intercept_unary_stream(self, continuation, details, request):
         return await continuation(_with_key(details, self._header), request)
+
+
+class _AsyncSessionKey(grpc.aio.StreamStreamClientInterceptor):
+    def __init__(self, header):
+        self._header = header
+
+    async def intercept_stream_stream(self, continuation, details, request_iterator):
+        return await continuation(_with_key(details, self._header), request_iterator)
 
 
 def _tls(ca, cert, key, server_name, tls, options):
@@ -86,7 +98,7 @@ def aio_channel(addr, *, ca=None, cert=None, key=None, server_name=None, tls=Fal
     check_address(addr)
     credentials, options = _tls(ca, cert, key, server_name, tls, options)
     header = ("authorization", f"Bearer {api_key}")
-    interceptors = [_AsyncUnaryKey(header), _AsyncStreamKey(header)] if api_key else None
+    interceptors = [_AsyncUnaryKey(header), _AsyncStreamKey(header), _AsyncSessionKey(header)] if api_key else None
     if credentials:
         return remember_address(grpc.aio.secure_channel(addr, credentials, options, interceptors=interceptors), addr)
     return remember_address(grpc.aio.insecure_channel(addr, options, interceptors=interceptors), addr)

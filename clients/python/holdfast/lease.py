@@ -115,7 +115,10 @@ class LeaseState:
             confirmed, what = response.renewed, "a renewal"
         else:
             return None
-        deadline = lease_deadline(self._sent_at, confirmed.lease_started_after_ms, confirmed.ttl_ms)
+        return self._confirm(lease_deadline(self._sent_at, confirmed.lease_started_after_ms, confirmed.ttl_ms), what)
+
+    def _confirm(self, deadline, what):
+        """Moves the deadline forward to `deadline`; returns (reason, code) when the lease is lost by then."""
         self._deadline = later_deadline(self._deadline, deadline)
         if deadline_passed(self._deadline, time.monotonic()):
             return f"{what} arrived after the lease could have ended", lock_pb2.LOST_REASON_UNSPECIFIED

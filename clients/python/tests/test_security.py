@@ -105,6 +105,21 @@ class ApiKeyTest(unittest.TestCase):
         self.assertIn(("Hold", "Bearer py-aio-key"), seen[2:-1])
         self.assertEqual(seen[-1], ("Inspect", None))
 
+    def test_sent_on_the_session_stream(self):
+        with holdfast.channel(self.addr, api_key="py-session-key") as channel, holdfast.session(channel) as session:
+            with self.assertRaises(holdfast.HoldfastError):  # the recorder answers UNIMPLEMENTED
+                session.inspect("x")
+
+        async def inspect():
+            async with holdfast.aio_channel(self.addr, api_key="py-asession-key") as channel:
+                async with holdfast.asession(channel) as session:
+                    with self.assertRaises(holdfast.HoldfastError):
+                        await session.inspect("x")
+        asyncio.run(inspect())
+        self.assertEqual([(method.rsplit("/", 1)[-1], metadata.get("authorization"))
+                          for method, metadata in self.recorder.calls],
+                         [("Session", "Bearer py-session-key"), ("Session", "Bearer py-asession-key")])
+
 
 if __name__ == "__main__":
     unittest.main()
