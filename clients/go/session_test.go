@@ -350,3 +350,27 @@ func TestSessionPongMovesTheAnchor(t *testing.T) {
 		t.Fatalf("latest pong anchor %+v, want one after the open", latest)
 	}
 }
+
+// The server's `lost` for one hold ends that lease alone, as Hold's lost event does.
+func TestSessionLostReportedForItsHoldOnly(t *testing.T) {
+	client, redisAddr, addr := sharedServerAt(t)
+	s := openTestSession(t, dial(t, addr), SessionOptions{})
+	leases := holdMany(t, s, randomName(t), 2, Options{TTL: 600 * time.Millisecond, Wait: time.Second})
+	if _, err := redisCommand(redisAddr, append([]string{"DEL"}, lockKeys(leases[0].Name())...)...); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, leases[0])
+	var lost *LostError
+	if !errors.As(leases[0].Err(), &lost) || lost.Code != holdfastv1.LostReason_LOST_REASON_EXPIRED {
+		t.Fatalf("Err() = %v, want a LostError with LOST_REASON_EXPIRED", leases[0].Err())
+	}
+	if err := leases[0].Release(); !errors.As(err, &lost) {
+		t.Fatalf("Release after loss = %v, want the LostError", err)
+	}
+	// The other lease goes on being renewed.
+	kept := leases[1].Deadline()
+	waitUntil(t, "a renewal of the other lease", func() bool { return leases[1].Deadline().After(kept) })
+	if err := leases[1].Err(); err != nil || len(holders(t, client, leases[1].Name()).Holders) != 1 {
+		t.Fatalf("the other lease: %v", err)
+	}
+}
