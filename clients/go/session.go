@@ -130,7 +130,7 @@ func (s *Session) Stats() SessionStats {
 // connection) and returns an error.
 func (s *Session) Close() error {
 	s.mu.Lock()
-	if s.ended != nil {
+	if s.ended != nil || s.closing {
 		s.mu.Unlock()
 		<-s.done
 		return nil

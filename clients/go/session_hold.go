@@ -93,5 +93,8 @@ func (h *sessionHold) giveBack(_ *Lease, held bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	_, err := h.session.Release(ctx, h.releaseRequest())
+	if errors.Is(err, ErrSessionClosed) {
+		return nil // Close frees every lock of the session
+	}
 	return err
 }

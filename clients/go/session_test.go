@@ -236,7 +236,7 @@ func checkInFlightError(t *testing.T, err error, addr string) {
 	t.Helper()
 	var ended *SessionEndedError
 	if !errors.As(err, &ended) || !ended.InFlight || !strings.Contains(err.Error(), addr) ||
-		!strings.Contains(err.Error(), "may or may not have taken effect") {
+		!strings.Contains(err.Error(), "may or may not have taken effect") || status.Code(err) != codes.Unavailable {
 		t.Fatalf("in-flight operation: %v, want a SessionEndedError naming %s that may or may not have taken effect", err, addr)
 	}
 }
@@ -298,7 +298,7 @@ func TestSessionCutOffFoundByThePing(t *testing.T) {
 	proxy := startProxy(t, p.addr)
 	proxied := dial(t, proxy.addr)
 	s := openTestSession(t, proxied, SessionOptions{CallTimeout: 500 * time.Millisecond})
-	leases := holdMany(t, s, randomName(t), 3, Options{TTL: 10 * time.Second, Wait: time.Second})
+	leases := holdMany(t, s, randomName(t), 3, Options{TTL: 20 * time.Second, Wait: time.Second})
 	waitUntil(t, "a pong", func() bool { return s.Stats().Pongs > 0 })
 	inFlight := queueBehind(t, s, direct)
 	proxy.stall()
