@@ -93,6 +93,9 @@ func (h *holdStream) streamEnded(err error) {
 	h.lease.end(&LostError{Name: h.lease.name, Reason: reason})
 }
 
+// lost leaves the stream open: Release ends it, as it always did.
+func (h *holdStream) lost(*Lease) {}
+
 // giveBack releases exactly this stream's hold when it is held, then ends the stream.
 func (h *holdStream) giveBack(l *Lease, held bool) error {
 	var err error

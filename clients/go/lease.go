@@ -88,6 +88,8 @@ type leaseKeeper interface {
 	// giveBack returns the hold (with its token and hold id) when held is true, or lets the server
 	// drop it when the lease was lost; then the lease hears nothing more from the keeper.
 	giveBack(l *Lease, held bool) error
+	// lost is told once the lease is lost, whoever found out; it must not wait.
+	lost(l *Lease)
 }
 
 func newLease(client holdfastv1.LockServiceClient, name string, grant *holdfastv1.HoldAcquired, keeper leaseKeeper) *Lease {
@@ -210,8 +212,8 @@ func (l *Lease) isReleasing() bool {
 // end records why the lease ended (the first reason wins) and closes Done.
 func (l *Lease) end(err error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.err != nil {
+		l.mu.Unlock()
 		return
 	}
 	l.err = err
@@ -219,6 +221,10 @@ func (l *Lease) end(err error) {
 		l.timer.Stop()
 	}
 	close(l.done)
+	l.mu.Unlock()
+	if lost := (*LostError)(nil); errors.As(err, &lost) {
+		l.keeper.lost(l)
+	}
 }
 
 // Release gives back exactly this lease's hold (Release with the token and hold id; over the

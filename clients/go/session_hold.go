@@ -80,6 +80,14 @@ func (h *sessionHold) releaseRequest() *holdfastv1.ReleaseRequest {
 	return &holdfastv1.ReleaseRequest{Name: h.lease.name, Token: h.lease.token, HoldId: h.lease.holdID}
 }
 
+// lost gives back a hold whose lease this side found lost (its deadline passed, or a grant or
+// renewal came too late) while the session still keeps it: nobody counts on it any more.
+func (h *sessionHold) lost(*Lease) {
+	if h.session.forget(h.opID) != nil {
+		go h.session.releaseQuietly(h.releaseRequest())
+	}
+}
+
 // giveBack releases exactly this hold over the session (waiting for the answer when it was held);
 // forgotten first, so that the server's `lost` (RELEASED) that follows is not taken for a loss.
 func (h *sessionHold) giveBack(_ *Lease, held bool) error {
