@@ -124,10 +124,10 @@ func (s *Session) Stats() SessionStats {
 	return stats
 }
 
-// Close ends the session cleanly: operations in flight are answered, then the server releases
-// every lock held under it at once and its leases end with ErrReleased. It waits for the stream's
-// end at most the call timeout; then it cancels the stream (which frees the locks too, on a live
-// connection) and returns an error.
+// Close ends the session cleanly: operations in flight are answered (waits included), then the
+// server releases every lock held under it at once; its leases end with ErrReleased. It waits for
+// the stream's end at most the call timeout; then it cancels the stream (which frees the locks
+// too, on a live connection; otherwise they run out) and returns an error.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	if s.ended != nil || s.closing {
@@ -218,7 +218,7 @@ func (s *Session) streamEnded(err error) {
 	if s.ended == nil {
 		s.ended = s.endedBy(err)
 	}
-	ended, closed := s.ended, s.closing && err == io.EOF
+	ended, closed := s.ended, s.closing // after Close nobody counts on the leases: released
 	pending, holds := s.pending, s.holds
 	s.pending, s.holds = map[uint64]*pendingOp{}, map[uint64]*sessionHold{}
 	s.mu.Unlock()
