@@ -98,7 +98,7 @@ func OpenSession(ctx context.Context, conn grpc.ClientConnInterface, opts Sessio
 		anchors: newSessionAnchors(openedAt),
 	}
 	go s.read()
-	go s.pingWhileHolding()
+	go s.pingWhileHolding(sessionPingInterval) // read here, where tests set it
 	return s, nil
 }
 

@@ -10,9 +10,9 @@ import (
 	holdfastv1 "github.com/holdfast/holdfast/clients/go/gen/holdfast/v1"
 )
 
-// pingWhileHolding pings every sessionPingInterval while the session holds locks.
-func (s *Session) pingWhileHolding() {
-	ticker := time.NewTicker(sessionPingInterval)
+// pingWhileHolding pings every interval while the session holds locks.
+func (s *Session) pingWhileHolding(interval time.Duration) {
+	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
 		select {
