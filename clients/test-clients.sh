@@ -98,6 +98,7 @@ step "python fencing example" "$PYTHON" clients/python/examples/fenced_storage.p
 step "go lint (gofmt -l, go vet)" clients/go/lint.sh
 step "go test" clients/go/go.sh test -count=1 -v ./...
 step "go example" clients/go/go.sh run ./examples/hold --addr "$addr" "go-$example_name"
+step "go session example" clients/go/go.sh run ./examples/session --addr "$addr" "gosess-$example_name"
 step "go client installs offline by its README" clients/go/test-install.sh
 step "go fencing example (a stale write refused)" clients/go/go.sh run ./examples/fenced --addr "$addr" "gofence-$example_name"
 refused() { ! "$@" 2>"$logs/refused.err" && grep -q "$expected" "$logs/refused.err"; }

@@ -1,6 +1,7 @@
 // Package holdfast is the Go client of the holdfast lock server: Hold keeps a lock through the
-// Hold stream and reports, on Done, the moment the lease can no longer be trusted. That moment is
-// LeaseDeadline of the latest confirmation (see deadline.go); it only moves forward, and a grant or
+// Hold stream, Session.Hold keeps many under one session stream, and each Lease reports, on Done,
+// the moment it can no longer be trusted. That moment is LeaseDeadline of the latest confirmation
+// (see deadline.go; a session's: session_deadline.go); it only moves forward, and a grant or
 // renewal that arrives after its own deadline ends the lease at once.
 //
 // The generated stubs are in github.com/holdfast/holdfast/clients/go/gen/holdfast/v1.
@@ -10,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
@@ -66,19 +66,15 @@ const (
 	localDeadlineReason = "no renewal was confirmed before the local deadline"
 )
 
-// Lease is one grant kept alive by an open Hold stream.
+// Lease is one grant kept alive by its own Hold stream (Hold) or by a session (Session.Hold).
 type Lease struct {
-	ctx          context.Context
 	client       holdfastv1.LockServiceClient
 	name         string
 	token        string
 	holdID       string
 	fencingToken uint64
-	sentAt       time.Time
-	stream       holdfastv1.LockService_HoldClient
-	cancel       context.CancelFunc
+	keeper       leaseKeeper
 	done         chan struct{}
-	readerDone   chan struct{}
 
 	mu        sync.Mutex
 	deadline  time.Time
@@ -87,51 +83,38 @@ type Lease struct {
 	releasing bool
 }
 
-// Hold acquires name through the Hold stream and keeps it until Release, ctx's end, or loss.
-// It returns ErrNotAcquired when the lock is not granted within opts.Wait.
-func Hold(ctx context.Context, client holdfastv1.LockServiceClient, name string, opts Options) (*Lease, error) {
+// leaseKeeper is what keeps a lease's hold on the server: a Hold stream of its own, or a session.
+type leaseKeeper interface {
+	// giveBack returns the hold (with its token and hold id) when held is true, or lets the server
+	// drop it when the lease was lost; then the lease hears nothing more from the keeper.
+	giveBack(l *Lease, held bool) error
+	// lost is told once the lease is lost, whoever found out; it must not wait.
+	lost(l *Lease)
+}
+
+func newLease(client holdfastv1.LockServiceClient, name string, grant *holdfastv1.HoldAcquired, keeper leaseKeeper) *Lease {
+	return &Lease{
+		client: client, name: name, token: grant.Token, holdID: grant.HoldId, fencingToken: grant.FencingToken,
+		keeper: keeper, done: make(chan struct{}),
+	}
+}
+
+// holdRequest is the HoldRequest that opts ask for.
+func holdRequest(name string, opts Options) *holdfastv1.HoldRequest {
 	mode := holdfastv1.LockMode_LOCK_MODE_EXCLUSIVE
 	if opts.Shared {
 		mode = holdfastv1.LockMode_LOCK_MODE_SHARED
 	}
-	streamCtx, cancel := context.WithCancel(ctx)
-	sentAt := time.Now() // the lease's anchor: no later than the request leaves
-	stream, err := client.Hold(streamCtx, &holdfastv1.HoldRequest{
+	return &holdfastv1.HoldRequest{
 		Name: name, Owner: opts.Owner, TtlMs: opts.TTL.Milliseconds(), WaitTimeoutMs: opts.Wait.Milliseconds(),
 		Mode: mode, Limit: opts.Limit, MaxHoldMs: opts.MaxHold.Milliseconds(), ReleaseOnDisconnect: opts.ReleaseOnDisconnect,
 		Value: opts.Value,
-	})
-	if err != nil {
-		cancel()
-		return nil, err
 	}
-	// A server that never answers must not keep the caller past its wait.
-	giveUp := time.AfterFunc(opts.Wait+acquireGrace, cancel)
-	first, err := stream.Recv()
-	if !giveUp.Stop() || isDeadlineExceeded(err) {
-		cancel()
-		return nil, fmt.Errorf("%w: %q within %v", ErrNotAcquired, name, opts.Wait)
-	}
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	grant := first.GetAcquired()
-	if grant == nil {
-		cancel()
-		return nil, fmt.Errorf("holdfast: lock %q: Hold's first event was %T, not acquired", name, first.GetEvent())
-	}
-	lease := &Lease{
-		ctx: ctx, client: client, name: name, token: grant.Token, holdID: grant.HoldId, fencingToken: grant.FencingToken,
-		sentAt: sentAt, stream: stream, cancel: cancel, done: make(chan struct{}), readerDone: make(chan struct{}),
-	}
-	lease.confirm(grant.LeaseStartedAfterMs, grant.TtlMs, "the grant")
-	if err := lease.Err(); err != nil {
-		cancel() // frees the hold at once if the server still keeps it and can hear us
-		return nil, err
-	}
-	go lease.read()
-	return lease, nil
+}
+
+// notAcquired is the error for a hold not granted within opts.Wait.
+func notAcquired(name string, opts Options) error {
+	return fmt.Errorf("%w: %q within %v", ErrNotAcquired, name, opts.Wait)
 }
 
 // Name is the lock's name.
@@ -177,10 +160,9 @@ func (l *Lease) Deadline() time.Time {
 	return l.deadline
 }
 
-// confirm moves the deadline forward to what a grant or renewal vouches for; a confirmation
-// whose deadline has already passed ends the lease.
-func (l *Lease) confirm(leaseStartedAfterMs, ttlMs int64, what string) {
-	deadline := LeaseDeadline(l.sentAt, time.Duration(leaseStartedAfterMs)*time.Millisecond, time.Duration(ttlMs)*time.Millisecond)
+// confirmDeadline moves the deadline forward to what a grant or renewal vouches for; a
+// confirmation whose deadline has already passed ends the lease.
+func (l *Lease) confirmDeadline(deadline time.Time, what string) {
 	if late := l.moveDeadline(deadline); late {
 		l.end(&LostError{Name: l.name, Reason: what + " arrived after the lease could have ended"})
 	}
@@ -220,45 +202,18 @@ func (l *Lease) checkDeadline() {
 	}
 }
 
-func (l *Lease) read() {
-	defer close(l.readerDone)
-	for {
-		event, err := l.stream.Recv()
-		if err != nil {
-			l.streamEnded(err)
-			return
-		}
-		if renewed := event.GetRenewed(); renewed != nil {
-			l.confirm(renewed.LeaseStartedAfterMs, renewed.TtlMs, "a renewal")
-		} else if lost := event.GetLost(); lost != nil {
-			l.end(&LostError{Name: l.name, Reason: lost.Reason, Code: lost.Code})
-		}
-	}
-}
-
-func (l *Lease) streamEnded(err error) {
+// isReleasing says whether Release has begun (the keeper's end is then no loss).
+func (l *Lease) isReleasing() bool {
 	l.mu.Lock()
-	releasing := l.releasing
-	l.mu.Unlock()
-	if releasing {
-		return
-	}
-	if l.ctx.Err() != nil {
-		l.end(l.ctx.Err())
-		return
-	}
-	reason := "the Hold stream ended"
-	if err != io.EOF {
-		reason = fmt.Sprintf("the Hold stream ended: %v", err)
-	}
-	l.end(&LostError{Name: l.name, Reason: reason})
+	defer l.mu.Unlock()
+	return l.releasing
 }
 
 // end records why the lease ended (the first reason wins) and closes Done.
 func (l *Lease) end(err error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.err != nil {
+		l.mu.Unlock()
 		return
 	}
 	l.err = err
@@ -266,11 +221,15 @@ func (l *Lease) end(err error) {
 		l.timer.Stop()
 	}
 	close(l.done)
+	l.mu.Unlock()
+	if lost := (*LostError)(nil); errors.As(err, &lost) {
+		l.keeper.lost(l)
+	}
 }
 
-// Release gives back exactly this stream's hold (Release with the token and hold id), then ends
-// the stream. It returns the loss error when the lease had been lost before (the work done under
-// it may not have been exclusive).
+// Release gives back exactly this lease's hold (Release with the token and hold id; over the
+// session for a lease held under one), then stops keeping it. It returns the loss error when the
+// lease had been lost before (the work done under it may not have been exclusive).
 func (l *Lease) Release() error {
 	lostErr := l.Err() // a deadline that has passed counts as a loss here too
 	l.mu.Lock()
@@ -280,14 +239,7 @@ func (l *Lease) Release() error {
 	if already {
 		return nil
 	}
-	var err error
-	if held {
-		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-		_, err = l.client.Release(ctx, &holdfastv1.ReleaseRequest{Name: l.name, Token: l.token, HoldId: l.holdID})
-		cancel()
-	}
-	l.cancel() // frees the hold on a live connection if Release did not get through
-	<-l.readerDone
+	err := l.keeper.giveBack(l, held)
 	l.end(ErrReleased)
 	if !held {
 		return lostErr

@@ -201,8 +201,17 @@ func TestLostWhenTheGrantIsDeleted(t *testing.T) {
 func TestCancelledContextEndsTheLease(t *testing.T) {
 	client, _ := sharedServer(t)
 	name := randomName(t)
+	checkCancelledContextFreesTheLock(t, client, name, func(ctx context.Context) (*Lease, error) {
+		return Hold(ctx, client, name, Options{TTL: 3 * time.Second, Wait: time.Second})
+	})
+}
+
+// checkCancelledContextFreesTheLock holds name under a context, then cancels it: the lease ends
+// with context.Canceled and the server frees the lock.
+func checkCancelledContextFreesTheLock(t *testing.T, client holdfastv1.LockServiceClient, name string, hold func(context.Context) (*Lease, error)) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	lease, err := Hold(ctx, client, name, Options{TTL: 3 * time.Second, Wait: time.Second})
+	lease, err := hold(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
