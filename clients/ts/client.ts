@@ -16,7 +16,7 @@ import { acquireRequest, holdRequest, type AcquireOptions, type HoldOptions } fr
 import { unaryCalls, type UnaryCalls } from './rpc';
 import { campaign, observe, type CampaignOptions, type Leader, type Leadership, type ObserveOptions } from './election';
 import { watchLock, type LockChange } from './watch';
-import { acquireSet, holdSet, type LeaseSet, type LockSet } from './lock-set';
+import { acquireSet, holdSet, unarySetGrant, type LeaseSet, type LockSet } from './lock-set';
 
 export interface HoldfastClientOptions extends ConnectionSecurity {
   /** Your own channel credentials, instead of the ones `tls` makes; default: plaintext. */
@@ -108,7 +108,7 @@ export class HoldfastClient {
     if (checkTransport(options.transport) === 'session') {
       const session = new SessionConnection(this.stub, address, timeoutMs, checkPingMs(options.sessionPingMs));
       this.session = session;
-      this.lockCalls = { ...this.rpc, release: session.release, renew: session.renew };
+      this.lockCalls = { ...this.rpc, release: session.release, renew: session.renew, releaseSet: session.releaseSet };
     }
     this.streams = new StreamConnections(this.stub, () => ownConnection(address, creds, channel.options));
   }
@@ -164,12 +164,12 @@ export class HoldfastClient {
   }
 
   /**
-   * Acquires every name in `names`, all or nothing, with one unary AcquireSet (the server takes them in
+   * Acquires every name in `names`, all or nothing, with one AcquireSet (the server takes them in
    * canonical order, so sets asked for in any order never deadlock). Throws NotAcquiredError when
    * the whole set is not granted within `waitMs`; nothing is left held then.
    */
   acquireSet(names: string[], options: AcquireOptions = {}): Promise<LockSet> {
-    return acquireSet(this.rpc, names, options);
+    return acquireSet(this.lockCalls, this.session?.acquireSet ?? unarySetGrant(this.rpc), names, options);
   }
 
   /**

@@ -1,8 +1,17 @@
 // Several locks at once, all or nothing (AcquireSet, HoldSet, ReleaseSet). The server takes the
 // names in one canonical order, so overlapping sets asked for in any order never deadlock.
 import type { ClientReadableStream, Metadata } from '@grpc/grpc-js';
-import type { HoldAcquired, HoldResponse, HoldSetAcquired, HoldSetRequest, LockServiceClient, SetMember } from './gen/holdfast/v1/lock';
-import { countedFrom, leaseDeadline, toEpochMs } from './deadline';
+import type {
+  AcquireSetRequest,
+  AcquireSetResponse,
+  HoldAcquired,
+  HoldResponse,
+  HoldSetAcquired,
+  HoldSetRequest,
+  LockServiceClient,
+  SetMember,
+} from './gen/holdfast/v1/lock';
+import { countedFrom, toEpochMs, type LeaseClock } from './deadline';
 import { NotAcquiredError } from './errors';
 import { attachFenceHeaders, attachFenceMetadata, type HeaderTarget } from './fencing/attach';
 import { openStream } from './hold';
@@ -40,11 +49,12 @@ export class LockSet {
   constructor(
     private readonly rpc: UnaryCalls,
     members: SetMember[],
-    sentAt: number,
+    /** Counts the grant's times from the AcquireSet's send time (countedFrom), or from its session's anchors. */
+    clock: LeaseClock,
     leaseStartedAfterMs: number,
   ) {
     this.members = members.map(memberInfo);
-    this.expiresAt = toEpochMs(leaseDeadline(sentAt, leaseStartedAfterMs, Math.min(...this.members.map((m) => m.ttlMs))));
+    this.expiresAt = toEpochMs(clock(leaseStartedAfterMs, Math.min(...this.members.map((m) => m.ttlMs))));
   }
 
   /** The fencing token of one member. */
@@ -112,12 +122,23 @@ export class LeaseSet extends Lease {
   }
 }
 
-export async function acquireSet(rpc: UnaryCalls, names: string[], options: AcquireOptions): Promise<LockSet> {
+/** An AcquireSet's answer, and how its lease_started_after_ms counts (from its send time, or a session's anchors). */
+export type SetGrant = (request: AcquireSetRequest, waitMs: number) => Promise<{ response: AcquireSetResponse; clock: LeaseClock }>;
+
+/** A unary AcquireSet, counted from its send time. */
+export function unarySetGrant(rpc: UnaryCalls): SetGrant {
+  return async (request, waitMs) => {
+    const clock = countedFrom(performance.now());
+    return { response: await rpc.acquireSet(request, waitMs), clock };
+  };
+}
+
+/** `rpc` gives the set back (ReleaseSet); `grant` takes it. */
+export async function acquireSet(rpc: UnaryCalls, grant: SetGrant, names: string[], options: AcquireOptions): Promise<LockSet> {
   const { owner, ttlMs, waitTimeoutMs, mode, value } = lockFields('', options);
-  const sentAt = performance.now();
-  const res = await rpc.acquireSet({ names, owner, ttlMs, waitTimeoutMs, mode, value }, options.waitMs ?? 0);
-  if (!res.acquired) throw new NotAcquiredError(names.join(','), options.waitMs ?? 0);
-  return new LockSet(rpc, res.members, sentAt, Number(res.leaseStartedAfterMs));
+  const { response, clock } = await grant({ names, owner, ttlMs, waitTimeoutMs, mode, value }, options.waitMs ?? 0);
+  if (!response.acquired) throw new NotAcquiredError(names.join(','), options.waitMs ?? 0);
+  return new LockSet(rpc, response.members, clock, Number(response.leaseStartedAfterMs));
 }
 
 export function holdSet(stub: LockServiceClient, rpc: UnaryCalls, names: string[], options: HoldOptions, resets: ResetBudget): Promise<LeaseSet> {

@@ -20,12 +20,16 @@ import { sessionLeaseDeadline, type Anchor, type LeaseClock } from './deadline';
 import type {
   AcquireRequest,
   AcquireResponse,
+  AcquireSetRequest,
+  AcquireSetResponse,
   HoldAcquired,
   HoldRequest,
   HoldResponse,
   LockServiceClient,
   ReleaseRequest,
   ReleaseResponse,
+  ReleaseSetRequest,
+  ReleaseSetResponse,
   RenewRequest,
   RenewResponse,
   SessionRequest,
@@ -33,7 +37,7 @@ import type {
 } from './gen/holdfast/v1/lock';
 
 /** One operation: a SessionRequest with exactly one of these set. */
-type Operation = Pick<SessionRequest, 'acquire' | 'release' | 'renew' | 'hold' | 'ping'>;
+type Operation = Pick<SessionRequest, 'acquire' | 'release' | 'renew' | 'hold' | 'ping' | 'acquireSet' | 'releaseSet'>;
 
 /** What a lease held under a session is told. */
 export interface SessionHolder {
@@ -141,6 +145,12 @@ export class SessionConnection {
     return this.start({ acquire: request }, { extraMs }, (response, session) => ({ grant: answerOf(response, 'acquire'), clock: session.clock }));
   }
 
+  /** AcquireSet over the session; `clock` counts its lease_started_after_ms from the session's anchors. */
+  acquireSet = (request: AcquireSetRequest, extraMs?: number): Promise<{ response: AcquireSetResponse; clock: LeaseClock }> =>
+    this.start({ acquireSet: request }, { extraMs }, (response, session) => ({ response: answerOf(response, 'acquireSet'), clock: session.clock }));
+
+  releaseSet = (request: ReleaseSetRequest, extraMs?: number): Promise<ReleaseSetResponse> => this.run({ releaseSet: request }, 'releaseSet', { extraMs });
+
   release = (request: ReleaseRequest, extraMs?: number): Promise<ReleaseResponse> => {
     // A hold of this session's given back: the server reports it `lost` (RELEASED) next, which
     // its lease, already released, need not hear.
@@ -178,7 +188,7 @@ export class SessionConnection {
     await session.end;
   }
 
-  private run<K extends 'release' | 'renew'>(op: Operation, key: K, options: RunOptions): Promise<NonNullable<SessionResponse[K]>> {
+  private run<K extends 'release' | 'renew' | 'releaseSet'>(op: Operation, key: K, options: RunOptions): Promise<NonNullable<SessionResponse[K]>> {
     return this.start(op, options, (response) => answerOf(response, key));
   }
 

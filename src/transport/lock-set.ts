@@ -4,6 +4,7 @@
 // otherwise after the lease its client was told of). A release by the holder (ReleaseSet, or a
 // Release of any member) ends the stream with OK, as it ends a Hold's.
 import type { sendUnaryData, ServerUnaryCall, ServerWritableStream } from '@grpc/grpc-js';
+import type { ServerSurfaceCall } from '@grpc/grpc-js/build/src/server-call';
 import type {
   AcquireSetRequest,
   AcquireSetResponse,
@@ -19,6 +20,7 @@ import { acquireSet, earliestStart, giveBack, refreshSet, type SetMemberGrant } 
 import type { KeptLease } from '../engine/types';
 import { boundedWait, callScope } from './call-context';
 import { LOST_CODE, holdParams, maxHoldOf, type HoldOptions } from './hold';
+import { msSince } from './operations';
 import { checkMaxHold, toReleaseSetMembers, toSetParams } from './requests';
 import { lostLeaseError, toServiceError } from './status';
 
@@ -40,23 +42,44 @@ export function acquireSetHandler(backend: LockBackend, options: HoldOptions) {
 
 async function acquireSetCall(backend: LockBackend, options: HoldOptions, call: ServerUnaryCall<AcquireSetRequest, AcquireSetResponse>) {
   const receivedAt = performance.now();
-  const { names, params: asked } = toSetParams(call.request, options.defaultTtlMs);
-  const params = { ...asked, waitMs: boundedWait(call, asked.waitMs, options.deadlineMarginMs) };
   const { signal, finish } = callScope(call);
+  return (await acquireLockSet(backend, options, call.request, { call, anchor: receivedAt, signal, finish })).response;
+}
+
+export interface SetCallContext {
+  /** Its deadline bounds the wait. */
+  call: ServerSurfaceCall;
+  /** lease_started_after_ms counts from here: the request's arrival, or its session's start. */
+  anchor: number;
+  /** Aborts when the caller is gone: a set granted meanwhile is given back. */
+  signal: AbortSignal;
+  /** Called once the set is in, before the last look at `signal`. */
+  finish?(): void;
+}
+
+/** An AcquireSet, as the unary call and a session's acquire_set run it; `members` is what it holds. */
+export async function acquireLockSet(
+  backend: LockBackend,
+  options: HoldOptions,
+  request: AcquireSetRequest,
+  { call, anchor, signal, finish }: SetCallContext,
+): Promise<{ response: AcquireSetResponse; members?: SetMemberGrant[] }> {
+  const { names, params: asked } = toSetParams(request, options.defaultTtlMs);
+  const params = { ...asked, waitMs: boundedWait(call, asked.waitMs, options.deadlineMarginMs) };
   const members = await acquireSet(backend, names, params, signal);
-  if (!members) return NOT_ACQUIRED;
+  if (!members) return { response: NOT_ACQUIRED };
   try {
     await refreshSet(backend, members, params.ttlMs);
   } catch (err) {
     await giveBack(backend, members);
     throw err;
   }
-  finish();
+  finish?.();
   if (signal.aborted) {
     await giveBack(backend, members); // the client left while the set was on its way
-    return NOT_ACQUIRED;
+    return { response: NOT_ACQUIRED };
   }
-  return { acquired: true, members: members.map(memberFields), leaseStartedAfterMs: String(Math.max(0, Math.floor(earliestStart(members) - receivedAt))) };
+  return { response: { acquired: true, members: members.map(memberFields), leaseStartedAfterMs: msSince(anchor, earliestStart(members)) }, members };
 }
 
 export function releaseSetHandler(backend: LockBackend, logError: (err: unknown) => void) {
@@ -68,7 +91,8 @@ export function releaseSetHandler(backend: LockBackend, logError: (err: unknown)
   };
 }
 
-async function releaseSetCall(backend: LockBackend, request: ReleaseSetRequest): Promise<ReleaseSetResponse> {
+/** A ReleaseSet, as the unary call and a session's release_set run it. */
+export async function releaseSetCall(backend: LockBackend, request: ReleaseSetRequest): Promise<ReleaseSetResponse> {
   const members = toReleaseSetMembers(request);
   const notHeld = await giveBack(backend, members);
   return { released: members.length - notHeld.length, notHeld };

@@ -12,9 +12,11 @@ import { holdParams, maxHoldOf, type HoldOptions } from './hold';
 import { acquireLock, checkLockFencingToken, inspectLock, msSince, releaseLock, renewLock, setLockValue } from './operations';
 import { checkMaxHold, toAcquireParams } from './requests';
 import { grantFields } from './responses';
+import { acquireLockSet, releaseSetCall } from './lock-set';
+import { giveBack } from '../engine/lock-set';
 import type { Held } from './session-leases';
 
-export const OP_KINDS = ['acquire', 'release', 'renew', 'hold', 'inspect', 'setValue', 'checkFencingToken'] as const;
+export const OP_KINDS = ['acquire', 'release', 'renew', 'hold', 'inspect', 'setValue', 'checkFencingToken', 'acquireSet', 'releaseSet'] as const;
 export type OpKind = (typeof OP_KINDS)[number];
 
 /** Each operation's unary twin: its role check, its metrics label. */
@@ -26,6 +28,8 @@ export const OP_METHOD: Record<OpKind, string> = {
   inspect: 'Inspect',
   setValue: 'SetValue',
   checkFencingToken: 'CheckFencingToken',
+  acquireSet: 'AcquireSet',
+  releaseSet: 'ReleaseSet',
 };
 
 export interface OpContext {
@@ -72,6 +76,10 @@ export async function runOp(kind: OpKind, request: SessionRequest, context: OpCo
       return { response: { setValue: await setLockValue(engine, request.setValue!) } };
     case 'checkFencingToken':
       return { response: { checkFencingToken: await checkLockFencingToken(engine, request.checkFencingToken!) } };
+    case 'acquireSet':
+      return acquireSetOp(request, context);
+    case 'releaseSet':
+      return { response: { releaseSet: await releaseSetCall(engine, request.releaseSet!) } };
   }
 }
 
@@ -81,6 +89,11 @@ async function acquireOp(request: SessionRequest, { engine, options, call, ancho
   const acquire = await acquireLock(engine, params, anchor, signal, () => signal.aborted, options.logError);
   if (!acquire.acquired) return { response: { acquire } };
   return { response: { acquire }, undo: () => engine.release(params.name, acquire.token).catch(() => {}) };
+}
+
+async function acquireSetOp(request: SessionRequest, { engine, options, call, anchor, signal }: OpContext): Promise<OpResult> {
+  const { response, members } = await acquireLockSet(engine, options, request.acquireSet!, { call, anchor, signal });
+  return { response: { acquireSet: response }, undo: members && (() => giveBack(engine, members).catch(() => {})) };
 }
 
 /** As Hold takes its lock, then kept for the session. */

@@ -67,7 +67,14 @@ const SERVICE_PATH = '/holdfast.v1.LockService/';
 const STOPPED = Object.freeze(new Error('the operation was cancelled or its session ended'));
 
 function waitsForLock(kind: OpKind, request: SessionRequest): boolean {
-  return (kind === 'acquire' || kind === 'hold') && Number(request[kind]?.waitTimeoutMs || 0) > 0;
+  return (kind === 'acquire' || kind === 'hold' || kind === 'acquireSet') && Number(request[kind]?.waitTimeoutMs || 0) > 0;
+}
+
+/** The lock an operation is about, for its span: a set's names joined by commas. */
+function lockNameOf(kind: OpKind, request: SessionRequest): string {
+  if (kind === 'acquireSet') return request.acquireSet!.names.join(',');
+  if (kind === 'releaseSet') return request.releaseSet!.members.map((m) => m.name).join(',');
+  return request[kind]?.name ?? '';
 }
 
 export function sessionHandler(engine: LockBackend, options: SessionOptions) {
@@ -204,7 +211,7 @@ class Session {
     if (this.inFlight.size >= this.options.maxSessionOps) this.call.pause();
     const context = { engine: this.engine, options: this.options, call: this.call, anchor: this.startedAt, signal: op.controller.signal, opId };
     const run = () => runOp(kind, request, context, this.holdEvents);
-    const traced = this.options.traceOp?.(method, request[kind]?.name ?? '', run);
+    const traced = this.options.traceOp?.(method, lockNameOf(kind, request), run);
     op.traced = traced?.end;
     (traced ? traced.result : run()).then(
       (result) => {

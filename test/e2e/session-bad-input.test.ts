@@ -6,12 +6,14 @@ import { credentials, makeGenericClientConstructor, status, type Client, type Cl
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AcquireRequest,
+  AcquireSetRequest,
   CheckFencingTokenRequest,
   HoldRequest,
   InspectRequest,
   LockMode,
   LockServiceService,
   ReleaseRequest,
+  ReleaseSetRequest,
   RenewRequest,
   type SessionResponse,
   SetValueRequest,
@@ -36,9 +38,9 @@ let raw: Client;
 beforeAll(() => void (raw = new Raw(env.servers[0].addr, credentials.createInsecure())));
 afterAll(() => raw?.close());
 
-type Op = 'acquire' | 'release' | 'renew' | 'hold' | 'inspect' | 'setValue' | 'checkFencingToken';
+type Op = 'acquire' | 'release' | 'renew' | 'hold' | 'inspect' | 'setValue' | 'checkFencingToken' | 'acquireSet' | 'releaseSet';
 /** Each operation's field in SessionRequest, and its request message type. */
-const FIELD: Record<Op, number> = { acquire: 2, release: 3, renew: 4, hold: 5, inspect: 6, setValue: 7, checkFencingToken: 8 };
+const FIELD: Record<Op, number> = { acquire: 2, release: 3, renew: 4, hold: 5, inspect: 6, setValue: 7, checkFencingToken: 8, acquireSet: 12, releaseSet: 13 };
 const TYPE: Record<Op, string> = {
   acquire: 'AcquireRequest',
   release: 'ReleaseRequest',
@@ -47,6 +49,8 @@ const TYPE: Record<Op, string> = {
   inspect: 'InspectRequest',
   setValue: 'SetValueRequest',
   checkFencingToken: 'CheckFencingTokenRequest',
+  acquireSet: 'AcquireSetRequest',
+  releaseSet: 'ReleaseSetRequest',
 };
 const CODEC = {
   acquire: AcquireRequest,
@@ -56,6 +60,8 @@ const CODEC = {
   inspect: InspectRequest,
   setValue: SetValueRequest,
   checkFencingToken: CheckFencingTokenRequest,
+  acquireSet: AcquireSetRequest,
+  releaseSet: ReleaseSetRequest,
 } as const;
 
 function encode(op: Op, fields: Record<string, unknown>): Buffer {
@@ -131,6 +137,13 @@ const FIELD_CASES: [Op, string, Record<string, unknown>][] = [
   ['hold', 'negative max_hold_ms', { maxHoldMs: '-5' }],
   ['hold', 'unknown mode', { mode: 7 }],
   ['hold', 'a value over 1024 bytes', { value: LONG_VALUE }],
+  ['acquireSet', 'no names', { names: [] }],
+  ['acquireSet', 'an empty name among them', { names: ['a', ''] }],
+  ['acquireSet', 'the same name twice', { names: ['a', 'a'] }],
+  ['acquireSet', 'ttl below 10', { names: ['a'], ttlMs: '5' }],
+  ['acquireSet', 'a value over 1024 bytes', { names: ['a'], value: LONG_VALUE }],
+  ['releaseSet', 'no members', { members: [] }],
+  ['releaseSet', 'a member with an empty token', { members: [{ name: 'a', token: '' }] }],
 ];
 
 /** Each string field of each operation's request, by number (bad-input.test.ts's table). */
@@ -152,6 +165,9 @@ const STRING_FIELDS: [Op, string, number][] = [
   ['setValue', 'token', 2],
   ['setValue', 'value', 3],
   ['checkFencingToken', 'name', 1],
+  ['acquireSet', 'names', 1],
+  ['acquireSet', 'owner', 2],
+  ['acquireSet', 'value', 6],
 ];
 
 const MALFORMED: Record<string, Buffer> = {

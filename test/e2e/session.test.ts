@@ -83,6 +83,27 @@ describe('operations by op_id', () => {
     expect((await s.ended).code).toBe(status.OK);
   });
 
+  it('lock sets: acquire_set takes every name or none, release_set gives them back; a cancelled one leaves nothing', async () => {
+    const s = session();
+    const names = [uniqueName(), uniqueName(), uniqueName()];
+    const got = (await s.op({ acquireSet: { names, ttlMs: '30000' } })).acquireSet!;
+    expect(got.acquired).toBe(true);
+    expect(got.members.map((m) => m.name).sort()).toEqual([...names].sort());
+    for (const name of names) expect((await peer.inspect({ name })).holders).toHaveLength(1);
+    // Another set overlapping this one waits, and is cancelled while it waits.
+    const other = [names[1], uniqueName()];
+    const waiting = s.send({ opId: '41', acquireSet: { names: other, waitTimeoutMs: '20000' } });
+    await waitFor('the overlapping set to queue', async () => (await peer.inspect({ name: names[1] })).waiters === 1);
+    s.send({ opId: '42', cancel: waiting });
+    expect((await s.answerTo(waiting)).error?.code).toBe(status.CANCELLED);
+    const released = (await s.op({ releaseSet: { members: got.members.map(({ name, token }) => ({ name, token })) } })).releaseSet!;
+    expect(released).toEqual({ released: 3, notHeld: [] });
+    await waitFor('the queue to empty', async () => (await peer.inspect({ name: names[1] })).waiters === 0);
+    for (const name of [...names, ...other]) expect((await peer.inspect({ name })).holders).toEqual([]);
+    s.call.end();
+    expect((await s.ended).code).toBe(status.OK);
+  });
+
   it('cancel by op_id answers CANCELLED and leaves no grant behind', async () => {
     const name = uniqueName();
     const holder = await peer.acquire({ name, ttlMs: '30000' });

@@ -30065,6 +30065,63 @@ public final class Lock {
      */
     holdfast.v1.Lock.SessionPingOrBuilder getPingOrBuilder();
 
+    /**
+     * <pre>
+     * As the AcquireSet RPC: every name or none; wait_timeout_ms is this operation's deadline. Answered with
+     * `acquire_set`. Its lease_started_after_ms counts from the session's start. Nothing renews the members.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireSetRequest acquire_set = 12 [json_name = "acquireSet"];</code>
+     * @return Whether the acquireSet field is set.
+     */
+    boolean hasAcquireSet();
+    /**
+     * <pre>
+     * As the AcquireSet RPC: every name or none; wait_timeout_ms is this operation's deadline. Answered with
+     * `acquire_set`. Its lease_started_after_ms counts from the session's start. Nothing renews the members.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireSetRequest acquire_set = 12 [json_name = "acquireSet"];</code>
+     * @return The acquireSet.
+     */
+    holdfast.v1.Lock.AcquireSetRequest getAcquireSet();
+    /**
+     * <pre>
+     * As the AcquireSet RPC: every name or none; wait_timeout_ms is this operation's deadline. Answered with
+     * `acquire_set`. Its lease_started_after_ms counts from the session's start. Nothing renews the members.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireSetRequest acquire_set = 12 [json_name = "acquireSet"];</code>
+     */
+    holdfast.v1.Lock.AcquireSetRequestOrBuilder getAcquireSetOrBuilder();
+
+    /**
+     * <pre>
+     * As the ReleaseSet RPC. Answered with `release_set`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseSetRequest release_set = 13 [json_name = "releaseSet"];</code>
+     * @return Whether the releaseSet field is set.
+     */
+    boolean hasReleaseSet();
+    /**
+     * <pre>
+     * As the ReleaseSet RPC. Answered with `release_set`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseSetRequest release_set = 13 [json_name = "releaseSet"];</code>
+     * @return The releaseSet.
+     */
+    holdfast.v1.Lock.ReleaseSetRequest getReleaseSet();
+    /**
+     * <pre>
+     * As the ReleaseSet RPC. Answered with `release_set`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseSetRequest release_set = 13 [json_name = "releaseSet"];</code>
+     */
+    holdfast.v1.Lock.ReleaseSetRequestOrBuilder getReleaseSetOrBuilder();
+
     public holdfast.v1.Lock.SessionRequest.OpCase getOpCase();
   }
   /**
@@ -30126,6 +30183,8 @@ public final class Lock {
       CANCEL(9),
       CLOSE(10),
       PING(11),
+      ACQUIRE_SET(12),
+      RELEASE_SET(13),
       OP_NOT_SET(0);
       private final int value;
       private OpCase(int value) {
@@ -30153,6 +30212,8 @@ public final class Lock {
           case 9: return CANCEL;
           case 10: return CLOSE;
           case 11: return PING;
+          case 12: return ACQUIRE_SET;
+          case 13: return RELEASE_SET;
           case 0: return OP_NOT_SET;
           default: return null;
         }
@@ -30617,6 +30678,95 @@ public final class Lock {
       return holdfast.v1.Lock.SessionPing.getDefaultInstance();
     }
 
+    public static final int ACQUIRE_SET_FIELD_NUMBER = 12;
+    /**
+     * <pre>
+     * As the AcquireSet RPC: every name or none; wait_timeout_ms is this operation's deadline. Answered with
+     * `acquire_set`. Its lease_started_after_ms counts from the session's start. Nothing renews the members.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireSetRequest acquire_set = 12 [json_name = "acquireSet"];</code>
+     * @return Whether the acquireSet field is set.
+     */
+    @java.lang.Override
+    public boolean hasAcquireSet() {
+      return opCase_ == 12;
+    }
+    /**
+     * <pre>
+     * As the AcquireSet RPC: every name or none; wait_timeout_ms is this operation's deadline. Answered with
+     * `acquire_set`. Its lease_started_after_ms counts from the session's start. Nothing renews the members.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireSetRequest acquire_set = 12 [json_name = "acquireSet"];</code>
+     * @return The acquireSet.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.AcquireSetRequest getAcquireSet() {
+      if (opCase_ == 12) {
+         return (holdfast.v1.Lock.AcquireSetRequest) op_;
+      }
+      return holdfast.v1.Lock.AcquireSetRequest.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * As the AcquireSet RPC: every name or none; wait_timeout_ms is this operation's deadline. Answered with
+     * `acquire_set`. Its lease_started_after_ms counts from the session's start. Nothing renews the members.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireSetRequest acquire_set = 12 [json_name = "acquireSet"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.AcquireSetRequestOrBuilder getAcquireSetOrBuilder() {
+      if (opCase_ == 12) {
+         return (holdfast.v1.Lock.AcquireSetRequest) op_;
+      }
+      return holdfast.v1.Lock.AcquireSetRequest.getDefaultInstance();
+    }
+
+    public static final int RELEASE_SET_FIELD_NUMBER = 13;
+    /**
+     * <pre>
+     * As the ReleaseSet RPC. Answered with `release_set`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseSetRequest release_set = 13 [json_name = "releaseSet"];</code>
+     * @return Whether the releaseSet field is set.
+     */
+    @java.lang.Override
+    public boolean hasReleaseSet() {
+      return opCase_ == 13;
+    }
+    /**
+     * <pre>
+     * As the ReleaseSet RPC. Answered with `release_set`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseSetRequest release_set = 13 [json_name = "releaseSet"];</code>
+     * @return The releaseSet.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.ReleaseSetRequest getReleaseSet() {
+      if (opCase_ == 13) {
+         return (holdfast.v1.Lock.ReleaseSetRequest) op_;
+      }
+      return holdfast.v1.Lock.ReleaseSetRequest.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * As the ReleaseSet RPC. Answered with `release_set`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseSetRequest release_set = 13 [json_name = "releaseSet"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.ReleaseSetRequestOrBuilder getReleaseSetOrBuilder() {
+      if (opCase_ == 13) {
+         return (holdfast.v1.Lock.ReleaseSetRequest) op_;
+      }
+      return holdfast.v1.Lock.ReleaseSetRequest.getDefaultInstance();
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -30664,6 +30814,12 @@ public final class Lock {
       }
       if (opCase_ == 11) {
         output.writeMessage(11, (holdfast.v1.Lock.SessionPing) op_);
+      }
+      if (opCase_ == 12) {
+        output.writeMessage(12, (holdfast.v1.Lock.AcquireSetRequest) op_);
+      }
+      if (opCase_ == 13) {
+        output.writeMessage(13, (holdfast.v1.Lock.ReleaseSetRequest) op_);
       }
       getUnknownFields().writeTo(output);
     }
@@ -30718,6 +30874,14 @@ public final class Lock {
       if (opCase_ == 11) {
         size += com.google.protobuf.CodedOutputStream
           .computeMessageSize(11, (holdfast.v1.Lock.SessionPing) op_);
+      }
+      if (opCase_ == 12) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(12, (holdfast.v1.Lock.AcquireSetRequest) op_);
+      }
+      if (opCase_ == 13) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(13, (holdfast.v1.Lock.ReleaseSetRequest) op_);
       }
       size += getUnknownFields().getSerializedSize();
       memoizedSize = size;
@@ -30778,6 +30942,14 @@ public final class Lock {
           if (!getPing()
               .equals(other.getPing())) return false;
           break;
+        case 12:
+          if (!getAcquireSet()
+              .equals(other.getAcquireSet())) return false;
+          break;
+        case 13:
+          if (!getReleaseSet()
+              .equals(other.getReleaseSet())) return false;
+          break;
         case 0:
         default:
       }
@@ -30836,6 +31008,14 @@ public final class Lock {
         case 11:
           hash = (37 * hash) + PING_FIELD_NUMBER;
           hash = (53 * hash) + getPing().hashCode();
+          break;
+        case 12:
+          hash = (37 * hash) + ACQUIRE_SET_FIELD_NUMBER;
+          hash = (53 * hash) + getAcquireSet().hashCode();
+          break;
+        case 13:
+          hash = (37 * hash) + RELEASE_SET_FIELD_NUMBER;
+          hash = (53 * hash) + getReleaseSet().hashCode();
           break;
         case 0:
         default:
@@ -31001,6 +31181,12 @@ public final class Lock {
         if (pingBuilder_ != null) {
           pingBuilder_.clear();
         }
+        if (acquireSetBuilder_ != null) {
+          acquireSetBuilder_.clear();
+        }
+        if (releaseSetBuilder_ != null) {
+          releaseSetBuilder_.clear();
+        }
         opCase_ = 0;
         op_ = null;
         return this;
@@ -31080,6 +31266,14 @@ public final class Lock {
         if (opCase_ == 11 &&
             pingBuilder_ != null) {
           result.op_ = pingBuilder_.build();
+        }
+        if (opCase_ == 12 &&
+            acquireSetBuilder_ != null) {
+          result.op_ = acquireSetBuilder_.build();
+        }
+        if (opCase_ == 13 &&
+            releaseSetBuilder_ != null) {
+          result.op_ = releaseSetBuilder_.build();
         }
       }
 
@@ -31169,6 +31363,14 @@ public final class Lock {
           }
           case PING: {
             mergePing(other.getPing());
+            break;
+          }
+          case ACQUIRE_SET: {
+            mergeAcquireSet(other.getAcquireSet());
+            break;
+          }
+          case RELEASE_SET: {
+            mergeReleaseSet(other.getReleaseSet());
             break;
           }
           case OP_NOT_SET: {
@@ -31274,6 +31476,20 @@ public final class Lock {
                 opCase_ = 11;
                 break;
               } // case 90
+              case 98: {
+                input.readMessage(
+                    getAcquireSetFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                opCase_ = 12;
+                break;
+              } // case 98
+              case 106: {
+                input.readMessage(
+                    getReleaseSetFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                opCase_ = 13;
+                break;
+              } // case 106
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -33061,6 +33277,371 @@ public final class Lock {
         onChanged();
         return pingBuilder_;
       }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.AcquireSetRequest, holdfast.v1.Lock.AcquireSetRequest.Builder, holdfast.v1.Lock.AcquireSetRequestOrBuilder> acquireSetBuilder_;
+      /**
+       * <pre>
+       * As the AcquireSet RPC: every name or none; wait_timeout_ms is this operation's deadline. Answered with
+       * `acquire_set`. Its lease_started_after_ms counts from the session's start. Nothing renews the members.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetRequest acquire_set = 12 [json_name = "acquireSet"];</code>
+       * @return Whether the acquireSet field is set.
+       */
+      @java.lang.Override
+      public boolean hasAcquireSet() {
+        return opCase_ == 12;
+      }
+      /**
+       * <pre>
+       * As the AcquireSet RPC: every name or none; wait_timeout_ms is this operation's deadline. Answered with
+       * `acquire_set`. Its lease_started_after_ms counts from the session's start. Nothing renews the members.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetRequest acquire_set = 12 [json_name = "acquireSet"];</code>
+       * @return The acquireSet.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.AcquireSetRequest getAcquireSet() {
+        if (acquireSetBuilder_ == null) {
+          if (opCase_ == 12) {
+            return (holdfast.v1.Lock.AcquireSetRequest) op_;
+          }
+          return holdfast.v1.Lock.AcquireSetRequest.getDefaultInstance();
+        } else {
+          if (opCase_ == 12) {
+            return acquireSetBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.AcquireSetRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * As the AcquireSet RPC: every name or none; wait_timeout_ms is this operation's deadline. Answered with
+       * `acquire_set`. Its lease_started_after_ms counts from the session's start. Nothing renews the members.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetRequest acquire_set = 12 [json_name = "acquireSet"];</code>
+       */
+      public Builder setAcquireSet(holdfast.v1.Lock.AcquireSetRequest value) {
+        if (acquireSetBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          op_ = value;
+          onChanged();
+        } else {
+          acquireSetBuilder_.setMessage(value);
+        }
+        opCase_ = 12;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the AcquireSet RPC: every name or none; wait_timeout_ms is this operation's deadline. Answered with
+       * `acquire_set`. Its lease_started_after_ms counts from the session's start. Nothing renews the members.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetRequest acquire_set = 12 [json_name = "acquireSet"];</code>
+       */
+      public Builder setAcquireSet(
+          holdfast.v1.Lock.AcquireSetRequest.Builder builderForValue) {
+        if (acquireSetBuilder_ == null) {
+          op_ = builderForValue.build();
+          onChanged();
+        } else {
+          acquireSetBuilder_.setMessage(builderForValue.build());
+        }
+        opCase_ = 12;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the AcquireSet RPC: every name or none; wait_timeout_ms is this operation's deadline. Answered with
+       * `acquire_set`. Its lease_started_after_ms counts from the session's start. Nothing renews the members.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetRequest acquire_set = 12 [json_name = "acquireSet"];</code>
+       */
+      public Builder mergeAcquireSet(holdfast.v1.Lock.AcquireSetRequest value) {
+        if (acquireSetBuilder_ == null) {
+          if (opCase_ == 12 &&
+              op_ != holdfast.v1.Lock.AcquireSetRequest.getDefaultInstance()) {
+            op_ = holdfast.v1.Lock.AcquireSetRequest.newBuilder((holdfast.v1.Lock.AcquireSetRequest) op_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            op_ = value;
+          }
+          onChanged();
+        } else {
+          if (opCase_ == 12) {
+            acquireSetBuilder_.mergeFrom(value);
+          } else {
+            acquireSetBuilder_.setMessage(value);
+          }
+        }
+        opCase_ = 12;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the AcquireSet RPC: every name or none; wait_timeout_ms is this operation's deadline. Answered with
+       * `acquire_set`. Its lease_started_after_ms counts from the session's start. Nothing renews the members.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetRequest acquire_set = 12 [json_name = "acquireSet"];</code>
+       */
+      public Builder clearAcquireSet() {
+        if (acquireSetBuilder_ == null) {
+          if (opCase_ == 12) {
+            opCase_ = 0;
+            op_ = null;
+            onChanged();
+          }
+        } else {
+          if (opCase_ == 12) {
+            opCase_ = 0;
+            op_ = null;
+          }
+          acquireSetBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * As the AcquireSet RPC: every name or none; wait_timeout_ms is this operation's deadline. Answered with
+       * `acquire_set`. Its lease_started_after_ms counts from the session's start. Nothing renews the members.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetRequest acquire_set = 12 [json_name = "acquireSet"];</code>
+       */
+      public holdfast.v1.Lock.AcquireSetRequest.Builder getAcquireSetBuilder() {
+        return getAcquireSetFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * As the AcquireSet RPC: every name or none; wait_timeout_ms is this operation's deadline. Answered with
+       * `acquire_set`. Its lease_started_after_ms counts from the session's start. Nothing renews the members.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetRequest acquire_set = 12 [json_name = "acquireSet"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.AcquireSetRequestOrBuilder getAcquireSetOrBuilder() {
+        if ((opCase_ == 12) && (acquireSetBuilder_ != null)) {
+          return acquireSetBuilder_.getMessageOrBuilder();
+        } else {
+          if (opCase_ == 12) {
+            return (holdfast.v1.Lock.AcquireSetRequest) op_;
+          }
+          return holdfast.v1.Lock.AcquireSetRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * As the AcquireSet RPC: every name or none; wait_timeout_ms is this operation's deadline. Answered with
+       * `acquire_set`. Its lease_started_after_ms counts from the session's start. Nothing renews the members.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetRequest acquire_set = 12 [json_name = "acquireSet"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.AcquireSetRequest, holdfast.v1.Lock.AcquireSetRequest.Builder, holdfast.v1.Lock.AcquireSetRequestOrBuilder> 
+          getAcquireSetFieldBuilder() {
+        if (acquireSetBuilder_ == null) {
+          if (!(opCase_ == 12)) {
+            op_ = holdfast.v1.Lock.AcquireSetRequest.getDefaultInstance();
+          }
+          acquireSetBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.AcquireSetRequest, holdfast.v1.Lock.AcquireSetRequest.Builder, holdfast.v1.Lock.AcquireSetRequestOrBuilder>(
+                  (holdfast.v1.Lock.AcquireSetRequest) op_,
+                  getParentForChildren(),
+                  isClean());
+          op_ = null;
+        }
+        opCase_ = 12;
+        onChanged();
+        return acquireSetBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.ReleaseSetRequest, holdfast.v1.Lock.ReleaseSetRequest.Builder, holdfast.v1.Lock.ReleaseSetRequestOrBuilder> releaseSetBuilder_;
+      /**
+       * <pre>
+       * As the ReleaseSet RPC. Answered with `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetRequest release_set = 13 [json_name = "releaseSet"];</code>
+       * @return Whether the releaseSet field is set.
+       */
+      @java.lang.Override
+      public boolean hasReleaseSet() {
+        return opCase_ == 13;
+      }
+      /**
+       * <pre>
+       * As the ReleaseSet RPC. Answered with `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetRequest release_set = 13 [json_name = "releaseSet"];</code>
+       * @return The releaseSet.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.ReleaseSetRequest getReleaseSet() {
+        if (releaseSetBuilder_ == null) {
+          if (opCase_ == 13) {
+            return (holdfast.v1.Lock.ReleaseSetRequest) op_;
+          }
+          return holdfast.v1.Lock.ReleaseSetRequest.getDefaultInstance();
+        } else {
+          if (opCase_ == 13) {
+            return releaseSetBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.ReleaseSetRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * As the ReleaseSet RPC. Answered with `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetRequest release_set = 13 [json_name = "releaseSet"];</code>
+       */
+      public Builder setReleaseSet(holdfast.v1.Lock.ReleaseSetRequest value) {
+        if (releaseSetBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          op_ = value;
+          onChanged();
+        } else {
+          releaseSetBuilder_.setMessage(value);
+        }
+        opCase_ = 13;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the ReleaseSet RPC. Answered with `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetRequest release_set = 13 [json_name = "releaseSet"];</code>
+       */
+      public Builder setReleaseSet(
+          holdfast.v1.Lock.ReleaseSetRequest.Builder builderForValue) {
+        if (releaseSetBuilder_ == null) {
+          op_ = builderForValue.build();
+          onChanged();
+        } else {
+          releaseSetBuilder_.setMessage(builderForValue.build());
+        }
+        opCase_ = 13;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the ReleaseSet RPC. Answered with `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetRequest release_set = 13 [json_name = "releaseSet"];</code>
+       */
+      public Builder mergeReleaseSet(holdfast.v1.Lock.ReleaseSetRequest value) {
+        if (releaseSetBuilder_ == null) {
+          if (opCase_ == 13 &&
+              op_ != holdfast.v1.Lock.ReleaseSetRequest.getDefaultInstance()) {
+            op_ = holdfast.v1.Lock.ReleaseSetRequest.newBuilder((holdfast.v1.Lock.ReleaseSetRequest) op_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            op_ = value;
+          }
+          onChanged();
+        } else {
+          if (opCase_ == 13) {
+            releaseSetBuilder_.mergeFrom(value);
+          } else {
+            releaseSetBuilder_.setMessage(value);
+          }
+        }
+        opCase_ = 13;
+        return this;
+      }
+      /**
+       * <pre>
+       * As the ReleaseSet RPC. Answered with `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetRequest release_set = 13 [json_name = "releaseSet"];</code>
+       */
+      public Builder clearReleaseSet() {
+        if (releaseSetBuilder_ == null) {
+          if (opCase_ == 13) {
+            opCase_ = 0;
+            op_ = null;
+            onChanged();
+          }
+        } else {
+          if (opCase_ == 13) {
+            opCase_ = 0;
+            op_ = null;
+          }
+          releaseSetBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * As the ReleaseSet RPC. Answered with `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetRequest release_set = 13 [json_name = "releaseSet"];</code>
+       */
+      public holdfast.v1.Lock.ReleaseSetRequest.Builder getReleaseSetBuilder() {
+        return getReleaseSetFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * As the ReleaseSet RPC. Answered with `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetRequest release_set = 13 [json_name = "releaseSet"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.ReleaseSetRequestOrBuilder getReleaseSetOrBuilder() {
+        if ((opCase_ == 13) && (releaseSetBuilder_ != null)) {
+          return releaseSetBuilder_.getMessageOrBuilder();
+        } else {
+          if (opCase_ == 13) {
+            return (holdfast.v1.Lock.ReleaseSetRequest) op_;
+          }
+          return holdfast.v1.Lock.ReleaseSetRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * As the ReleaseSet RPC. Answered with `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetRequest release_set = 13 [json_name = "releaseSet"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.ReleaseSetRequest, holdfast.v1.Lock.ReleaseSetRequest.Builder, holdfast.v1.Lock.ReleaseSetRequestOrBuilder> 
+          getReleaseSetFieldBuilder() {
+        if (releaseSetBuilder_ == null) {
+          if (!(opCase_ == 13)) {
+            op_ = holdfast.v1.Lock.ReleaseSetRequest.getDefaultInstance();
+          }
+          releaseSetBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.ReleaseSetRequest, holdfast.v1.Lock.ReleaseSetRequest.Builder, holdfast.v1.Lock.ReleaseSetRequestOrBuilder>(
+                  (holdfast.v1.Lock.ReleaseSetRequest) op_,
+                  getParentForChildren(),
+                  isClean());
+          op_ = null;
+        }
+        opCase_ = 13;
+        onChanged();
+        return releaseSetBuilder_;
+      }
       @java.lang.Override
       public final Builder setUnknownFields(
           final com.google.protobuf.UnknownFieldSet unknownFields) {
@@ -34770,6 +35351,60 @@ public final class Lock {
      */
     holdfast.v1.Lock.SessionPongOrBuilder getPongOrBuilder();
 
+    /**
+     * <pre>
+     * The answer to `acquire_set`: lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireSetResponse acquire_set = 13 [json_name = "acquireSet"];</code>
+     * @return Whether the acquireSet field is set.
+     */
+    boolean hasAcquireSet();
+    /**
+     * <pre>
+     * The answer to `acquire_set`: lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireSetResponse acquire_set = 13 [json_name = "acquireSet"];</code>
+     * @return The acquireSet.
+     */
+    holdfast.v1.Lock.AcquireSetResponse getAcquireSet();
+    /**
+     * <pre>
+     * The answer to `acquire_set`: lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireSetResponse acquire_set = 13 [json_name = "acquireSet"];</code>
+     */
+    holdfast.v1.Lock.AcquireSetResponseOrBuilder getAcquireSetOrBuilder();
+
+    /**
+     * <pre>
+     * The answer to `release_set`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseSetResponse release_set = 14 [json_name = "releaseSet"];</code>
+     * @return Whether the releaseSet field is set.
+     */
+    boolean hasReleaseSet();
+    /**
+     * <pre>
+     * The answer to `release_set`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseSetResponse release_set = 14 [json_name = "releaseSet"];</code>
+     * @return The releaseSet.
+     */
+    holdfast.v1.Lock.ReleaseSetResponse getReleaseSet();
+    /**
+     * <pre>
+     * The answer to `release_set`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseSetResponse release_set = 14 [json_name = "releaseSet"];</code>
+     */
+    holdfast.v1.Lock.ReleaseSetResponseOrBuilder getReleaseSetOrBuilder();
+
     public holdfast.v1.Lock.SessionResponse.ResultCase getResultCase();
   }
   /**
@@ -34832,6 +35467,8 @@ public final class Lock {
       RENEWED(10),
       LOST(11),
       PONG(12),
+      ACQUIRE_SET(13),
+      RELEASE_SET(14),
       RESULT_NOT_SET(0);
       private final int value;
       private ResultCase(int value) {
@@ -34860,6 +35497,8 @@ public final class Lock {
           case 10: return RENEWED;
           case 11: return LOST;
           case 12: return PONG;
+          case 13: return ACQUIRE_SET;
+          case 14: return RELEASE_SET;
           case 0: return RESULT_NOT_SET;
           default: return null;
         }
@@ -35363,6 +36002,92 @@ public final class Lock {
       return holdfast.v1.Lock.SessionPong.getDefaultInstance();
     }
 
+    public static final int ACQUIRE_SET_FIELD_NUMBER = 13;
+    /**
+     * <pre>
+     * The answer to `acquire_set`: lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireSetResponse acquire_set = 13 [json_name = "acquireSet"];</code>
+     * @return Whether the acquireSet field is set.
+     */
+    @java.lang.Override
+    public boolean hasAcquireSet() {
+      return resultCase_ == 13;
+    }
+    /**
+     * <pre>
+     * The answer to `acquire_set`: lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireSetResponse acquire_set = 13 [json_name = "acquireSet"];</code>
+     * @return The acquireSet.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.AcquireSetResponse getAcquireSet() {
+      if (resultCase_ == 13) {
+         return (holdfast.v1.Lock.AcquireSetResponse) result_;
+      }
+      return holdfast.v1.Lock.AcquireSetResponse.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * The answer to `acquire_set`: lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.AcquireSetResponse acquire_set = 13 [json_name = "acquireSet"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.AcquireSetResponseOrBuilder getAcquireSetOrBuilder() {
+      if (resultCase_ == 13) {
+         return (holdfast.v1.Lock.AcquireSetResponse) result_;
+      }
+      return holdfast.v1.Lock.AcquireSetResponse.getDefaultInstance();
+    }
+
+    public static final int RELEASE_SET_FIELD_NUMBER = 14;
+    /**
+     * <pre>
+     * The answer to `release_set`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseSetResponse release_set = 14 [json_name = "releaseSet"];</code>
+     * @return Whether the releaseSet field is set.
+     */
+    @java.lang.Override
+    public boolean hasReleaseSet() {
+      return resultCase_ == 14;
+    }
+    /**
+     * <pre>
+     * The answer to `release_set`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseSetResponse release_set = 14 [json_name = "releaseSet"];</code>
+     * @return The releaseSet.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.ReleaseSetResponse getReleaseSet() {
+      if (resultCase_ == 14) {
+         return (holdfast.v1.Lock.ReleaseSetResponse) result_;
+      }
+      return holdfast.v1.Lock.ReleaseSetResponse.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * The answer to `release_set`.
+     * </pre>
+     *
+     * <code>.holdfast.v1.ReleaseSetResponse release_set = 14 [json_name = "releaseSet"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.ReleaseSetResponseOrBuilder getReleaseSetOrBuilder() {
+      if (resultCase_ == 14) {
+         return (holdfast.v1.Lock.ReleaseSetResponse) result_;
+      }
+      return holdfast.v1.Lock.ReleaseSetResponse.getDefaultInstance();
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -35412,6 +36137,12 @@ public final class Lock {
       }
       if (resultCase_ == 12) {
         output.writeMessage(12, (holdfast.v1.Lock.SessionPong) result_);
+      }
+      if (resultCase_ == 13) {
+        output.writeMessage(13, (holdfast.v1.Lock.AcquireSetResponse) result_);
+      }
+      if (resultCase_ == 14) {
+        output.writeMessage(14, (holdfast.v1.Lock.ReleaseSetResponse) result_);
       }
       getUnknownFields().writeTo(output);
     }
@@ -35469,6 +36200,14 @@ public final class Lock {
       if (resultCase_ == 12) {
         size += com.google.protobuf.CodedOutputStream
           .computeMessageSize(12, (holdfast.v1.Lock.SessionPong) result_);
+      }
+      if (resultCase_ == 13) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(13, (holdfast.v1.Lock.AcquireSetResponse) result_);
+      }
+      if (resultCase_ == 14) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(14, (holdfast.v1.Lock.ReleaseSetResponse) result_);
       }
       size += getUnknownFields().getSerializedSize();
       memoizedSize = size;
@@ -35533,6 +36272,14 @@ public final class Lock {
           if (!getPong()
               .equals(other.getPong())) return false;
           break;
+        case 13:
+          if (!getAcquireSet()
+              .equals(other.getAcquireSet())) return false;
+          break;
+        case 14:
+          if (!getReleaseSet()
+              .equals(other.getReleaseSet())) return false;
+          break;
         case 0:
         default:
       }
@@ -35594,6 +36341,14 @@ public final class Lock {
         case 12:
           hash = (37 * hash) + PONG_FIELD_NUMBER;
           hash = (53 * hash) + getPong().hashCode();
+          break;
+        case 13:
+          hash = (37 * hash) + ACQUIRE_SET_FIELD_NUMBER;
+          hash = (53 * hash) + getAcquireSet().hashCode();
+          break;
+        case 14:
+          hash = (37 * hash) + RELEASE_SET_FIELD_NUMBER;
+          hash = (53 * hash) + getReleaseSet().hashCode();
           break;
         case 0:
         default:
@@ -35765,6 +36520,12 @@ public final class Lock {
         if (pongBuilder_ != null) {
           pongBuilder_.clear();
         }
+        if (acquireSetBuilder_ != null) {
+          acquireSetBuilder_.clear();
+        }
+        if (releaseSetBuilder_ != null) {
+          releaseSetBuilder_.clear();
+        }
         resultCase_ = 0;
         result_ = null;
         return this;
@@ -35852,6 +36613,14 @@ public final class Lock {
         if (resultCase_ == 12 &&
             pongBuilder_ != null) {
           result.result_ = pongBuilder_.build();
+        }
+        if (resultCase_ == 13 &&
+            acquireSetBuilder_ != null) {
+          result.result_ = acquireSetBuilder_.build();
+        }
+        if (resultCase_ == 14 &&
+            releaseSetBuilder_ != null) {
+          result.result_ = releaseSetBuilder_.build();
         }
       }
 
@@ -35945,6 +36714,14 @@ public final class Lock {
           }
           case PONG: {
             mergePong(other.getPong());
+            break;
+          }
+          case ACQUIRE_SET: {
+            mergeAcquireSet(other.getAcquireSet());
+            break;
+          }
+          case RELEASE_SET: {
+            mergeReleaseSet(other.getReleaseSet());
             break;
           }
           case RESULT_NOT_SET: {
@@ -36059,6 +36836,20 @@ public final class Lock {
                 resultCase_ = 12;
                 break;
               } // case 98
+              case 106: {
+                input.readMessage(
+                    getAcquireSetFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                resultCase_ = 13;
+                break;
+              } // case 106
+              case 114: {
+                input.readMessage(
+                    getReleaseSetFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                resultCase_ = 14;
+                break;
+              } // case 114
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -38092,6 +38883,362 @@ public final class Lock {
         onChanged();
         return pongBuilder_;
       }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.AcquireSetResponse, holdfast.v1.Lock.AcquireSetResponse.Builder, holdfast.v1.Lock.AcquireSetResponseOrBuilder> acquireSetBuilder_;
+      /**
+       * <pre>
+       * The answer to `acquire_set`: lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetResponse acquire_set = 13 [json_name = "acquireSet"];</code>
+       * @return Whether the acquireSet field is set.
+       */
+      @java.lang.Override
+      public boolean hasAcquireSet() {
+        return resultCase_ == 13;
+      }
+      /**
+       * <pre>
+       * The answer to `acquire_set`: lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetResponse acquire_set = 13 [json_name = "acquireSet"];</code>
+       * @return The acquireSet.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.AcquireSetResponse getAcquireSet() {
+        if (acquireSetBuilder_ == null) {
+          if (resultCase_ == 13) {
+            return (holdfast.v1.Lock.AcquireSetResponse) result_;
+          }
+          return holdfast.v1.Lock.AcquireSetResponse.getDefaultInstance();
+        } else {
+          if (resultCase_ == 13) {
+            return acquireSetBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.AcquireSetResponse.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `acquire_set`: lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetResponse acquire_set = 13 [json_name = "acquireSet"];</code>
+       */
+      public Builder setAcquireSet(holdfast.v1.Lock.AcquireSetResponse value) {
+        if (acquireSetBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          result_ = value;
+          onChanged();
+        } else {
+          acquireSetBuilder_.setMessage(value);
+        }
+        resultCase_ = 13;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `acquire_set`: lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetResponse acquire_set = 13 [json_name = "acquireSet"];</code>
+       */
+      public Builder setAcquireSet(
+          holdfast.v1.Lock.AcquireSetResponse.Builder builderForValue) {
+        if (acquireSetBuilder_ == null) {
+          result_ = builderForValue.build();
+          onChanged();
+        } else {
+          acquireSetBuilder_.setMessage(builderForValue.build());
+        }
+        resultCase_ = 13;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `acquire_set`: lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetResponse acquire_set = 13 [json_name = "acquireSet"];</code>
+       */
+      public Builder mergeAcquireSet(holdfast.v1.Lock.AcquireSetResponse value) {
+        if (acquireSetBuilder_ == null) {
+          if (resultCase_ == 13 &&
+              result_ != holdfast.v1.Lock.AcquireSetResponse.getDefaultInstance()) {
+            result_ = holdfast.v1.Lock.AcquireSetResponse.newBuilder((holdfast.v1.Lock.AcquireSetResponse) result_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            result_ = value;
+          }
+          onChanged();
+        } else {
+          if (resultCase_ == 13) {
+            acquireSetBuilder_.mergeFrom(value);
+          } else {
+            acquireSetBuilder_.setMessage(value);
+          }
+        }
+        resultCase_ = 13;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `acquire_set`: lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetResponse acquire_set = 13 [json_name = "acquireSet"];</code>
+       */
+      public Builder clearAcquireSet() {
+        if (acquireSetBuilder_ == null) {
+          if (resultCase_ == 13) {
+            resultCase_ = 0;
+            result_ = null;
+            onChanged();
+          }
+        } else {
+          if (resultCase_ == 13) {
+            resultCase_ = 0;
+            result_ = null;
+          }
+          acquireSetBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `acquire_set`: lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetResponse acquire_set = 13 [json_name = "acquireSet"];</code>
+       */
+      public holdfast.v1.Lock.AcquireSetResponse.Builder getAcquireSetBuilder() {
+        return getAcquireSetFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * The answer to `acquire_set`: lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetResponse acquire_set = 13 [json_name = "acquireSet"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.AcquireSetResponseOrBuilder getAcquireSetOrBuilder() {
+        if ((resultCase_ == 13) && (acquireSetBuilder_ != null)) {
+          return acquireSetBuilder_.getMessageOrBuilder();
+        } else {
+          if (resultCase_ == 13) {
+            return (holdfast.v1.Lock.AcquireSetResponse) result_;
+          }
+          return holdfast.v1.Lock.AcquireSetResponse.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `acquire_set`: lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.AcquireSetResponse acquire_set = 13 [json_name = "acquireSet"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.AcquireSetResponse, holdfast.v1.Lock.AcquireSetResponse.Builder, holdfast.v1.Lock.AcquireSetResponseOrBuilder> 
+          getAcquireSetFieldBuilder() {
+        if (acquireSetBuilder_ == null) {
+          if (!(resultCase_ == 13)) {
+            result_ = holdfast.v1.Lock.AcquireSetResponse.getDefaultInstance();
+          }
+          acquireSetBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.AcquireSetResponse, holdfast.v1.Lock.AcquireSetResponse.Builder, holdfast.v1.Lock.AcquireSetResponseOrBuilder>(
+                  (holdfast.v1.Lock.AcquireSetResponse) result_,
+                  getParentForChildren(),
+                  isClean());
+          result_ = null;
+        }
+        resultCase_ = 13;
+        onChanged();
+        return acquireSetBuilder_;
+      }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.ReleaseSetResponse, holdfast.v1.Lock.ReleaseSetResponse.Builder, holdfast.v1.Lock.ReleaseSetResponseOrBuilder> releaseSetBuilder_;
+      /**
+       * <pre>
+       * The answer to `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetResponse release_set = 14 [json_name = "releaseSet"];</code>
+       * @return Whether the releaseSet field is set.
+       */
+      @java.lang.Override
+      public boolean hasReleaseSet() {
+        return resultCase_ == 14;
+      }
+      /**
+       * <pre>
+       * The answer to `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetResponse release_set = 14 [json_name = "releaseSet"];</code>
+       * @return The releaseSet.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.ReleaseSetResponse getReleaseSet() {
+        if (releaseSetBuilder_ == null) {
+          if (resultCase_ == 14) {
+            return (holdfast.v1.Lock.ReleaseSetResponse) result_;
+          }
+          return holdfast.v1.Lock.ReleaseSetResponse.getDefaultInstance();
+        } else {
+          if (resultCase_ == 14) {
+            return releaseSetBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.ReleaseSetResponse.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetResponse release_set = 14 [json_name = "releaseSet"];</code>
+       */
+      public Builder setReleaseSet(holdfast.v1.Lock.ReleaseSetResponse value) {
+        if (releaseSetBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          result_ = value;
+          onChanged();
+        } else {
+          releaseSetBuilder_.setMessage(value);
+        }
+        resultCase_ = 14;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetResponse release_set = 14 [json_name = "releaseSet"];</code>
+       */
+      public Builder setReleaseSet(
+          holdfast.v1.Lock.ReleaseSetResponse.Builder builderForValue) {
+        if (releaseSetBuilder_ == null) {
+          result_ = builderForValue.build();
+          onChanged();
+        } else {
+          releaseSetBuilder_.setMessage(builderForValue.build());
+        }
+        resultCase_ = 14;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetResponse release_set = 14 [json_name = "releaseSet"];</code>
+       */
+      public Builder mergeReleaseSet(holdfast.v1.Lock.ReleaseSetResponse value) {
+        if (releaseSetBuilder_ == null) {
+          if (resultCase_ == 14 &&
+              result_ != holdfast.v1.Lock.ReleaseSetResponse.getDefaultInstance()) {
+            result_ = holdfast.v1.Lock.ReleaseSetResponse.newBuilder((holdfast.v1.Lock.ReleaseSetResponse) result_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            result_ = value;
+          }
+          onChanged();
+        } else {
+          if (resultCase_ == 14) {
+            releaseSetBuilder_.mergeFrom(value);
+          } else {
+            releaseSetBuilder_.setMessage(value);
+          }
+        }
+        resultCase_ = 14;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetResponse release_set = 14 [json_name = "releaseSet"];</code>
+       */
+      public Builder clearReleaseSet() {
+        if (releaseSetBuilder_ == null) {
+          if (resultCase_ == 14) {
+            resultCase_ = 0;
+            result_ = null;
+            onChanged();
+          }
+        } else {
+          if (resultCase_ == 14) {
+            resultCase_ = 0;
+            result_ = null;
+          }
+          releaseSetBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetResponse release_set = 14 [json_name = "releaseSet"];</code>
+       */
+      public holdfast.v1.Lock.ReleaseSetResponse.Builder getReleaseSetBuilder() {
+        return getReleaseSetFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * The answer to `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetResponse release_set = 14 [json_name = "releaseSet"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.ReleaseSetResponseOrBuilder getReleaseSetOrBuilder() {
+        if ((resultCase_ == 14) && (releaseSetBuilder_ != null)) {
+          return releaseSetBuilder_.getMessageOrBuilder();
+        } else {
+          if (resultCase_ == 14) {
+            return (holdfast.v1.Lock.ReleaseSetResponse) result_;
+          }
+          return holdfast.v1.Lock.ReleaseSetResponse.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `release_set`.
+       * </pre>
+       *
+       * <code>.holdfast.v1.ReleaseSetResponse release_set = 14 [json_name = "releaseSet"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.ReleaseSetResponse, holdfast.v1.Lock.ReleaseSetResponse.Builder, holdfast.v1.Lock.ReleaseSetResponseOrBuilder> 
+          getReleaseSetFieldBuilder() {
+        if (releaseSetBuilder_ == null) {
+          if (!(resultCase_ == 14)) {
+            result_ = holdfast.v1.Lock.ReleaseSetResponse.getDefaultInstance();
+          }
+          releaseSetBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.ReleaseSetResponse, holdfast.v1.Lock.ReleaseSetResponse.Builder, holdfast.v1.Lock.ReleaseSetResponseOrBuilder>(
+                  (holdfast.v1.Lock.ReleaseSetResponse) result_,
+                  getParentForChildren(),
+                  isClean());
+          result_ = null;
+        }
+        resultCase_ = 14;
+        onChanged();
+        return releaseSetBuilder_;
+      }
       @java.lang.Override
       public final Builder setUnknownFields(
           final com.google.protobuf.UnknownFieldSet unknownFields) {
@@ -39833,7 +40980,7 @@ public final class Lock {
       "ldfast.v1.HoldLostH\000R\004lostB\007\n\005event\"x\n\017H" +
       "oldSetAcquired\0220\n\007members\030\001 \003(\0132\026.holdfa" +
       "st.v1.SetMemberR\007members\0223\n\026lease_starte" +
-      "d_after_ms\030\002 \001(\003R\023leaseStartedAfterMs\"\314\004" +
+      "d_after_ms\030\002 \001(\003R\023leaseStartedAfterMs\"\322\005" +
       "\n\016SessionRequest\022\023\n\005op_id\030\001 \001(\004R\004opId\0227\n" +
       "\007acquire\030\002 \001(\0132\033.holdfast.v1.AcquireRequ" +
       "estH\000R\007acquire\0227\n\007release\030\003 \001(\0132\033.holdfa" +
@@ -39848,67 +40995,74 @@ public final class Lock {
       "checkFencingToken\022\030\n\006cancel\030\t \001(\004H\000R\006can" +
       "cel\0221\n\005close\030\n \001(\0132\031.holdfast.v1.Session" +
       "CloseH\000R\005close\022.\n\004ping\030\013 \001(\0132\030.holdfast." +
-      "v1.SessionPingH\000R\004pingB\004\n\002op\"\r\n\013SessionP" +
-      "ing\"9\n\013SessionPong\022*\n\021received_after_ms\030" +
-      "\001 \001(\003R\017receivedAfterMs\"\016\n\014SessionClose\"\237" +
-      "\005\n\017SessionResponse\022\023\n\005op_id\030\001 \001(\004R\004opId\022" +
-      "8\n\007acquire\030\002 \001(\0132\034.holdfast.v1.AcquireRe" +
-      "sponseH\000R\007acquire\0228\n\007release\030\003 \001(\0132\034.hol" +
-      "dfast.v1.ReleaseResponseH\000R\007release\0222\n\005r" +
-      "enew\030\004 \001(\0132\032.holdfast.v1.RenewResponseH\000" +
-      "R\005renew\022/\n\004hold\030\005 \001(\0132\031.holdfast.v1.Hold" +
-      "AcquiredH\000R\004hold\0228\n\007inspect\030\006 \001(\0132\034.hold" +
-      "fast.v1.InspectResponseH\000R\007inspect\022<\n\tse" +
-      "t_value\030\007 \001(\0132\035.holdfast.v1.SetValueResp" +
-      "onseH\000R\010setValue\022X\n\023check_fencing_token\030" +
-      "\010 \001(\0132&.holdfast.v1.CheckFencingTokenRes" +
-      "ponseH\000R\021checkFencingToken\022,\n\005error\030\t \001(" +
-      "\0132\024.holdfast.v1.OpErrorH\000R\005error\0227\n\007rene" +
-      "wed\030\n \001(\0132\033.holdfast.v1.SessionRenewedH\000" +
-      "R\007renewed\022+\n\004lost\030\013 \001(\0132\025.holdfast.v1.Ho" +
-      "ldLostH\000R\004lost\022.\n\004pong\030\014 \001(\0132\030.holdfast." +
-      "v1.SessionPongH\000R\004pongB\010\n\006result\"7\n\007OpEr" +
-      "ror\022\022\n\004code\030\001 \001(\005R\004code\022\030\n\007message\030\002 \001(\t" +
-      "R\007message\"r\n\016SessionRenewed\022\025\n\006ttl_ms\030\001 " +
-      "\001(\003R\005ttlMs\0223\n\026lease_started_after_ms\030\002 \001" +
-      "(\003R\023leaseStartedAfterMs\022\024\n\005locks\030\003 \001(\rR\005" +
-      "locks*T\n\010LockMode\022\031\n\025LOCK_MODE_UNSPECIFI" +
-      "ED\020\000\022\027\n\023LOCK_MODE_EXCLUSIVE\020\001\022\024\n\020LOCK_MO" +
-      "DE_SHARED\020\002*\213\002\n\nLostReason\022\033\n\027LOST_REASO" +
-      "N_UNSPECIFIED\020\000\022\027\n\023LOST_REASON_EXPIRED\020\001" +
-      "\022\025\n\021LOST_REASON_TAKEN\020\002\022#\n\037LOST_REASON_B" +
-      "ACKEND_UNAVAILABLE\020\003\022\037\n\033LOST_REASON_SERV" +
-      "ER_SHUTDOWN\020\004\022\030\n\024LOST_REASON_MAX_HOLD\020\005\022" +
-      "\030\n\024LOST_REASON_RELEASED\020\006\022\030\n\024LOST_REASON" +
-      "_FAILOVER\020\007\022\034\n\030LOST_REASON_DISCONNECTED\020" +
-      "\010*\301\001\n\nWatchEvent\022\033\n\027WATCH_EVENT_UNSPECIF" +
-      "IED\020\000\022\025\n\021WATCH_EVENT_STATE\020\001\022\027\n\023WATCH_EV" +
-      "ENT_GRANTED\020\002\022\030\n\024WATCH_EVENT_RELEASED\020\003\022" +
-      "\027\n\023WATCH_EVENT_EXPIRED\020\004\022\024\n\020WATCH_EVENT_" +
-      "LOST\020\005\022\035\n\031WATCH_EVENT_VALUE_CHANGED\020\0062\375\006" +
-      "\n\013LockService\022D\n\007Acquire\022\033.holdfast.v1.A" +
-      "cquireRequest\032\034.holdfast.v1.AcquireRespo" +
-      "nse\022D\n\007Release\022\033.holdfast.v1.ReleaseRequ" +
-      "est\032\034.holdfast.v1.ReleaseResponse\022>\n\005Ren" +
-      "ew\022\031.holdfast.v1.RenewRequest\032\032.holdfast" +
-      ".v1.RenewResponse\022=\n\004Hold\022\030.holdfast.v1." +
-      "HoldRequest\032\031.holdfast.v1.HoldResponse0\001" +
-      "\022D\n\007Inspect\022\033.holdfast.v1.InspectRequest" +
-      "\032\034.holdfast.v1.InspectResponse\022b\n\021CheckF" +
-      "encingToken\022%.holdfast.v1.CheckFencingTo" +
-      "kenRequest\032&.holdfast.v1.CheckFencingTok" +
-      "enResponse\022G\n\010SetValue\022\034.holdfast.v1.Set" +
-      "ValueRequest\032\035.holdfast.v1.SetValueRespo" +
-      "nse\022@\n\005Watch\022\031.holdfast.v1.WatchRequest\032" +
-      "\032.holdfast.v1.WatchResponse0\001\022M\n\nAcquire" +
-      "Set\022\036.holdfast.v1.AcquireSetRequest\032\037.ho" +
-      "ldfast.v1.AcquireSetResponse\022M\n\nReleaseS" +
-      "et\022\036.holdfast.v1.ReleaseSetRequest\032\037.hol" +
-      "dfast.v1.ReleaseSetResponse\022F\n\007HoldSet\022\033" +
-      ".holdfast.v1.HoldSetRequest\032\034.holdfast.v" +
-      "1.HoldSetResponse0\001\022H\n\007Session\022\033.holdfas" +
-      "t.v1.SessionRequest\032\034.holdfast.v1.Sessio" +
-      "nResponse(\0010\001b\006proto3"
+      "v1.SessionPingH\000R\004ping\022A\n\013acquire_set\030\014 " +
+      "\001(\0132\036.holdfast.v1.AcquireSetRequestH\000R\na" +
+      "cquireSet\022A\n\013release_set\030\r \001(\0132\036.holdfas" +
+      "t.v1.ReleaseSetRequestH\000R\nreleaseSetB\004\n\002" +
+      "op\"\r\n\013SessionPing\"9\n\013SessionPong\022*\n\021rece" +
+      "ived_after_ms\030\001 \001(\003R\017receivedAfterMs\"\016\n\014" +
+      "SessionClose\"\247\006\n\017SessionResponse\022\023\n\005op_i" +
+      "d\030\001 \001(\004R\004opId\0228\n\007acquire\030\002 \001(\0132\034.holdfas" +
+      "t.v1.AcquireResponseH\000R\007acquire\0228\n\007relea" +
+      "se\030\003 \001(\0132\034.holdfast.v1.ReleaseResponseH\000" +
+      "R\007release\0222\n\005renew\030\004 \001(\0132\032.holdfast.v1.R" +
+      "enewResponseH\000R\005renew\022/\n\004hold\030\005 \001(\0132\031.ho" +
+      "ldfast.v1.HoldAcquiredH\000R\004hold\0228\n\007inspec" +
+      "t\030\006 \001(\0132\034.holdfast.v1.InspectResponseH\000R" +
+      "\007inspect\022<\n\tset_value\030\007 \001(\0132\035.holdfast.v" +
+      "1.SetValueResponseH\000R\010setValue\022X\n\023check_" +
+      "fencing_token\030\010 \001(\0132&.holdfast.v1.CheckF" +
+      "encingTokenResponseH\000R\021checkFencingToken" +
+      "\022,\n\005error\030\t \001(\0132\024.holdfast.v1.OpErrorH\000R" +
+      "\005error\0227\n\007renewed\030\n \001(\0132\033.holdfast.v1.Se" +
+      "ssionRenewedH\000R\007renewed\022+\n\004lost\030\013 \001(\0132\025." +
+      "holdfast.v1.HoldLostH\000R\004lost\022.\n\004pong\030\014 \001" +
+      "(\0132\030.holdfast.v1.SessionPongH\000R\004pong\022B\n\013" +
+      "acquire_set\030\r \001(\0132\037.holdfast.v1.AcquireS" +
+      "etResponseH\000R\nacquireSet\022B\n\013release_set\030" +
+      "\016 \001(\0132\037.holdfast.v1.ReleaseSetResponseH\000" +
+      "R\nreleaseSetB\010\n\006result\"7\n\007OpError\022\022\n\004cod" +
+      "e\030\001 \001(\005R\004code\022\030\n\007message\030\002 \001(\tR\007message\"" +
+      "r\n\016SessionRenewed\022\025\n\006ttl_ms\030\001 \001(\003R\005ttlMs" +
+      "\0223\n\026lease_started_after_ms\030\002 \001(\003R\023leaseS" +
+      "tartedAfterMs\022\024\n\005locks\030\003 \001(\rR\005locks*T\n\010L" +
+      "ockMode\022\031\n\025LOCK_MODE_UNSPECIFIED\020\000\022\027\n\023LO" +
+      "CK_MODE_EXCLUSIVE\020\001\022\024\n\020LOCK_MODE_SHARED\020" +
+      "\002*\213\002\n\nLostReason\022\033\n\027LOST_REASON_UNSPECIF" +
+      "IED\020\000\022\027\n\023LOST_REASON_EXPIRED\020\001\022\025\n\021LOST_R" +
+      "EASON_TAKEN\020\002\022#\n\037LOST_REASON_BACKEND_UNA" +
+      "VAILABLE\020\003\022\037\n\033LOST_REASON_SERVER_SHUTDOW" +
+      "N\020\004\022\030\n\024LOST_REASON_MAX_HOLD\020\005\022\030\n\024LOST_RE" +
+      "ASON_RELEASED\020\006\022\030\n\024LOST_REASON_FAILOVER\020" +
+      "\007\022\034\n\030LOST_REASON_DISCONNECTED\020\010*\301\001\n\nWatc" +
+      "hEvent\022\033\n\027WATCH_EVENT_UNSPECIFIED\020\000\022\025\n\021W" +
+      "ATCH_EVENT_STATE\020\001\022\027\n\023WATCH_EVENT_GRANTE" +
+      "D\020\002\022\030\n\024WATCH_EVENT_RELEASED\020\003\022\027\n\023WATCH_E" +
+      "VENT_EXPIRED\020\004\022\024\n\020WATCH_EVENT_LOST\020\005\022\035\n\031" +
+      "WATCH_EVENT_VALUE_CHANGED\020\0062\375\006\n\013LockServ" +
+      "ice\022D\n\007Acquire\022\033.holdfast.v1.AcquireRequ" +
+      "est\032\034.holdfast.v1.AcquireResponse\022D\n\007Rel" +
+      "ease\022\033.holdfast.v1.ReleaseRequest\032\034.hold" +
+      "fast.v1.ReleaseResponse\022>\n\005Renew\022\031.holdf" +
+      "ast.v1.RenewRequest\032\032.holdfast.v1.RenewR" +
+      "esponse\022=\n\004Hold\022\030.holdfast.v1.HoldReques" +
+      "t\032\031.holdfast.v1.HoldResponse0\001\022D\n\007Inspec" +
+      "t\022\033.holdfast.v1.InspectRequest\032\034.holdfas" +
+      "t.v1.InspectResponse\022b\n\021CheckFencingToke" +
+      "n\022%.holdfast.v1.CheckFencingTokenRequest" +
+      "\032&.holdfast.v1.CheckFencingTokenResponse" +
+      "\022G\n\010SetValue\022\034.holdfast.v1.SetValueReque" +
+      "st\032\035.holdfast.v1.SetValueResponse\022@\n\005Wat" +
+      "ch\022\031.holdfast.v1.WatchRequest\032\032.holdfast" +
+      ".v1.WatchResponse0\001\022M\n\nAcquireSet\022\036.hold" +
+      "fast.v1.AcquireSetRequest\032\037.holdfast.v1." +
+      "AcquireSetResponse\022M\n\nReleaseSet\022\036.holdf" +
+      "ast.v1.ReleaseSetRequest\032\037.holdfast.v1.R" +
+      "eleaseSetResponse\022F\n\007HoldSet\022\033.holdfast." +
+      "v1.HoldSetRequest\032\034.holdfast.v1.HoldSetR" +
+      "esponse0\001\022H\n\007Session\022\033.holdfast.v1.Sessi" +
+      "onRequest\032\034.holdfast.v1.SessionResponse(" +
+      "\0010\001b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -40087,7 +41241,7 @@ public final class Lock {
     internal_static_holdfast_v1_SessionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_SessionRequest_descriptor,
-        new java.lang.String[] { "OpId", "Acquire", "Release", "Renew", "Hold", "Inspect", "SetValue", "CheckFencingToken", "Cancel", "Close", "Ping", "Op", });
+        new java.lang.String[] { "OpId", "Acquire", "Release", "Renew", "Hold", "Inspect", "SetValue", "CheckFencingToken", "Cancel", "Close", "Ping", "AcquireSet", "ReleaseSet", "Op", });
     internal_static_holdfast_v1_SessionPing_descriptor =
       getDescriptor().getMessageTypes().get(29);
     internal_static_holdfast_v1_SessionPing_fieldAccessorTable = new
@@ -40111,7 +41265,7 @@ public final class Lock {
     internal_static_holdfast_v1_SessionResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_SessionResponse_descriptor,
-        new java.lang.String[] { "OpId", "Acquire", "Release", "Renew", "Hold", "Inspect", "SetValue", "CheckFencingToken", "Error", "Renewed", "Lost", "Pong", "Result", });
+        new java.lang.String[] { "OpId", "Acquire", "Release", "Renew", "Hold", "Inspect", "SetValue", "CheckFencingToken", "Error", "Renewed", "Lost", "Pong", "AcquireSet", "ReleaseSet", "Result", });
     internal_static_holdfast_v1_OpError_descriptor =
       getDescriptor().getMessageTypes().get(33);
     internal_static_holdfast_v1_OpError_fieldAccessorTable = new

@@ -672,7 +672,18 @@ export interface SessionRequest {
    * counts on. A client that remembers when it sent the ping can count later leases from that moment instead of
    * from the stream's start, so its clock-drift allowance stays small however long the session lives.
    */
-  ping?: SessionPing | undefined;
+  ping?:
+    | SessionPing
+    | undefined;
+  /**
+   * As the AcquireSet RPC: every name or none; wait_timeout_ms is this operation's deadline. Answered with
+   * `acquire_set`. Its lease_started_after_ms counts from the session's start. Nothing renews the members.
+   */
+  acquireSet?:
+    | AcquireSetRequest
+    | undefined;
+  /** As the ReleaseSet RPC. Answered with `release_set`. */
+  releaseSet?: ReleaseSetRequest | undefined;
 }
 
 /** SessionPing asks for a SessionPong. */
@@ -738,7 +749,15 @@ export interface SessionResponse {
     | HoldLost
     | undefined;
   /** The answer to `ping`. */
-  pong?: SessionPong | undefined;
+  pong?:
+    | SessionPong
+    | undefined;
+  /** The answer to `acquire_set`: lease_started_after_ms counts from the session's start. */
+  acquireSet?:
+    | AcquireSetResponse
+    | undefined;
+  /** The answer to `release_set`. */
+  releaseSet?: ReleaseSetResponse | undefined;
 }
 
 /** OpError is the failure of one session operation. */
@@ -4150,6 +4169,8 @@ function createBaseSessionRequest(): SessionRequest {
     cancel: undefined,
     close: undefined,
     ping: undefined,
+    acquireSet: undefined,
+    releaseSet: undefined,
   };
 }
 
@@ -4187,6 +4208,12 @@ export const SessionRequest: MessageFns<SessionRequest> = {
     }
     if (message.ping !== undefined) {
       SessionPing.encode(message.ping, writer.uint32(90).fork()).join();
+    }
+    if (message.acquireSet !== undefined) {
+      AcquireSetRequest.encode(message.acquireSet, writer.uint32(98).fork()).join();
+    }
+    if (message.releaseSet !== undefined) {
+      ReleaseSetRequest.encode(message.releaseSet, writer.uint32(106).fork()).join();
     }
     return writer;
   },
@@ -4292,6 +4319,22 @@ export const SessionRequest: MessageFns<SessionRequest> = {
             message.ping = SessionPing.decode(reader, reader.uint32());
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.acquireSet = AcquireSetRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.releaseSet = ReleaseSetRequest.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4329,6 +4372,16 @@ export const SessionRequest: MessageFns<SessionRequest> = {
       cancel: isSet(object.cancel) ? globalThis.String(object.cancel) : undefined,
       close: isSet(object.close) ? SessionClose.fromJSON(object.close) : undefined,
       ping: isSet(object.ping) ? SessionPing.fromJSON(object.ping) : undefined,
+      acquireSet: isSet(object.acquireSet)
+        ? AcquireSetRequest.fromJSON(object.acquireSet)
+        : isSet(object.acquire_set)
+        ? AcquireSetRequest.fromJSON(object.acquire_set)
+        : undefined,
+      releaseSet: isSet(object.releaseSet)
+        ? ReleaseSetRequest.fromJSON(object.releaseSet)
+        : isSet(object.release_set)
+        ? ReleaseSetRequest.fromJSON(object.release_set)
+        : undefined,
     };
   },
 
@@ -4367,6 +4420,12 @@ export const SessionRequest: MessageFns<SessionRequest> = {
     if (message.ping !== undefined) {
       obj.ping = SessionPing.toJSON(message.ping);
     }
+    if (message.acquireSet !== undefined) {
+      obj.acquireSet = AcquireSetRequest.toJSON(message.acquireSet);
+    }
+    if (message.releaseSet !== undefined) {
+      obj.releaseSet = ReleaseSetRequest.toJSON(message.releaseSet);
+    }
     return obj;
   },
 
@@ -4403,6 +4462,12 @@ export const SessionRequest: MessageFns<SessionRequest> = {
       : undefined;
     message.ping = (object.ping !== undefined && object.ping !== null)
       ? SessionPing.fromPartial(object.ping)
+      : undefined;
+    message.acquireSet = (object.acquireSet !== undefined && object.acquireSet !== null)
+      ? AcquireSetRequest.fromPartial(object.acquireSet)
+      : undefined;
+    message.releaseSet = (object.releaseSet !== undefined && object.releaseSet !== null)
+      ? ReleaseSetRequest.fromPartial(object.releaseSet)
       : undefined;
     return message;
   },
@@ -4599,6 +4664,8 @@ function createBaseSessionResponse(): SessionResponse {
     renewed: undefined,
     lost: undefined,
     pong: undefined,
+    acquireSet: undefined,
+    releaseSet: undefined,
   };
 }
 
@@ -4639,6 +4706,12 @@ export const SessionResponse: MessageFns<SessionResponse> = {
     }
     if (message.pong !== undefined) {
       SessionPong.encode(message.pong, writer.uint32(98).fork()).join();
+    }
+    if (message.acquireSet !== undefined) {
+      AcquireSetResponse.encode(message.acquireSet, writer.uint32(106).fork()).join();
+    }
+    if (message.releaseSet !== undefined) {
+      ReleaseSetResponse.encode(message.releaseSet, writer.uint32(114).fork()).join();
     }
     return writer;
   },
@@ -4752,6 +4825,22 @@ export const SessionResponse: MessageFns<SessionResponse> = {
             message.pong = SessionPong.decode(reader, reader.uint32());
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.acquireSet = AcquireSetResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.releaseSet = ReleaseSetResponse.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4790,6 +4879,16 @@ export const SessionResponse: MessageFns<SessionResponse> = {
       renewed: isSet(object.renewed) ? SessionRenewed.fromJSON(object.renewed) : undefined,
       lost: isSet(object.lost) ? HoldLost.fromJSON(object.lost) : undefined,
       pong: isSet(object.pong) ? SessionPong.fromJSON(object.pong) : undefined,
+      acquireSet: isSet(object.acquireSet)
+        ? AcquireSetResponse.fromJSON(object.acquireSet)
+        : isSet(object.acquire_set)
+        ? AcquireSetResponse.fromJSON(object.acquire_set)
+        : undefined,
+      releaseSet: isSet(object.releaseSet)
+        ? ReleaseSetResponse.fromJSON(object.releaseSet)
+        : isSet(object.release_set)
+        ? ReleaseSetResponse.fromJSON(object.release_set)
+        : undefined,
     };
   },
 
@@ -4831,6 +4930,12 @@ export const SessionResponse: MessageFns<SessionResponse> = {
     if (message.pong !== undefined) {
       obj.pong = SessionPong.toJSON(message.pong);
     }
+    if (message.acquireSet !== undefined) {
+      obj.acquireSet = AcquireSetResponse.toJSON(message.acquireSet);
+    }
+    if (message.releaseSet !== undefined) {
+      obj.releaseSet = ReleaseSetResponse.toJSON(message.releaseSet);
+    }
     return obj;
   },
 
@@ -4870,6 +4975,12 @@ export const SessionResponse: MessageFns<SessionResponse> = {
     message.lost = (object.lost !== undefined && object.lost !== null) ? HoldLost.fromPartial(object.lost) : undefined;
     message.pong = (object.pong !== undefined && object.pong !== null)
       ? SessionPong.fromPartial(object.pong)
+      : undefined;
+    message.acquireSet = (object.acquireSet !== undefined && object.acquireSet !== null)
+      ? AcquireSetResponse.fromPartial(object.acquireSet)
+      : undefined;
+    message.releaseSet = (object.releaseSet !== undefined && object.releaseSet !== null)
+      ? ReleaseSetResponse.fromPartial(object.releaseSet)
       : undefined;
     return message;
   },
