@@ -348,11 +348,6 @@ public final class Lease implements AutoCloseable {
     loseIfLate("a renewal");
   }
 
-  /** Lost, told by the session: the server's lost message, or the session's end. */
-  void lost(String reason, LostReason code) {
-    lose(reason, code);
-  }
-
   /** The session was closed cleanly, which releases this hold: the lease ends released, not lost. */
   void releasedWithSession() {
     synchronized (mu) {
@@ -406,7 +401,8 @@ public final class Lease implements AutoCloseable {
     }
   }
 
-  private void lose(String reason, LostReason code) {
+  /** The lease is lost, for {@code reason}; also the session's word (its lost message, or its end). */
+  void lose(String reason, LostReason code) {
     List<Consumer<LeaseLostException>> listeners;
     LeaseLostException why;
     synchronized (mu) {

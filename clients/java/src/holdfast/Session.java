@@ -112,10 +112,10 @@ public final class Session implements AutoCloseable {
     this.timer = timer;
     this.timing = timing;
     // Every lease_started_after_ms of the session counts from when the server received the stream.
+    long every = timing.pingInterval.toNanos();
+    this.pinger = timer.scheduleAtFixedRate(this::ping, every, every, TimeUnit.NANOSECONDS); // before the stream can end
     this.anchors = new SessionAnchors(System.nanoTime() - timing.openedEarlier.toNanos());
     stub.session(new Observer());
-    long every = timing.pingInterval.toNanos();
-    this.pinger = timer.scheduleAtFixedRate(this::ping, every, every, TimeUnit.NANOSECONDS);
   }
 
   /**
@@ -382,7 +382,7 @@ public final class Session implements AutoCloseable {
           }
         }
         if (lost != null) {
-          lost.lost(response.getLost().getReason(), response.getLost().getCode());
+          lost.lose(response.getLost().getReason(), response.getLost().getCode());
         }
         return;
       default:
@@ -441,7 +441,7 @@ public final class Session implements AutoCloseable {
       op.answer.completeExceptionally(SessionErrors.inFlight(address, code, cause));
     }
     for (Lease lease : lost) {
-      lease.lost(SessionErrors.leasesLost(address, cause), LostReason.LOST_REASON_UNSPECIFIED);
+      lease.lose(SessionErrors.leasesLost(address, cause), LostReason.LOST_REASON_UNSPECIFIED);
     }
     ended.complete(null);
   }
