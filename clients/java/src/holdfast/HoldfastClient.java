@@ -38,7 +38,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>{@link #hold} keeps the lock through the Hold stream (the server renews it) with a local deadline;
  * {@link #acquire}, {@link #release} and {@link #inspect} are one-shot calls for callers that manage a
- * lease themselves. Thread-safe; one client serves any number of leases.
+ * lease themselves; {@link #session()} holds many locks under one stream with one heartbeat.
+ * Thread-safe; one client serves any number of leases and sessions.
  */
 public final class HoldfastClient implements AutoCloseable {
   /** Extra time to wait for the server's own answer after the wait timeout has passed. */

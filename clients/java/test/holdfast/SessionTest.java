@@ -151,6 +151,32 @@ class SessionTest {
     }
   }
 
+  /** An interrupted wait sends a cancel: the server drops the waiter, and nothing is granted to nobody. */
+  @Test
+  void anInterruptedHoldIsCancelledOnTheServer() throws Exception {
+    String name = Support.randomName();
+    AcquireResponse first = other.acquire(name, options(30_000, 0));
+    try (Session session = client.session()) {
+      CompletableFuture<Throwable> ended = new CompletableFuture<>();
+      Thread waiter = new Thread(() -> {
+        try {
+          session.hold(name, options(3000, 30_000)).close();
+          ended.complete(null);
+        } catch (Throwable e) {
+          ended.complete(e);
+        }
+      });
+      waiter.start();
+      Support.waitUntil(() -> other.inspect(name).getWaiters() == 1, "the session's hold to queue");
+      waiter.interrupt();
+      assertTrue(ended.get(Support.WAIT.toMillis(), TimeUnit.MILLISECONDS) instanceof InterruptedException);
+      Support.waitUntil(() -> other.inspect(name).getWaiters() == 0, "the cancel to reach the server");
+      assertTrue(other.release(name, first.getToken()));
+      assertEquals(List.of(), session.inspect(name).getHoldersList());
+      assertTrue(session.isOpen());
+    }
+  }
+
   @Test
   void lostWhenTheServerSaysSo() throws Exception {
     String name = Support.randomName();
