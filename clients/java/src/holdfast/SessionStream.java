@@ -5,7 +5,6 @@ import holdfast.v1.Lock.SessionRequest;
 import holdfast.v1.Lock.SessionResponse;
 import holdfast.v1.LockServiceGrpc;
 import io.grpc.Status;
-import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import java.time.Duration;
@@ -232,9 +231,11 @@ final class SessionStream {
       failed = new ArrayList<>(pending.values());
       pending.clear();
     }
+    // No connection was made (ConnectErrors said why, naming the address): nothing was sent.
+    boolean unsent = status.getCode() == Status.Code.UNAVAILABLE && String.valueOf(status.getDescription())
+        .startsWith(ConnectErrors.CANNOT_CONNECT);
     for (Pending op : failed) {
-      StatusRuntimeException error = SessionErrors.inFlight(address, code, cause);
-      op.answer.completeExceptionally(error);
+      op.answer.completeExceptionally(unsent ? status.asRuntimeException() : SessionErrors.inFlight(address, code, cause));
     }
     listener.onEnd(cause);
     ended.complete(null);

@@ -98,6 +98,21 @@ class SessionEndsTest {
     }
   }
 
+  /** Nothing listens: the operation fails with the connection's own error, which says nothing was sent. */
+  @Test
+  void noServerAtAllIsNotAnOperationThatMayHaveHappened() throws Exception {
+    String addr = "127.0.0.1:" + Support.freePort();
+    try (HoldfastClient client = HoldfastClient.connect(addr); Session session = client.session()) {
+      StatusRuntimeException error = assertThrows(StatusRuntimeException.class,
+          () -> session.hold(Support.randomName(), HoldOptions.DEFAULT));
+      assertEquals(Status.Code.UNAVAILABLE, error.getStatus().getCode());
+      String description = error.getStatus().getDescription();
+      assertTrue(description.startsWith("cannot connect to holdfast at " + addr + ": connection refused"), description);
+      assertFalse(description.contains("may or may not"), description);
+      assertFalse(session.isOpen());
+    }
+  }
+
   @Test
   void aKilledServerLosesEveryLeaseAtOnce() throws Exception {
     try (Support.Processes own = new Support.Processes();
