@@ -72,8 +72,8 @@ final class SessionStream {
   /** Sends one operation; {@code onAnswer} makes its result on the stream's thread. Throws once the session has ended. */
   Pending start(SessionRequest.Builder op, String lockName, Function<SessionResponse, Object> onAnswer) {
     synchronized (mu) {
-      if (closing || endCause != null) {
-        throw SessionErrors.ended(address, endCause != null ? endCause : "it was closed");
+      if (!openLocked()) {
+        throw SessionErrors.ended(address, endCause != null ? endCause : cutOff != null ? cutOff : "it was closed");
       }
       Pending started = new Pending(nextOpId++, onAnswer, lockName);
       pending.put(started.opId, started);
@@ -90,7 +90,7 @@ final class SessionStream {
   }
 
   private void sendLocked(SessionRequest.Builder op) {
-    if (endCause == null && !closing) {
+    if (openLocked()) {
       call.onNext(op.setOpId(nextOpId++).build());
     }
   }
@@ -105,8 +105,13 @@ final class SessionStream {
   /** False once the stream has ended or is closing. */
   boolean isOpen() {
     synchronized (mu) {
-      return !closing && endCause == null;
+      return openLocked();
     }
+  }
+
+  /** Whether the call takes messages: not half-closed, cancelled or ended (grpc-java's ClientCall allows nothing after those). */
+  private boolean openLocked() {
+    return !closing && cutOff == null && endCause == null;
   }
 
   /** Waits for the answer to {@code op}; past {@code timeout}, cancels the operation and throws DEADLINE_EXCEEDED. */
@@ -166,8 +171,9 @@ final class SessionStream {
       if (closing) {
         return;
       }
+      boolean open = openLocked();
       closing = true;
-      if (endCause == null) {
+      if (open) {
         call.onNext(SessionRequest.newBuilder().setOpId(nextOpId++).setClose(SessionClose.getDefaultInstance()).build());
         call.onCompleted();
       }
@@ -184,15 +190,13 @@ final class SessionStream {
 
   /** Cancels the stream; its end then reports {@code why} to the session and to every operation in flight. */
   void cancel(String why) {
-    ClientCallStreamObserver<SessionRequest> stream;
-    synchronized (mu) {
-      if (endCause != null) {
+    synchronized (mu) { // the call is not thread-safe: every use of it holds mu
+      if (endCause != null || cutOff != null) {
         return;
       }
       cutOff = why;
-      stream = call;
+      call.cancel(why, null);
     }
-    stream.cancel(why, null);
   }
 
   private void onMessage(SessionResponse response) {
