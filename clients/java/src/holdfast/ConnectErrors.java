@@ -24,6 +24,8 @@ final class ConnectErrors {
   private static final Pattern PORT = Pattern.compile("[0-9]{1,5}");
   // "HTTP/" in hex: what an HTTP/1 server answers to gRPC's HTTP/2 preface.
   private static final String HTTP1_REPLY = "485454502f";
+  /** How a failure to connect at all begins: nothing was sent. */
+  static final String CANNOT_CONNECT = "cannot connect to holdfast at ";
 
   private ConnectErrors() {}
 
@@ -92,14 +94,14 @@ final class ConnectErrors {
     for (Throwable cause = status.getCause(); cause != null; cause = cause.getCause()) {
       String message = cause.getMessage() == null ? "" : cause.getMessage();
       if (cause instanceof ConnectException && message.contains("refused")) {
-        return "cannot connect to holdfast at " + target + ": connection refused (nothing listens on that port: "
+        return CANNOT_CONNECT + target + ": connection refused (nothing listens on that port: "
             + "is the server running, and is this its --listen address?)";
       }
       if (cause instanceof UnknownHostException) {
-        return "cannot connect to holdfast at " + target + ": the host name does not resolve (" + message + ")";
+        return CANNOT_CONNECT + target + ": the host name does not resolve (" + message + ")";
       }
       if (cause instanceof ConnectException) {
-        return "cannot connect to holdfast at " + target + ": " + message;
+        return CANNOT_CONNECT + target + ": " + message;
       }
       if (message.contains(HTTP1_REPLY)) {
         return target + " answered in HTTP/1, not gRPC: it looks like holdfast's --http-listen port (dashboard, "

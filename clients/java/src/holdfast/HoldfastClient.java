@@ -38,7 +38,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>{@link #hold} keeps the lock through the Hold stream (the server renews it) with a local deadline;
  * {@link #acquire}, {@link #release} and {@link #inspect} are one-shot calls for callers that manage a
- * lease themselves. Thread-safe; one client serves any number of leases.
+ * lease themselves; {@link #session()} holds many locks under one stream with one heartbeat.
+ * Thread-safe; one client serves any number of leases and sessions.
  */
 public final class HoldfastClient implements AutoCloseable {
   /** Extra time to wait for the server's own answer after the wait timeout has passed. */
@@ -46,6 +47,7 @@ public final class HoldfastClient implements AutoCloseable {
   /** The deadline of Release and Inspect. */
   static final Duration CALL_TIMEOUT = Duration.ofSeconds(10);
 
+  private final String address; // for errors: the target, or the channel's authority
   private final ManagedChannel ownedChannel;
   private final LockServiceGrpc.LockServiceStub stub;
   private final LockServiceGrpc.LockServiceBlockingStub blocking;
@@ -53,11 +55,12 @@ public final class HoldfastClient implements AutoCloseable {
 
   /** A client on {@code channel}, which stays the caller's to configure (TLS, API key) and shut down. */
   public HoldfastClient(Channel channel) {
-    this(channel, null);
+    this(channel, null, Objects.requireNonNull(channel, "channel").authority());
   }
 
-  private HoldfastClient(Channel channel, ManagedChannel owned) {
+  private HoldfastClient(Channel channel, ManagedChannel owned, String address) {
     Objects.requireNonNull(channel, "channel");
+    this.address = address;
     this.ownedChannel = owned;
     this.stub = LockServiceGrpc.newStub(channel);
     this.blocking = LockServiceGrpc.newBlockingStub(channel);
@@ -114,7 +117,7 @@ public final class HoldfastClient implements AutoCloseable {
       headers.put(Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER), "Bearer " + options.apiKey());
       calls = ClientInterceptors.intercept(calls, MetadataUtils.newAttachHeadersInterceptor(headers));
     }
-    return new HoldfastClient(calls, channel);
+    return new HoldfastClient(calls, channel, target);
   }
 
   /**
@@ -126,20 +129,23 @@ public final class HoldfastClient implements AutoCloseable {
    */
   public Lease hold(String name, HoldOptions options)
       throws NotAcquiredException, LeaseLostException, InterruptedException {
-    HoldRequest request = HoldRequest.newBuilder()
-        .setName(name)
-        .setOwner(options.owner())
-        .setTtlMs(options.ttl().toMillis())
-        .setWaitTimeoutMs(options.waitTimeout().toMillis())
-        .setMode(options.mode())
-        .setLimit(options.limit())
-        .setMaxHoldMs(options.maxHold().toMillis())
-        .setReleaseOnDisconnect(options.releaseOnDisconnect())
-        .setValue(options.value())
-        .build();
+    HoldRequest request = Requests.hold(name, options);
     Lease lease = new Lease(name, request, stub, blocking, timer);
     lease.open(options.waitTimeout().plus(ACQUIRE_GRACE).toNanos());
     return lease;
+  }
+
+  /**
+   * Opens a session: one stream that holds many locks with one heartbeat, and carries acquire, release
+   * and inspect as one message each way. See {@link Session}; close it (try-with-resources) to release
+   * every lock held under it at once.
+   */
+  public Session session() {
+    return session(Session.Timing.DEFAULT);
+  }
+
+  Session session(Session.Timing timing) {
+    return new Session(address, stub, blocking, timer, timing);
   }
 
   /**
@@ -150,21 +156,12 @@ public final class HoldfastClient implements AutoCloseable {
    * @throws NotAcquiredException when the lock is not granted within the wait timeout
    */
   public AcquireResponse acquire(String name, HoldOptions options) throws NotAcquiredException {
-    AcquireRequest request = AcquireRequest.newBuilder()
-        .setName(name)
-        .setOwner(options.owner())
-        .setTtlMs(options.ttl().toMillis())
-        .setWaitTimeoutMs(options.waitTimeout().toMillis())
-        .setMode(options.mode())
-        .setLimit(options.limit())
-        .setValue(options.value())
-        .build();
+    AcquireRequest request = Requests.acquire(name, options);
     AcquireResponse grant = blocking
         .withDeadlineAfter(options.waitTimeout().plus(ACQUIRE_GRACE).toMillis(), TimeUnit.MILLISECONDS)
         .acquire(request);
     if (!grant.getAcquired()) {
-      throw new NotAcquiredException(
-          "lock \"" + name + "\" was not acquired within " + options.waitTimeout().toMillis() + " ms");
+      throw Requests.notAcquired(name, options);
     }
     return grant;
   }

@@ -28,8 +28,8 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
- * One grant kept alive by an open Hold stream, from {@link HoldfastClient#hold}. Use it in
- * try-with-resources: {@link #close()} gives back exactly this stream's hold.
+ * One grant kept alive by an open Hold stream, from {@link HoldfastClient#hold}, or by a session, from
+ * {@link Session#hold}. Use it in try-with-resources: {@link #close()} gives back exactly this hold.
  *
  * <p>The lease keeps a local deadline ({@link LeaseDeadline}) that only moves forward. When it passes
  * the lease counts as lost even though no lost event came; a grant or renewal that arrives after its
@@ -46,6 +46,16 @@ public final class Lease implements AutoCloseable {
   private final LockServiceGrpc.LockServiceStub stub;
   private final LockServiceGrpc.LockServiceBlockingStub blocking;
   private final ScheduledExecutorService timer;
+  private final Keeper keeper; // null for a lease of its own Hold stream
+
+  /** What keeps a lease held under a session: it gives the hold back and forgets it. */
+  interface Keeper {
+    /** Gives back the hold (close() while it is held) and waits for the answer; never throws. */
+    void release(Lease lease);
+
+    /** The lease is closed or lost: stop telling it of renewals, give back a hold the server may still keep. */
+    void drop(Lease lease);
+  }
 
   private final Object mu = new Object();
   private final List<Consumer<LeaseLostException>> lostListeners = new ArrayList<>();
@@ -72,6 +82,17 @@ public final class Lease implements AutoCloseable {
     this.stub = stub;
     this.blocking = blocking;
     this.timer = timer;
+    this.keeper = null;
+  }
+
+  /** A lease held under a session: {@link #granted} gives it its grant. */
+  Lease(String name, Keeper keeper, LockServiceGrpc.LockServiceBlockingStub blocking, ScheduledExecutorService timer) {
+    this.name = name;
+    this.request = null;
+    this.stub = null;
+    this.blocking = blocking;
+    this.timer = timer;
+    this.keeper = keeper;
   }
 
   /** The lock's name. */
@@ -209,7 +230,9 @@ public final class Lease implements AutoCloseable {
       closing = true;
       held = acquired && lost == null && !ended;
     }
-    if (held) {
+    if (held && keeper != null) {
+      keeper.release(this);
+    } else if (held) {
       try {
         blocking.withDeadlineAfter(RELEASE_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
             .release(ReleaseRequest.newBuilder().setName(name).setToken(token()).setHoldId(holdId()).build());
@@ -261,6 +284,9 @@ public final class Lease implements AutoCloseable {
     synchronized (mu) {
       closeStreamLocked();
     }
+    if (keeper != null) {
+      keeper.drop(this);
+    }
   }
 
   private void closeStreamLocked() {
@@ -280,18 +306,12 @@ public final class Lease implements AutoCloseable {
       switch (response.getEventCase()) {
         case ACQUIRED:
           HoldAcquired grant = response.getAcquired();
-          token = grant.getToken();
-          holdId = grant.getHoldId();
-          fencingToken = grant.getFencingToken();
-          holdCount = grant.getHoldCount();
-          ttlMs = grant.getTtlMs();
-          acquired = true;
-          moveDeadline(grant.getLeaseStartedAfterMs(), grant.getTtlMs());
+          takeGrant(grant, LeaseDeadline.of(sentAt, grant.getLeaseStartedAfterMs(), grant.getTtlMs()));
           what = "the grant";
           break;
         case RENEWED:
           HoldRenewed renewal = response.getRenewed();
-          moveDeadline(renewal.getLeaseStartedAfterMs(), renewal.getTtlMs());
+          moveDeadline(LeaseDeadline.of(sentAt, renewal.getLeaseStartedAfterMs(), renewal.getTtlMs()));
           what = "a renewal";
           break;
         case LOST:
@@ -304,13 +324,54 @@ public final class Lease implements AutoCloseable {
     }
     if (what == null) {
       lose(response.getLost().getReason(), response.getLost().getCode());
-    } else if (LeaseDeadline.passed(deadlineNanos(), System.nanoTime())) {
+    } else {
+      loseIfLate(what);
+    }
+  }
+
+  /** A session granted this lease's hold, vouching for {@code deadline}; check {@link #lostException()} after. */
+  void granted(HoldAcquired grant, long deadline) {
+    synchronized (mu) {
+      takeGrant(grant, deadline);
+    }
+    loseIfLate("the grant");
+  }
+
+  /** The session's renewal vouches for {@code deadline}: the deadline moves to it if that is later. */
+  void renewed(long deadline) {
+    synchronized (mu) {
+      if (lost != null || closing) {
+        return;
+      }
+      moveDeadline(deadline);
+    }
+    loseIfLate("a renewal");
+  }
+
+  /** The session was closed cleanly, which releases this hold: the lease ends released, not lost. */
+  void releasedWithSession() {
+    synchronized (mu) {
+      closeStreamLocked();
+    }
+  }
+
+  private void takeGrant(HoldAcquired grant, long leaseDeadline) {
+    token = grant.getToken();
+    holdId = grant.getHoldId();
+    fencingToken = grant.getFencingToken();
+    holdCount = grant.getHoldCount();
+    ttlMs = grant.getTtlMs();
+    acquired = true;
+    moveDeadline(leaseDeadline);
+  }
+
+  private void loseIfLate(String what) {
+    if (LeaseDeadline.passed(deadlineNanos(), System.nanoTime())) {
       lose(what + " arrived after the lease could have ended", LostReason.LOST_REASON_UNSPECIFIED);
     }
   }
 
-  private void moveDeadline(long leaseStartedAfterMs, long ttl) {
-    long next = LeaseDeadline.of(sentAt, leaseStartedAfterMs, ttl);
+  private void moveDeadline(long next) {
     if (hasDeadline && LeaseDeadline.later(deadline, next) == deadline) {
       return; // it would not move forward
     }
@@ -340,7 +401,8 @@ public final class Lease implements AutoCloseable {
     }
   }
 
-  private void lose(String reason, LostReason code) {
+  /** The lease is lost, for {@code reason}; also the session's word (its lost message, or its end). */
+  void lose(String reason, LostReason code) {
     List<Consumer<LeaseLostException>> listeners;
     LeaseLostException why;
     synchronized (mu) {
@@ -355,6 +417,9 @@ public final class Lease implements AutoCloseable {
       mu.notifyAll();
       listeners = new ArrayList<>(lostListeners);
       lostListeners.clear();
+    }
+    if (keeper != null) {
+      keeper.drop(this);
     }
     for (Consumer<LeaseLostException> listener : listeners) {
       try {

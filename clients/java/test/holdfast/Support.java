@@ -45,14 +45,11 @@ final class Support {
 
   /** Sends one command over RESP and returns the reply line, or a bulk string's value. */
   static String redisCommand(String url, String... args) throws IOException {
-    String[] hostPort = url.replaceFirst("^redis://", "").replaceAll("/$", "").split(":");
     StringBuilder payload = new StringBuilder("*" + args.length + "\r\n");
     for (String arg : args) {
       payload.append('$').append(arg.getBytes(StandardCharsets.UTF_8).length).append("\r\n").append(arg).append("\r\n");
     }
-    try (Socket socket = new Socket()) {
-      socket.connect(new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1])), 5000);
-      socket.setSoTimeout(5000);
+    try (Socket socket = redisSocket(url)) {
       OutputStream out = socket.getOutputStream();
       out.write(payload.toString().getBytes(StandardCharsets.UTF_8));
       out.flush();
@@ -62,6 +59,39 @@ final class Support {
         return reply.readLine();
       }
       return line;
+    }
+  }
+
+  /** A connection to the redis-server at {@code url}, with a 5 s timeout on every read. */
+  private static Socket redisSocket(String url) throws IOException {
+    String[] hostPort = url.replaceFirst("^redis://", "").replaceAll("/$", "").split(":");
+    Socket socket = new Socket();
+    try {
+      socket.connect(new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1])), 5000);
+      socket.setSoTimeout(5000);
+      return socket;
+    } catch (IOException e) {
+      socket.close();
+      throw e;
+    }
+  }
+
+  /** How many times Redis has run {@code command} (INFO commandstats), e.g. "fcall": every lease renewal is one. */
+  static long redisCalls(String url, String command) throws IOException {
+    try (Socket socket = redisSocket(url)) {
+      socket.getOutputStream().write("*2\r\n$4\r\nINFO\r\n$12\r\ncommandstats\r\n".getBytes(StandardCharsets.US_ASCII));
+      BufferedReader reply = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
+      int left = Integer.parseInt(reply.readLine().substring(1)); // a bulk string: $length, then the lines
+      String prefix = "cmdstat_" + command + ":calls=";
+      long calls = 0;
+      while (left > 0) {
+        String line = reply.readLine();
+        left -= line.length() + 2;
+        if (line.startsWith(prefix)) {
+          calls = Long.parseLong(line.substring(prefix.length()).split(",")[0]);
+        }
+      }
+      return calls;
     }
   }
 
@@ -158,6 +188,11 @@ final class Support {
 
     void resume() throws IOException, InterruptedException {
       signal("CONT");
+    }
+
+    /** SIGKILLs the holdfast server only: its connections end at once, redis-server stays. */
+    void killServer() {
+      kill(server);
     }
 
     private void signal(String name) throws IOException, InterruptedException {
