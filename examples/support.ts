@@ -16,7 +16,9 @@ export interface Stack {
 /** One redis-server and `count` holdfast servers on it. */
 export async function startStack(count = 1): Promise<Stack> {
   const redis = await startBenchRedis();
-  const servers = await Promise.all(Array.from({ length: count }, () => startHoldfast(redis.url)));
+  // HOLDFAST_EXAMPLE_SERVER_NODE_ARGS=--cpu-prof profiles the servers, as bench/'s runs can.
+  const nodeArgs = process.env.HOLDFAST_EXAMPLE_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const servers = await Promise.all(Array.from({ length: count }, () => startHoldfast(redis.url, [], nodeArgs)));
   return {
     redis,
     servers,

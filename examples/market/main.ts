@@ -3,6 +3,8 @@
 // sellers keep making an item and listing it, buyers keep buying the cheapest listed item.
 // Prints the book's columns (listed, bought, purchase retries) and purchase latency p50/p99, and
 // audits the books after every run (money only moves; each bought item is in one inventory).
+// Each version's operations (listed + bought) are also given as a ratio to the book's own Redis
+// lock on the same names ('book'), measured in the same run.
 // --seconds=N per run (default 10); --short: 1 s runs (CI).
 import { Redis } from 'ioredis';
 import { HoldfastClient } from '../../clients/ts/index';
@@ -16,7 +18,7 @@ const SHAPES: [number, number][] = [
   [5, 1],
   [5, 5],
 ];
-const VERSIONS: Version[] = ['watch', 'coarse', 'fine'];
+const VERSIONS: Version[] = ['watch', 'book', 'coarse', 'fine'];
 const FUNDS = 1_000_000_000;
 
 interface Tally {
@@ -76,10 +78,14 @@ run(async () => {
   const rows: string[][] = [];
   try {
     for (const [sellers, buyers] of SHAPES) {
-      for (const version of VERSIONS) {
-        const t = await runOnce(version, sellers, buyers, stack.redis.url, stack.servers[0].addr);
+      const tallies = new Map<Version, Tally>();
+      for (const version of VERSIONS) tallies.set(version, await runOnce(version, sellers, buyers, stack.redis.url, stack.servers[0].addr));
+      const ops = (t: Tally) => t.listed + t.bought;
+      const book = ops(tallies.get('book')!);
+      for (const [version, t] of tallies) {
         const ms = (q: number) => (t.latencies.length ? fixed(quantile(t.latencies, q), 1) : '-');
-        rows.push([`${sellers} x ${buyers}`, version, String(t.listed), String(t.bought), String(t.retries), ms(0.5), ms(0.99)]);
+        const vsBook = book > 0 ? `${fixed(ops(t) / book, 2)}x` : '-';
+        rows.push([`${sellers} x ${buyers}`, version, String(t.listed), String(t.bought), String(t.retries), ms(0.5), ms(0.99), vsBook]);
         console.error(`${version} ${sellers}x${buyers}: listed ${t.listed}, bought ${t.bought}, retries ${t.retries}`);
         check(t.listed > 0 && t.bought > 0, `${version} ${sellers}x${buyers} listed and sold items, and the books balance`);
       }
@@ -88,5 +94,7 @@ run(async () => {
     await stack.stop();
   }
   console.log(`\n${SECONDS} s per run, one holdfast server and one redis-server on this machine\n`);
-  console.log(markdownTable(['sellers x buyers', 'version', 'listed', 'bought', 'purchase retries', 'purchase p50 ms', 'purchase p99 ms'], rows));
+  console.log(
+    markdownTable(['sellers x buyers', 'version', 'listed', 'bought', 'purchase retries', 'purchase p50 ms', 'purchase p99 ms', 'operations vs book'], rows),
+  );
 });

@@ -4,12 +4,14 @@
 // - watch:  optimistic WATCH/MULTI/EXEC transactions, retried when a watched key changed;
 // - coarse: one holdfast lock on the whole market around each operation;
 // - fine:   holdfast multi-locks on exactly what an operation touches: the item and the seller
-//           to list, the item, the buyer and the seller to buy (the book locked the item only).
+//           to list, the item, the buyer and the seller to buy (the book locked the item only);
+// - book:   the same names under the book's own Redis lock (book-lock.ts), taken in sorted order.
 // Each returns how many times it had to try again.
 import type { Redis } from 'ioredis';
 import { NotAcquiredError, type HoldfastClient } from '../../clients/ts/index';
+import { acquireBookLock, releaseBookLock } from './book-lock';
 
-export type Version = 'watch' | 'coarse' | 'fine';
+export type Version = 'watch' | 'coarse' | 'fine' | 'book';
 
 export interface Market {
   /** Keys of this run, so that runs never share state. */
@@ -28,8 +30,31 @@ const keys = (m: Market) => ({
   user: (user: string) => `${m.prefix}:users:${user}`,
 });
 
+/** Runs `fn` under the version's locks on `names`: the book's, or holdfast's. */
+function withLocks<T>(version: Version, m: Market, names: string[], fn: () => Promise<T>): Promise<{ result: T; retries: number }> {
+  return version === 'book' ? withBookLocks(m, names, fn) : withHoldfastLocks(m, names, fn);
+}
+
+/** The book's locks, one name at a time in sorted order (so two operations never deadlock); a lock not free in time is a retry. */
+async function withBookLocks<T>(m: Market, names: string[], fn: () => Promise<T>): Promise<{ result: T; retries: number }> {
+  const sorted = [...names].sort();
+  for (let retries = 0; ; retries++) {
+    const taken: [string, string][] = [];
+    try {
+      for (const name of sorted) {
+        const identifier = await acquireBookLock(m.redis, name, LOCK_WAIT_MS, LOCK_TTL_MS);
+        if (identifier === null) break;
+        taken.push([name, identifier]);
+      }
+      if (taken.length === sorted.length) return { result: await fn(), retries };
+    } finally {
+      for (const [name, identifier] of taken.reverse()) await releaseBookLock(m.redis, name, identifier);
+    }
+  }
+}
+
 /** What a holdfast version does while holding its locks; a lock not granted in time is a retry. */
-async function withLocks<T>(m: Market, names: string[], fn: () => Promise<T>): Promise<{ result: T; retries: number }> {
+async function withHoldfastLocks<T>(m: Market, names: string[], fn: () => Promise<T>): Promise<{ result: T; retries: number }> {
   for (let retries = 0; ; retries++) {
     try {
       const set = await m.locks.acquireSet(names, { ttlMs: LOCK_TTL_MS, waitMs: LOCK_WAIT_MS });
@@ -60,7 +85,7 @@ export async function listItem(version: Version, m: Market, item: string, seller
     }
   }
   const names = version === 'coarse' ? [`${m.prefix}:market`] : [`${m.prefix}:item:${member}`, `${m.prefix}:user:${seller}`];
-  const { result, retries } = await withLocks(m, names, async () => {
+  const { result, retries } = await withLocks(version, m, names, async () => {
     if (!(await m.redis.sismember(k.inventory(seller), item))) return false;
     await m.redis.multi().zadd(k.market, price, member).srem(k.inventory(seller), item).exec();
     return true;
@@ -90,7 +115,7 @@ export async function purchaseItem(version: Version, m: Market, buyer: string, i
     }
   }
   const names = version === 'coarse' ? [`${m.prefix}:market`] : [`${m.prefix}:item:${member}`, `${m.prefix}:user:${buyer}`, `${m.prefix}:user:${seller}`];
-  const { result, retries } = await withLocks(m, names, async () => {
+  const { result, retries } = await withLocks(version, m, names, async () => {
     const price = await affordable();
     if (price === null) return false;
     await transfer(price).exec();
