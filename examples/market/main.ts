@@ -18,7 +18,9 @@ const SHAPES: [number, number][] = [
   [5, 1],
   [5, 5],
 ];
-const VERSIONS: Version[] = ['watch', 'book', 'coarse', 'fine'];
+const ALL_VERSIONS: Version[] = ['watch', 'book', 'coarse', 'fine'];
+// MARKET_VERSIONS=book,fine runs only those (the book's is always run: the ratios need it).
+const VERSIONS = ALL_VERSIONS.filter((v) => v === 'book' || !process.env.MARKET_VERSIONS || process.env.MARKET_VERSIONS.split(',').includes(v));
 const FUNDS = 1_000_000_000;
 
 interface Tally {
