@@ -12,7 +12,7 @@
 // vanished, max hold, Redis out of reach, shutdown) gives its hold back as 'vanished': its client
 // may still count on the lease, so the lock stays closed until that lease has run out.
 import { fromRedisError, NotRenewed, ScriptCode } from './errors';
-import { DueSchedule } from './due-schedule';
+import { DueSchedule, type Schedulable } from './due-schedule';
 import { lockKeys, scriptKeys } from './keys';
 import { scriptKeyCount } from './scripts';
 import { NO_OBSERVER, type EngineObserver } from './observer';
@@ -23,7 +23,7 @@ import type { KeepRequest, KeptLease, LeaseEvents, LostReason, ReleaseOptions, V
  * One kept lease. A class, so that every lease shares one shape and its letGo/abandon are not
  * closures of its own: a server may keep tens of thousands (docs/sessions.md, "Caps").
  */
-class Lease implements KeepRequest, KeptLease {
+class Lease implements KeepRequest, KeptLease, Schedulable {
   readonly name: string;
   readonly token: string;
   readonly holdId: string;
@@ -38,6 +38,8 @@ class Lease implements KeepRequest, KeptLease {
   readonly maxHoldAt: number;
   /** The latest lease end this stream's client was told of (sent at + lease left): its lease ends no later. */
   toldUntil: number;
+  /** The watchdog's schedule's counter (due-schedule.ts). */
+  dueVersion = 0;
   /** The lease asked for by the renewal in flight (ms). */
   askedMs = 0;
   /** The confirmed lease already runs to the max hold time: no renewal can extend it. */
