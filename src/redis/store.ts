@@ -22,8 +22,8 @@ export interface RedisStoreOptions {
 /**
  * Leases per 'renewBatch' call (lua/renew-batch-3.lua). Redis runs nothing else while a function
  * runs, and a call's time grows with its leases (15 µs each on a busy 2-core machine: 1.5 ms
- * for 100, 7 ms for 500); the saving per lease was all had by 100 (docs/sessions.md, "Caps and
- * back-pressure").
+ * for 100, 8 ms for 500); the saving per lease was all had by 100 (npm run bench:renew-steps;
+ * docs/sessions.md, "Caps and back-pressure").
  */
 export const RENEWALS_PER_CALL = 100;
 
