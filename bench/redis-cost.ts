@@ -24,7 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { luaDir, readScript } from '../src/engine/scripts';
-import { LockLibrary, lockLibrary } from '../src/redis/functions';
+import { LIBRARY_INCLUDES, LockLibrary, lockLibrary } from '../src/redis/functions';
 import { cpuSeconds, fixed, machineNote, markdownTable, median, redisInfo, report, setting, startBenchRedis } from './support';
 
 const ROUNDS = setting('rounds', 'HOLDFAST_BENCH_ROUNDS', 5);
@@ -74,7 +74,7 @@ function libraryWithoutWatchNotice(): LockLibrary {
 
 /** What every EVAL script was before the library: the shared head, state and events, pasted before its own code. */
 function asEvalScript(file: string): string {
-  return ['includes/library', 'includes/state', 'includes/events', file].map((f) => readScript(f)).join('\n');
+  return [...LIBRARY_INCLUDES, file].map((f) => readScript(f)).join('\n');
 }
 
 function acquireArgs(i: number): (string | number)[] {

@@ -1,6 +1,7 @@
 --[[
-  Renews a live grant's lease to now + ttl. It never shortens a lease: a client (or another
-  hold of the same grant) may be counting on the current expiry.
+  Renews a live grant's lease to now + ttl (includes/renew: the rules, shared with renew-batch-3).
+  It never shortens a lease: a client (or another hold of the same grant) may be counting on the
+  current expiry.
 
   KEYS[1] holders    KEYS[2] queue    KEYS[3] data (see includes/state)
 
@@ -15,19 +16,5 @@
 ]]
 --- @include "includes/begin"
 holdersKey, queueKey, dataKey = KEYS[1], KEYS[2], KEYS[3]
-local token, ttl, holdId = ARGV[1], tonumber(ARGV[2]), ARGV[3] or ''
-
-local grant = liveGrant(token)
-if not grant then
-  -- Its own entry counts among the live ones only while its (abandoned) lease has not run out.
-  local own = leaseExpiry(token)
-  local othersLive = redis.call('ZCOUNT', holdersKey, '(' .. now, '+inf') - ((own and own > now) and 1 or 0)
-  if othersLive > 0 then return { -1, 1 } end
-  return { -1, 0 }
-end
-if holdId ~= '' and not findHold(grant, holdId) then return { -1, 2 } end
-if ttl == 0 then ttl = grant.t end
-local expiry = math.max(now + ttl, leaseExpiry(token))
-redis.call('ZADD', holdersKey, expiry, token)
-keepKeysUntil(expiry)
-return { 1, expiry - now }
+local code, value = renewLease(ARGV[1], tonumber(ARGV[2]), ARGV[3] or '')
+return { code, value }

@@ -9,10 +9,10 @@ import type { LostReason } from './types';
 export type Probe = unknown;
 
 /**
- * A script run (in Redlock mode: its rounds over every master), or 'renewBatch' (the watchdog's
- * pipelined renewals of one tick on one node).
+ * A script run (in Redlock mode: its rounds over every master). 'renewBatch' is timed per round
+ * trip: the watchdog's renewal calls of one tick on one node, however many it pipelines.
  */
-export type ScriptRun = ScriptName | 'renewBatch';
+export type ScriptRun = ScriptName;
 
 export type AcquireOutcome = 'granted' | 'not_granted' | 'error';
 

@@ -5,12 +5,14 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../package-root';
 
-export type ScriptName = 'acquire' | 'release' | 'renew' | 'claim' | 'dequeue' | 'inspect' | 'checkFencingToken' | 'requestId' | 'setValue';
+export type ScriptName = 'acquire' | 'release' | 'renew' | 'renewBatch' | 'claim' | 'dequeue' | 'inspect' | 'checkFencingToken' | 'requestId' | 'setValue';
 
 const FILES: Record<ScriptName, string> = {
   acquire: 'acquire-4',
   release: 'release-4',
   renew: 'renew-3',
+  // Many leases per call, 3 keys each (the watchdog's renewals of one tick).
+  renewBatch: 'renew-batch-3',
   claim: 'claim-4',
   dequeue: 'dequeue-4',
   inspect: 'inspect-3',

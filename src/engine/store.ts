@@ -53,6 +53,16 @@ export interface LockStore {
   runBatch(script: ScriptName, calls: ScriptCall[]): Promise<BatchResult[]>;
   /** Names the node `key` lives on now, so a batch can be split per node ('' for one node). */
   nodeOf(key: string): string;
+  /**
+   * How many leases one renewal call may carry: above 1 the watchdog renews with 'renewBatch'
+   * (lua/renew-batch-3.lua, many leases per call); absent or 1, with one 'renew' per lease.
+   */
+  readonly renewalsPerCall?: number;
+  /**
+   * Which leases one 'renewBatch' call may renew together: on a Redis Cluster the slot of `key`
+   * (a script touches one slot there), elsewhere 0 for all. Fixed for a key, so asked once per lease.
+   */
+  batchGroupOf?(key: string): number;
   /** Whether grants and renewals wait for replicas (runConfirmed then costs a WAIT). */
   readonly confirmsWrites: boolean;
   /** One bounded SCAN step for keys matching `pattern` ('0' starts and ends a walk); absent: the store cannot list its locks. */

@@ -1,6 +1,9 @@
 // Keeps the leases of this server's Hold streams alive. One timer for all of them: at each tick
-// every lease that is due is renewed in one pipelined round trip, never a timer and a round trip
-// per lock, and a tick looks only at the leases with something due (due-schedule.ts).
+// every lease that is due is renewed in one pipelined round trip per Redis node, never a timer
+// and a round trip per lock, and a tick looks only at the leases with something due
+// (due-schedule.ts). Where the store runs 'renewBatch', one script call renews up to
+// store.renewalsPerCall leases of one batch group (a Cluster slot): no Redis command, promise or
+// argument array per lease.
 // It never claims a lease it cannot vouch for: each lease carries a conservative local deadline
 // (counted from when its last confirmed renewal was *sent*), and a lease whose renewal is not
 // confirmed a margin before that deadline is reported lost, whatever Redis says later.
@@ -9,18 +12,18 @@
 // vanished, max hold, Redis out of reach, shutdown) gives its hold back as 'vanished': its client
 // may still count on the lease, so the lock stays closed until that lease has run out.
 import { fromRedisError, NotRenewed, ScriptCode } from './errors';
-import { DueSchedule } from './due-schedule';
+import { DueSchedule, type Schedulable } from './due-schedule';
 import { lockKeys, scriptKeys } from './keys';
 import { scriptKeyCount } from './scripts';
 import { NO_OBSERVER, type EngineObserver } from './observer';
-import type { LockStore } from './store';
+import type { LockStore, ScriptCall } from './store';
 import type { KeepRequest, KeptLease, LeaseEvents, LostReason, ReleaseOptions, VanishReason } from './types';
 
 /**
  * One kept lease. A class, so that every lease shares one shape and its letGo/abandon are not
  * closures of its own: a server may keep tens of thousands (docs/sessions.md, "Caps").
  */
-class Lease implements KeepRequest, KeptLease {
+class Lease implements KeepRequest, KeptLease, Schedulable {
   readonly name: string;
   readonly token: string;
   readonly holdId: string;
@@ -35,6 +38,10 @@ class Lease implements KeepRequest, KeptLease {
   readonly maxHoldAt: number;
   /** The latest lease end this stream's client was told of (sent at + lease left): its lease ends no later. */
   toldUntil: number;
+  /** The watchdog's schedule's counter (due-schedule.ts). */
+  dueVersion = 0;
+  /** The lease asked for by the renewal in flight (ms). */
+  askedMs = 0;
   /** The confirmed lease already runs to the max hold time: no renewal can extend it. */
   final = false;
   inflight = false;
@@ -45,6 +52,8 @@ class Lease implements KeepRequest, KeptLease {
     readonly events: LeaseEvents,
     /** The renew script's keys, worked out once rather than per renewal. */
     readonly keys: string[],
+    /** Which leases one batch renewal call may carry together (LockStore.batchGroupOf). */
+    readonly group: number,
     confirmedAt: number,
     grantedMs: number,
     private readonly stop: (lease: Lease, vanished: boolean) => Promise<void>,
@@ -122,7 +131,8 @@ export class Watchdog {
    */
   keep(request: KeepRequest, events: LeaseEvents, confirmedAt: number, grantedMs = request.ttlMs): KeptLease {
     const keys = scriptKeys(lockKeys(this.prefix, request.name), scriptKeyCount('renew'));
-    const lease = new Lease(request, events, keys, confirmedAt, grantedMs, this.stopLease);
+    const group = this.store.batchGroupOf?.(keys[0]) ?? 0;
+    const lease = new Lease(request, events, keys, group, confirmedAt, grantedMs, this.stopLease);
     this.leases.add(lease);
     this.reschedule(lease);
     this.byHold.set(lease.holdId, lease);
@@ -228,65 +238,102 @@ export class Watchdog {
     if (due.length > 0) void this.renew(due, now);
   }
 
-  /** One pipelined round trip per Redis node: a cluster pipeline must stay on one node. */
+  /**
+   * One pipelined round trip per Redis node (a cluster pipeline must stay on one node), with one
+   * script call per batch group and up to store.renewalsPerCall leases.
+   */
   private async renew(due: Lease[], sentAt: number): Promise<void> {
-    const byNode = new Map<string, Lease[]>();
+    const byNode = new Map<string, Map<number, Lease[]>>();
     for (const lease of due) {
-      lease.inflight = true;
       const node = this.store.nodeOf(lease.keys[0]);
-      const group = byNode.get(node);
+      let groups = byNode.get(node);
+      if (!groups) byNode.set(node, (groups = new Map()));
+      const group = groups.get(lease.group);
       if (group) group.push(lease);
-      else byNode.set(node, [lease]);
+      else groups.set(lease.group, [lease]);
     }
-    await Promise.all([...byNode.values()].map((group) => this.renewOnOneNode(group, sentAt)));
+    await Promise.all([...byNode.values()].map((groups) => this.renewOnOneNode(groups, sentAt)));
   }
 
-  private async renewOnOneNode(due: Lease[], sentAt: number): Promise<void> {
-    const asked = due.map((lease) => renewalTtl(lease, sentAt));
-    const calls = due.map((lease, i) => ({ keys: lease.keys, args: [lease.token, asked[i], lease.holdId] }));
+  private async renewOnOneNode(groups: Map<number, Lease[]>, sentAt: number): Promise<void> {
+    const perCall = Math.max(1, this.store.renewalsPerCall ?? 1);
+    const chunks: Lease[][] = [];
+    for (const leases of groups.values()) {
+      for (let start = 0; start < leases.length; start += perCall) chunks.push(leases.slice(start, start + perCall));
+    }
+    const calls = chunks.map((chunk) => renewalCall(chunk, sentAt));
     const probe = this.observer.scriptStart('renewBatch');
-    // One replica acknowledgement for the whole batch; without it no renewal of it counts.
-    const results = await this.store.runBatch('renew', calls);
+    // One replica acknowledgement for the whole round trip; without it no renewal of it counts.
+    const results = await this.store.runBatch(perCall > 1 ? 'renewBatch' : 'renew', calls);
     this.observer.scriptEnd(
       probe,
       'renewBatch',
       results.some(([err]) => err),
     );
     let failure: Error | null = null;
-    due.forEach((lease, i) => {
-      lease.inflight = false;
-      const [err, reply] = results[i] ?? [new Error('no reply'), null];
-      // A failed renewal is tried again at the next tick; lostAt decides when to give up.
-      if (err || !reply) failure ??= err ?? new Error('no reply');
-      else this.settle(lease, reply as number[], sentAt, asked[i]);
-      this.reschedule(lease);
-    });
+    for (let c = 0; c < chunks.length; c++) {
+      const chunk = chunks[c];
+      const [err, reply] = results[c] ?? [new Error('no reply'), null];
+      // Two entries per lease, in order (renew-3's reply is a batch of one).
+      const replies = reply as number[] | null;
+      const answered = !err && Array.isArray(replies) && replies.length === 2 * chunk.length;
+      // A failed call is tried again at the next tick, every lease of it; lostAt decides when to give up.
+      if (!answered) failure ??= err ?? new Error('no reply');
+      for (let i = 0; i < chunk.length; i++) {
+        const lease = chunk[i];
+        lease.inflight = false;
+        if (answered) this.settle(lease, Number(replies[2 * i]), Number(replies[2 * i + 1]), sentAt);
+        this.reschedule(lease);
+      }
+    }
     if (failure) this.onBackgroundError(fromRedisError(failure));
   }
 
-  private settle(lease: Lease, reply: number[], sentAt: number, askedMs: number): void {
+  /** `code`, `value`: renew-3's reply for the lease. */
+  private settle(lease: Lease, code: number, value: number, sentAt: number): void {
     // Ended while this renewal was on its way: the hold is being given back, and a renewal that
     // runs after that finds the hold gone (renew-3 checks the hold id), so nothing is extended.
     if (lease.ended) return;
-    if (reply[0] === ScriptCode.NOT_FOUND) {
+    if (code === ScriptCode.NOT_FOUND) {
+      const holders = lease.keys[0];
       // Just reconnected: whether a failover took the grant is known in a moment; ask again then.
-      if (this.store.verifying(lockKeys(this.prefix, lease.name).holders) && reply[1] !== NotRenewed.HOLD_RELEASED) return;
-      if (reply[1] === NotRenewed.HOLD_RELEASED) this.end(lease, 'released', 'the hold was released with its token');
-      else if (this.store.lastFailoverAt(lockKeys(this.prefix, lease.name).holders) > lease.keptSince) {
+      if (this.store.verifying(holders) && value !== NotRenewed.HOLD_RELEASED) return;
+      if (value === NotRenewed.HOLD_RELEASED) this.end(lease, 'released', 'the hold was released with its token');
+      else if (this.store.lastFailoverAt(holders) > lease.keptSince) {
         this.end(lease, 'failover', 'the grant was lost when Redis failed over to a replica that did not have it');
-      } else if (reply[1] === NotRenewed.TAKEN) this.end(lease, 'taken', 'the grant is gone and someone else holds the lock now');
+      } else if (value === NotRenewed.TAKEN) this.end(lease, 'taken', 'the grant is gone and someone else holds the lock now');
       else this.end(lease, 'expired', 'the grant is gone (it expired or was released)');
       return;
     }
-    const leftMs = Number(reply[1]);
+    const leftMs = value;
     lease.renewAt = sentAt + lease.ttlMs * RENEW_FRACTION;
     lease.lostAt = sentAt + leftMs - safetyMargin(lease.ttlMs);
     // A renewal that asked for the rest of the max hold time is the last, whatever a store takes
     // off what it confirms (Redlock's clock drift allowance).
-    lease.final = runsToCap(lease, sentAt + Math.max(leftMs, askedMs));
+    lease.final = runsToCap(lease, sentAt + Math.max(leftMs, lease.askedMs));
     lease.toldUntil = Math.max(lease.toldUntil, sentAt + leftMs);
     lease.events.onRenewed(leftMs, sentAt);
   }
+}
+
+/**
+ * One renewal call for `leases` (one batch group): their keys and arguments laid out as
+ * renew-batch-3 takes them, three each, which for one lease is renew-3's call.
+ */
+function renewalCall(leases: Lease[], sentAt: number): ScriptCall {
+  const keys: string[] = new Array(leases.length * 3);
+  const args: (string | number)[] = new Array(leases.length * 3);
+  for (let i = 0, at = 0; i < leases.length; i++, at += 3) {
+    const lease = leases[i];
+    lease.askedMs = renewalTtl(lease, sentAt);
+    keys[at] = lease.keys[0];
+    keys[at + 1] = lease.keys[1];
+    keys[at + 2] = lease.keys[2];
+    args[at] = lease.token;
+    args[at + 1] = lease.askedMs;
+    args[at + 2] = lease.holdId;
+  }
+  return { keys, args };
 }
 
 /** A renewal never carries a lease past the hold's max hold time, so both end together. */

@@ -15,6 +15,9 @@ export function isLibraryMissing(err: unknown): boolean {
 
 type Connection = Redis | Cluster;
 
+/** What every lock function shares, in this order: the library's head, the state helpers, events, renewal. */
+export const LIBRARY_INCLUDES = ['includes/library', 'includes/state', 'includes/events', 'includes/renew'];
+
 export class LockLibrary {
   /** The library's name in Redis: holdfast_ and a hash of its text. */
   readonly name: string;
@@ -35,9 +38,9 @@ export class LockLibrary {
     }
   }
 
-  /** includes/library, state and events, then a register_function per operation whose body is its file. */
+  /** The LIBRARY_INCLUDES, then a register_function per operation whose body is its file. */
   private build(dir: string, prefix: string): string {
-    const parts = ['includes/library', 'includes/state', 'includes/events'].map((file) => readScript(file, dir));
+    const parts = LIBRARY_INCLUDES.map((file) => readScript(file, dir));
     const register = (script: ScriptName, onMaster: boolean) => {
       const body = `${onMaster ? `${readScript('includes/expect-master', dir)}\n` : ''}${readScript(scriptFile(script), dir)}`;
       const flags = allowedWhenOutOfMemory(script) ? "{ 'allow-oom' }" : '{}';

@@ -19,6 +19,14 @@ export interface RedisStoreOptions {
   describeUnavailable?: DescribeUnavailable;
 }
 
+/**
+ * Leases per 'renewBatch' call (lua/renew-batch-3.lua). Redis runs nothing else while a function
+ * runs, and a call's time grows with its leases (15 µs each on a busy 2-core machine: 1.5 ms
+ * for 100, 8 ms for 500); the saving per lease was all had by 100 (npm run bench:renew-steps;
+ * docs/sessions.md, "Caps and back-pressure").
+ */
+export const RENEWALS_PER_CALL = 100;
+
 /** Replies that say a Cluster's slot map is stale (MASTERCHANGED: lua/includes/expect-master.lua). */
 const STALE_SLOTS = /^(MOVED|ASK|MASTERCHANGED) /;
 
@@ -28,6 +36,7 @@ export class RedisStore implements LockStore {
   private readonly describeUnavailable?: DescribeUnavailable;
   readonly confirmsWrites: boolean;
   readonly queues = true;
+  readonly renewalsPerCall = RENEWALS_PER_CALL;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -125,6 +134,11 @@ export class RedisStore implements LockStore {
   nodeOf(key: string): string {
     const connection = this.writes;
     return connection instanceof Cluster ? (connection.slots[calculateSlot(key)]?.[0] ?? '') : '';
+  }
+
+  /** A Cluster's script touches one slot: batch per slot there. One Redis (or Sentinel's master) takes any keys in one call. */
+  batchGroupOf(key: string): number {
+    return this.writes instanceof Cluster ? calculateSlot(key) : 0;
   }
 
   async scan(cursor: string, pattern: string, count: number): Promise<{ keys: string[]; cursor: string }> {

@@ -47,6 +47,23 @@ function namesOnEveryNode(count: number): string[] {
   return names;
 }
 
+/** `pairs` pairs of names whose keys share a slot (different hash tags, one slot: CRC16 collisions). */
+function namesSharingSlots(pairs: number): string[] {
+  const bySlot = new Map<number, string>();
+  const names: string[] = [];
+  while (names.length < 2 * pairs) {
+    const name = uniqueName('cl');
+    const slot = calculateSlot(lockKeys('hf', name).holders);
+    const other = bySlot.get(slot);
+    if (other === undefined) bySlot.set(slot, name);
+    else if (other !== '') {
+      names.push(other, name);
+      bySlot.set(slot, '');
+    }
+  }
+  return names;
+}
+
 describe('on a Redis Cluster', () => {
   it('keeps all keys of a lock in one slot, each with a TTL', async () => {
     const name = uniqueName('{tag}');
@@ -139,6 +156,18 @@ describe('on a Redis Cluster', () => {
     for (const name of names) expect((await a.inspect({ name })).holders).toHaveLength(1);
     streams.forEach((s) => s.call.cancel());
     for (const name of names) await waitFor('the hold to be released', async () => (await a.inspect({ name })).holders.length === 0);
+  });
+
+  it('renews Hold streams of locks that share a slot in one call, beside locks on other slots and nodes', async () => {
+    // One renew-batch-3 call may touch one slot only (CROSSSLOT otherwise): a batch across the
+    // slots of one node would fail every renewal in it and the holds would be lost.
+    const names = [...namesSharingSlots(2), ...namesOnEveryNode(6)];
+    const streams = names.map((name) => a.hold({ name, ttlMs: '300' }));
+    await Promise.all(streams.map((s) => s.next(() => s.events.filter((e) => e.renewed).length >= 4)));
+    expect(streams.filter((s) => s.events.some((e) => e.lost)).length).toBe(0);
+    for (const name of names) expect((await b.inspect({ name })).holders).toHaveLength(1);
+    streams.forEach((s) => s.call.cancel());
+    for (const name of names) await waitFor('the hold to be released', async () => (await b.inspect({ name })).holders.length === 0);
   });
 
   it('keeps the locks one session holds on every node alive, with one SessionRenewed per tick for all, and frees them all on close', async () => {

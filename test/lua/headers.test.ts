@@ -41,6 +41,7 @@ describe('the check fails on a drifted header (negative controls)', () => {
     ['undocumented-arg-1.lua', 'undocumented-arg-1.lua: ARGV[2] is read but the header does not document it'],
     ['unread-arg-1.lua', 'unread-arg-1.lua: the header documents ARGV[2] but the script never reads it'],
     ['wrong-count-2.lua', 'wrong-count-2.lua: the file name says 2 KEYS, the header documents 1'],
+    ['wrong-batch-count-2.lua', 'wrong-batch-count-2.lua: the file name says 2 KEYS, the header documents 3 per lease'],
     ['unused-local-1.lua', 'unused-local-1.lua: KEYS[1] is read into the local lockKey, which is never used'],
     [
       'unlisted-list-1.lua',

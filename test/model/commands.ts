@@ -20,7 +20,7 @@ export type Op =
     }
   | { op: 'requeue'; pick: number }
   | { op: 'release'; pick: number; hold: number | null; vanished: boolean; lockDelay: number; server: string }
-  | { op: 'renew'; pick: number; ttl: number; hold: number | null }
+  | { op: 'renew'; pick: number; ttl: number; hold: number | null; batched: boolean }
   | { op: 'claim'; picks: number[]; served: boolean; entryLease: number }
   | { op: 'dequeue'; pick: number }
   | { op: 'inspect' }
@@ -62,7 +62,14 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   {
     weight: 1,
-    arbitrary: fc.record({ op: fc.constant('renew' as const), pick: pickArb, ttl: fc.constantFrom(0, 15, 60, 5000), hold: fc.option(pickArb, { freq: 2 }) }),
+    arbitrary: fc.record({
+      op: fc.constant('renew' as const),
+      pick: pickArb,
+      ttl: fc.constantFrom(0, 15, 60, 5000),
+      hold: fc.option(pickArb, { freq: 2 }),
+      // Through renew-batch-3 (a batch of one answers as renew-3 does): both must follow the model.
+      batched: fc.boolean(),
+    }),
   },
   {
     weight: 3,
@@ -82,7 +89,7 @@ export const runArb = fc.tuple(fc.constantFrom<Kind>('rw', 'rw', 'semaphore2', '
 
 /** A script call, and the same call on the model. */
 export interface Call {
-  script: 'acquire' | 'release' | 'renew' | 'claim' | 'dequeue' | 'inspect' | 'checkFencingToken';
+  script: 'acquire' | 'release' | 'renew' | 'renewBatch' | 'claim' | 'dequeue' | 'inspect' | 'checkFencingToken';
   args: (string | number)[];
   onModel(model: LockModel): Reply | number;
 }
@@ -194,7 +201,7 @@ export function toCall(op: Op, kind: Kind, world: World): Call | null {
     case 'renew': {
       const token = world.token(op.pick);
       const holdId = world.hold(op.hold, token);
-      return { script: 'renew', args: [token, op.ttl, holdId], onModel: (m) => m.renew(token, op.ttl, holdId) };
+      return { script: op.batched ? 'renewBatch' : 'renew', args: [token, op.ttl, holdId], onModel: (m) => m.renew(token, op.ttl, holdId) };
     }
     case 'claim': {
       if (world.waiters.length === 0) return null;

@@ -112,6 +112,8 @@ export function lockRequest(name: string, ttlMs: number, extra: Partial<AcquireP
 
 export interface KeptHold {
   grant: Grant;
+  /** The hold id it was acquired and is kept with, as a Hold stream's. */
+  holdId: string;
   /** The lease left after each confirmed renewal, in order. */
   renewals: number[];
   /** performance.now() before which the lease was last confirmed to last (grant or renewal). */
@@ -143,5 +145,5 @@ export async function keepHold(engine: TestEngine, name: string, ttlMs: number, 
     grant.leaseStart,
     grant.ttlMs,
   );
-  return { grant, renewals, confirmedUntil: () => until, lost, letGo: () => kept.letGo(), abandon: () => kept.abandon() };
+  return { grant, holdId, renewals, confirmedUntil: () => until, lost, letGo: () => kept.letGo(), abandon: () => kept.abandon() };
 }

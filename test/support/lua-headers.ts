@@ -94,7 +94,13 @@ export function headerProblems(file: string, options: { keysInName: boolean }): 
     if (table === 'KEYS' && options.keysInName) {
       const n = /-(\d+)\.lua$/.exec(name);
       if (!n) problems.push(`${name}: the file name does not end in -N.lua (N: the number of KEYS)`);
-      else if (Number(n[1]) !== doc.fixed.size) problems.push(`${name}: the file name says ${n[1]} KEYS, the header documents ${doc.fixed.size}`);
+      else {
+        // A script over many locks documents its KEYS as a list with the count per lock ("KEYS[1..]  3 per lease").
+        const perLease = doc.restFrom === 1 ? /\bKEYS\[1\.\.\]\s+(\d+) per lease\b/.exec(header) : null;
+        const count = perLease ? `${perLease[1]} per lease` : String(doc.fixed.size);
+        if (Number(n[1]) !== (perLease ? Number(perLease[1]) : doc.fixed.size))
+          problems.push(`${name}: the file name says ${n[1]} KEYS, the header documents ${count}`);
+      }
     }
   }
   problems.push(...unusedLocals(name, codeOnly(own)));

@@ -5,8 +5,8 @@ import { DueSchedule } from '../../src/engine/due-schedule';
 
 describe('DueSchedule', () => {
   it('gives each due item once, by its latest setting, and none that was taken out', () => {
-    const schedule = new DueSchedule<{ name: string }>();
-    const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((name) => ({ name }));
+    const schedule = new DueSchedule<{ name: string; dueVersion: number }>();
+    const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((name) => ({ name, dueVersion: 0 }));
     schedule.set(a, 10);
     schedule.set(b, 20);
     schedule.set(c, 5);
@@ -22,8 +22,8 @@ describe('DueSchedule', () => {
   });
 
   it('keeps up with many items moved many times (only the latest setting counts)', () => {
-    const schedule = new DueSchedule<{ id: number }>();
-    const items = Array.from({ length: 1000 }, (_, id) => ({ id }));
+    const schedule = new DueSchedule<{ id: number; dueVersion: number }>();
+    const items = Array.from({ length: 1000 }, (_, id) => ({ id, dueVersion: 0 }));
     for (let round = 0; round < 5; round++) for (const item of items) schedule.set(item, 100 + round * 100 + item.id);
     expect(schedule.takeDue(499)).toEqual([]);
     expect(schedule.takeDue(2000).map((i) => i.id)).toEqual(items.map((i) => i.id));
