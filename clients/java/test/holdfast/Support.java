@@ -76,7 +76,7 @@ final class Support {
     }
   }
 
-  /** How many times Redis has run {@code command} (INFO commandstats), e.g. "fcall": every lease renewal is one. */
+  /** How many times Redis has run {@code command} (INFO commandstats), e.g. "zadd": every lease renewal writes one (a function call may renew many). */
   static long redisCalls(String url, String command) throws IOException {
     try (Socket socket = redisSocket(url)) {
       socket.getOutputStream().write("*2\r\n$4\r\nINFO\r\n$12\r\ncommandstats\r\n".getBytes(StandardCharsets.US_ASCII));
