@@ -8,7 +8,7 @@ import type { AcquireRequest, AcquireResponse, LockServiceClient } from './gen/h
 import { holderInfo, type HolderInfo } from './holders';
 import { NotAcquiredError } from './errors';
 import { openLease, openSessionLease } from './hold';
-import { PING_EVERY_MS, SessionConnection } from './session';
+import { PING_EVERY_MS, SessionConnection, SessionUnsupportedError } from './session';
 import { ownConnection, StreamConnections, type StreamConnection } from './streams';
 import type { Lease } from './lease';
 import { Lock } from './lock';
@@ -28,8 +28,9 @@ export interface HoldfastClientOptions extends ConnectionSecurity {
   /**
    * How acquire, release, renew and hold reach the server: 'session' (default) sends them all over
    * one Session stream per client (docs/sessions.md), opened on first use and reopened after a
-   * failure, every held lock kept by one heartbeat; 'unary' makes one call each (hold: one Hold
-   * stream each), for servers older than the Session RPC. Same API either way.
+   * failure, every held lock kept by one heartbeat (a server without the Session RPC answers it
+   * UNIMPLEMENTED: the client then keeps to unary calls by itself); 'unary' makes one call each
+   * (hold: one Hold stream each). Same API either way.
    */
   transport?: 'session' | 'unary';
   /**
@@ -85,10 +86,10 @@ export class HoldfastClient {
   readonly rpc: UnaryCalls;
 
   private readonly streams: StreamConnections;
-  /** Set with transport 'session'. */
-  private readonly session?: SessionConnection;
+  /** Set with transport 'session', until the server turns out not to serve it. */
+  private session?: SessionConnection;
   /** The calls Lock and Lease make: this.rpc, with release and renew over the session when there is one. */
-  private readonly lockCalls: UnaryCalls;
+  private lockCalls: UnaryCalls;
 
   /**
    * `address` is host:port, e.g. '127.0.0.1:50051' (or a gRPC target such as 'unix:/path');
@@ -124,10 +125,34 @@ export class HoldfastClient {
   }
 
   /** The grant, and how its lease_started_after_ms counts (from the Acquire's send time, or the session's anchors). */
-  private async acquireGrant(request: AcquireRequest, waitMs: number): Promise<{ grant: AcquireResponse; clock: LeaseClock }> {
-    if (this.session) return this.session.acquire(request, waitMs);
-    const clock = countedFrom(performance.now());
-    return { grant: await this.rpc.acquire(request, waitMs), clock };
+  private acquireGrant(request: AcquireRequest, waitMs: number): Promise<{ grant: AcquireResponse; clock: LeaseClock }> {
+    return this.overSession(
+      (session) => session.acquire(request, waitMs),
+      async () => {
+        const clock = countedFrom(performance.now());
+        return { grant: await this.rpc.acquire(request, waitMs), clock };
+      },
+    );
+  }
+
+  /**
+   * `viaSession` over the client's session, or `unary` without one. A server without the Session
+   * RPC (older than it) answers UNIMPLEMENTED, which means nothing was done: the client then keeps
+   * to unary calls, and this operation is made again as one.
+   */
+  private async overSession<T>(viaSession: (session: SessionConnection) => Promise<T>, unary: () => Promise<T>): Promise<T> {
+    const session = this.session;
+    if (!session) return unary();
+    try {
+      return await viaSession(session);
+    } catch (err) {
+      if (!(err instanceof SessionUnsupportedError)) throw err;
+      if (this.session === session) {
+        this.session = undefined;
+        this.lockCalls = this.rpc;
+      }
+      return unary();
+    }
   }
 
   /**
@@ -135,8 +160,10 @@ export class HoldfastClient {
    * Throws NotAcquiredError when it is not granted within `waitMs`.
    */
   hold(name: string, options: HoldOptions = {}): Promise<Lease> {
-    if (this.session) return openSessionLease(this.session, this.lockCalls, holdRequest(name, options), options.signal);
-    return this.waitOnAConnection((c) => openLease(c.stub, this.rpc, holdRequest(name, options), options.signal, c.resets));
+    return this.overSession(
+      (session) => openSessionLease(session, this.lockCalls, holdRequest(name, options), options.signal),
+      () => this.waitOnAConnection((c) => openLease(c.stub, this.rpc, holdRequest(name, options), options.signal, c.resets)),
+    );
   }
 
   /** Opens a waiting stream on a connection with room for it, counted there until it is granted or ends. */
@@ -169,7 +196,10 @@ export class HoldfastClient {
    * the whole set is not granted within `waitMs`; nothing is left held then.
    */
   acquireSet(names: string[], options: AcquireOptions = {}): Promise<LockSet> {
-    return acquireSet(this.lockCalls, this.session?.acquireSet ?? unarySetGrant(this.rpc), names, options);
+    return this.overSession(
+      (session) => acquireSet(this.lockCalls, session.acquireSet, names, options),
+      () => acquireSet(this.rpc, unarySetGrant(this.rpc), names, options),
+    );
   }
 
   /**

@@ -128,8 +128,21 @@ export const IDLE_CLOSE_MS = 250;
 /** How often a session that holds locks pings, by default: the drift allowance covers at most this plus a lease. */
 export const PING_EVERY_MS = 60_000;
 
+/**
+ * The server has no Session RPC (UNIMPLEMENTED: a holdfast older than it): nothing an operation
+ * asked for was done, so the client makes it again as a unary call (client.ts).
+ */
+export class SessionUnsupportedError extends Error {
+  constructor(address: string, details: string) {
+    super(`holdfast at ${address} does not serve the Session RPC (${details})`);
+    this.name = 'SessionUnsupportedError';
+  }
+}
+
 export class SessionConnection {
   private current?: OpenSession;
+  /** Set once the server answered UNIMPLEMENTED: no session is opened again. */
+  private unsupported?: SessionUnsupportedError;
   private nextOpId = 1;
   private idleTimer?: NodeJS.Timeout;
 
@@ -195,6 +208,7 @@ export class SessionConnection {
   private start<T>(op: Operation, options: RunOptions, onAnswer: (response: SessionResponse, session: OpenSession, opId: string) => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       options.signal?.throwIfAborted();
+      if (this.unsupported) throw this.unsupported;
       const session = this.session();
       const opId = this.opId();
       const signal = options.signal;
@@ -323,7 +337,8 @@ export class SessionConnection {
     clearInterval(session.pingTimer);
     if (this.current === session) this.current = undefined;
     const end = session.cutOff ? { ...cause, code: status.UNAVAILABLE, details: session.cutOff } : cause;
-    const ended = sessionEnded(this.address, end);
+    if (end.code === status.UNIMPLEMENTED) this.unsupported = new SessionUnsupportedError(this.address, end.details);
+    const ended = this.unsupported ?? sessionEnded(this.address, end);
     for (const pending of session.pending.values()) {
       pending.settled();
       if (!pending.abandoned) pending.reject(ended);

@@ -11,6 +11,8 @@ import { useServers } from '../support/fixture';
 import { uniqueName } from '../support/redis';
 import { startServerProcess } from '../support/server';
 import { abortReason } from '../support/abort';
+import { startRecordingServer } from '../support/recording-server';
+import { status } from '@grpc/grpc-js';
 
 const env = useServers(1);
 let client: HoldfastClient;
@@ -268,6 +270,27 @@ describe('a session cut off without an error (the server frozen)', () => {
     } finally {
       cut.close();
       await server.stop('SIGKILL');
+    }
+  });
+});
+
+describe('a server without the Session RPC (older than it)', () => {
+  it('gets unary calls instead, with nothing done twice: its UNIMPLEMENTED means the session did nothing', async () => {
+    const old = await startRecordingServer(undefined, ['session']);
+    const client = new HoldfastClient(old.addr);
+    try {
+      // The recording server refuses every call it records: the errors are the unary calls' own.
+      const refused = { code: status.PERMISSION_DENIED, details: 'recorded by the test server' };
+      const [acquire, hold] = await Promise.all([client.acquire('a').catch((e: unknown) => e), client.hold('b').catch((e: unknown) => e)]);
+      expect(acquire).toMatchObject(refused);
+      expect(hold).toMatchObject(refused);
+      await expect(client.acquireSet(['c', 'd'])).rejects.toMatchObject(refused);
+      // Both operations in flight on the one session went again as unary calls, once each; no
+      // session was asked for after the first UNIMPLEMENTED.
+      expect(old.calls.map((c) => c.method).sort()).toEqual(['acquire', 'acquireSet', 'hold']);
+    } finally {
+      client.close();
+      old.stop();
     }
   });
 });

@@ -29,24 +29,27 @@ export interface RecordingServer {
 
 const DENIED = 'recorded by the test server';
 
-export async function startRecordingServer(credentials = ServerCredentials.createInsecure()): Promise<RecordingServer> {
+/** `without` names methods left unimplemented (grpc-js answers them UNIMPLEMENTED, as a server older than them does). */
+export async function startRecordingServer(credentials = ServerCredentials.createInsecure(), without: string[] = []): Promise<RecordingServer> {
   const calls: RecordedCall[] = [];
   const denied = (): ServiceError => Object.assign(new Error(DENIED), { code: status.PERMISSION_DENIED, details: DENIED, metadata: new Metadata() });
   const record = (method: string, call: ServerUnaryCall<unknown, unknown>) =>
     calls.push({ method, authorization: call.metadata.get('authorization').map(String), subject: clientCertificateSubject(call) });
   const implementation: UntypedServiceImplementation = Object.fromEntries(
-    Object.entries(LockServiceService).map(([name, definition]) => [
-      name,
-      definition.responseStream
-        ? (call: ServerWritableStream<unknown, unknown>) => {
-            record(name, call);
-            call.emit('error', denied());
-          }
-        : (call: ServerUnaryCall<unknown, unknown>, callback: (err: ServiceError) => void) => {
-            record(name, call);
-            callback(denied());
-          },
-    ]),
+    Object.entries(LockServiceService)
+      .filter(([name]) => !without.includes(name))
+      .map(([name, definition]) => [
+        name,
+        definition.responseStream
+          ? (call: ServerWritableStream<unknown, unknown>) => {
+              record(name, call);
+              call.emit('error', denied());
+            }
+          : (call: ServerUnaryCall<unknown, unknown>, callback: (err: ServiceError) => void) => {
+              record(name, call);
+              callback(denied());
+            },
+      ]),
   );
   const server = new Server();
   server.addService(LockServiceService, implementation);
