@@ -169,6 +169,9 @@ describe('Watch', () => {
     const hold = env.clients[0].hold({ name, owner: 'o', ttlMs: '30000' }); // re-enters the grant
     const held = await hold.next((e) => !!e.acquired);
     await new Promise<void>((resolve, reject) => raw.setValue({ name, token: acquired.token, value: 'addr2' }, (err) => (err ? reject(err) : resolve())));
+    // Watch reports the difference between two reads of the lock: a value changed and released
+    // before the watcher's next read shows up as the release alone, so wait for it to be seen.
+    await waitFor('the new value to be watched', () => messages.some((m) => m.includes('addr2')));
     await env.clients[0].release({ name, token: acquired.token, holdId: held.acquired!.holdId });
     await env.clients[0].release({ name, token: acquired.token });
     await released;
