@@ -75,8 +75,20 @@ class OpenSession {
   readonly end: Promise<void>;
   /** The open (performance.now() just before the stream started, received at 0) and the two latest pongs. */
   readonly anchors: Anchor[];
-  /** How this session's lease times become deadlines on this side's clock. */
-  readonly clock: LeaseClock = (leaseStartedAfterMs, ttlMs) => sessionLeaseDeadline(this.anchors, leaseStartedAfterMs, ttlMs);
+  /**
+   * How this session's lease times become deadlines on this side's clock. One `renewed` message
+   * reaches every lease with the same times: the last answer is kept, not worked out per lease.
+   */
+  readonly clock: LeaseClock = (leaseStartedAfterMs, ttlMs) => {
+    const last = this.lastDeadline;
+    if (last && last.anchors === this.anchorsSeen && last.startedAfterMs === leaseStartedAfterMs && last.ttlMs === ttlMs) return last.deadline;
+    const deadline = sessionLeaseDeadline(this.anchors, leaseStartedAfterMs, ttlMs);
+    this.lastDeadline = { anchors: this.anchorsSeen, startedAfterMs: leaseStartedAfterMs, ttlMs, deadline };
+    return deadline;
+  };
+  /** Counts pongs, so a kept deadline is worked out again after a new anchor. */
+  private anchorsSeen = 0;
+  private lastDeadline?: { anchors: number; startedAfterMs: number; ttlMs: number; deadline: number };
   /** Set when this side gave up on the stream (no pong in time): the cause every operation and lease is told. */
   cutOff?: string;
   pinging = false;
@@ -91,6 +103,7 @@ class OpenSession {
   }
 
   anchor(sentAt: number, receivedAfterMs: number): void {
+    this.anchorsSeen++;
     this.anchors.push({ sentAt, receivedAfterMs });
     if (this.anchors.length > 3) this.anchors.splice(1, 1);
   }
