@@ -74,16 +74,21 @@ tls_flags=(--tls-ca "$certs/ca.crt" --tls-cert "$certs/client.crt" --tls-key "$c
 say "server on $addr, mutual-TLS server with an API key on $tls_addr (redis at $redis_url)"
 export HOLDFAST_ADDR="$addr" HOLDFAST_REDIS_URL="$redis_url"
 
-passed=0 failed=0
+passed=0 failed=0 failed_titles=() step_number=0
+# Each step's output goes to the terminal and to its own file; a failed step's last lines are
+# printed again at the end, so the tail of a long run says what failed and why.
 step() {
-  local title="$1"
+  local title="$1" out started
   shift
+  step_number=$((step_number + 1))
+  out="$logs/step-$step_number.log" started=$SECONDS
   say "== $title"
-  if "$@"; then
+  if "$@" > >(tee "$out") 2> >(tee -a "$out" >&2); then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))
-    say "FAILED: $title"
+    failed_titles+=("$step_number|$title")
+    say "FAILED: $title (after $((SECONDS - started)) s)"
   fi
 }
 example_name="example-$RANDOM$RANDOM"
@@ -133,6 +138,11 @@ done
 if ((failed > 0)); then
   say "server logs:"
   cat "$logs"/server-*.log >&2
+  for entry in "${failed_titles[@]}"; do
+    say "FAILED: ${entry#*|}; its last lines:"
+    tail -n 60 "$logs/step-${entry%%|*}.log" >&2
+  done
 fi
-echo "clients: $passed passed, $failed failed"
+failed_list="$(printf '%s; ' "${failed_titles[@]#*|}")"
+echo "clients: $passed passed, $failed failed${failed_titles[*]:+ (${failed_list%; })}"
 ((failed == 0))

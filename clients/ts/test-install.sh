@@ -21,7 +21,9 @@ project="$work/app"
 mkdir "$project"
 cd "$project"
 npm init -y >/dev/null
-npm install --no-audit --no-fund --loglevel=error "$tarball" >/dev/null
+# --prefer-offline: packages already in npm's cache are not fetched again; the rest retry a
+# registry that answers slowly instead of failing the run on one dropped request.
+npm install --no-audit --no-fund --loglevel=error --prefer-offline --fetch-retries=5 "$tarball" >/dev/null
 # node_modules/.package-lock.json lists every package npm placed in node_modules.
 packages="$(node -p 'Object.keys(require("./node_modules/.package-lock.json").packages).length')"
 say "installed into an empty project: $packages packages, $(du -sk node_modules | cut -f1) kB in node_modules"

@@ -4,7 +4,7 @@ SIGKILL, PostgreSQL keeping it through an immediate stop, and the in-transaction
 
 import concurrent.futures
 import random
-import time
+import threading
 import unittest
 
 import support
@@ -49,18 +49,61 @@ def hammer(store):
 
 
 class CheckThenSet:
-    """The negative control: the same rule as two Redis round trips (GET, then SET), not one script."""
+    """The negative control: the same rule as two Redis round trips (GET, then SET), not one script.
+
+    Left to the scheduler, two checks of one lock fall between each other's GET and SET only now
+    and then, and on a busy machine a whole run can pass without it. Here they always do: each
+    check, after its GET, waits for the next check of the same lock to have read too, then the
+    larger token writes, the smaller writes over it, and only then does the larger return (so its
+    caller's read sees the newest gone back)."""
+
+    MEET_S = 1.0  # a check with no partner by then goes on alone (the last ones of a lock)
 
     def __init__(self, client):
         self._client = client
+        self._mutex = threading.Lock()
+        self._open = {}  # lock -> the meeting its first reader waits in
 
     def check(self, lock, token):
         raw = self._client.get(f"naive:{{{lock}}}")
         decision = fencing.decide(None if raw is None else int(raw), token)
-        time.sleep(0.001)  # the window another request falls into (widened so the control fails reliably)
-        if decision.accepted and token > 0:
+        if token == 0:  # a read of the newest: nothing to write
+            return decision
+        meeting = self._meet(lock, token)
+        larger = token == max(meeting.tokens)
+        if not larger:
+            meeting.larger_written.wait(self.MEET_S)
+        if decision.accepted:
             self._client.set(f"naive:{{{lock}}}", token, px=60_000)
+        if larger:
+            meeting.larger_written.set()
+            if len(meeting.tokens) > 1:
+                meeting.smaller_written.wait(self.MEET_S)
+        else:
+            meeting.smaller_written.set()
         return decision
+
+    def _meet(self, lock, token):
+        with self._mutex:
+            meeting = self._open.pop(lock, None)
+            if meeting is not None:  # the second reader: both have read now
+                meeting.tokens.append(token)
+                meeting.both_read.set()
+                return meeting
+            meeting = self._open[lock] = _Meeting(token)
+        if not meeting.both_read.wait(self.MEET_S):
+            with self._mutex:
+                if self._open.get(lock) is meeting:
+                    del self._open[lock]
+        return meeting
+
+
+class _Meeting:
+    def __init__(self, token):
+        self.tokens = [token]
+        self.both_read = threading.Event()
+        self.larger_written = threading.Event()
+        self.smaller_written = threading.Event()
 
 
 class RedisStoreTest(unittest.TestCase):
