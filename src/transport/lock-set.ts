@@ -24,7 +24,7 @@ import { msSince } from './operations';
 import { checkMaxHold, toReleaseSetMembers, toSetParams } from './requests';
 import { lostLeaseError, toServiceError } from './status';
 
-function memberFields(member: SetMemberGrant) {
+export function memberFields(member: SetMemberGrant) {
   const { name, grant, holdId } = member;
   return { name, token: grant.token, fencingToken: grant.fencingToken, ttlMs: String(grant.ttlMs), holdId };
 }

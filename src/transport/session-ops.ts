@@ -2,7 +2,7 @@
 // the same checks, the same engine calls, the same answers and errors. A hold is kept by the
 // engine's watchdog as a Hold stream's is, and reported to the session rather than to a stream.
 import type { ServerSurfaceCall } from '@grpc/grpc-js/build/src/server-call';
-import type { HoldRequest, SessionRequest, SessionResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import type { HoldRequest, HoldSetRequest, SessionRequest, SessionResponse } from '../../clients/ts/gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
 import { newHoldId } from '../engine/engine';
 import { LockError } from '../engine/errors';
@@ -10,13 +10,13 @@ import type { KeptLease, LeaseEvents, LostReason } from '../engine/types';
 import { boundedWait } from './call-context';
 import { holdParams, maxHoldOf, type HoldOptions } from './hold';
 import { acquireLock, checkLockFencingToken, inspectLock, msSince, releaseLock, renewLock, setLockValue } from './operations';
-import { checkMaxHold, toAcquireParams } from './requests';
+import { checkMaxHold, toAcquireParams, toSetParams } from './requests';
 import { grantFields } from './responses';
-import { acquireLockSet, releaseSetCall } from './lock-set';
-import { giveBack } from '../engine/lock-set';
+import { acquireLockSet, memberFields, releaseSetCall } from './lock-set';
+import { acquireSet, earliestStart, giveBack, type SetMemberGrant } from '../engine/lock-set';
 import type { Held } from './session-leases';
 
-export const OP_KINDS = ['acquire', 'release', 'renew', 'hold', 'inspect', 'setValue', 'checkFencingToken', 'acquireSet', 'releaseSet'] as const;
+export const OP_KINDS = ['acquire', 'release', 'renew', 'hold', 'inspect', 'setValue', 'checkFencingToken', 'acquireSet', 'releaseSet', 'holdSet'] as const;
 export type OpKind = (typeof OP_KINDS)[number];
 
 /** Each operation's unary twin: its role check, its metrics label. */
@@ -30,6 +30,7 @@ export const OP_METHOD: Record<OpKind, string> = {
   checkFencingToken: 'CheckFencingToken',
   acquireSet: 'AcquireSet',
   releaseSet: 'ReleaseSet',
+  holdSet: 'HoldSet',
 };
 
 export interface OpContext {
@@ -80,6 +81,8 @@ export async function runOp(kind: OpKind, request: SessionRequest, context: OpCo
       return acquireSetOp(request, context);
     case 'releaseSet':
       return { response: { releaseSet: await releaseSetCall(engine, request.releaseSet!) } };
+    case 'holdSet':
+      return holdSetOp(request.holdSet!, context, events);
   }
 }
 
@@ -134,6 +137,25 @@ async function holdOp(request: HoldRequest, { engine, options, call, anchor, sig
   };
 }
 
+/** As HoldSet takes its locks, then each member kept for the session; the first member lost ends the set. */
+async function holdSetOp(request: HoldSetRequest, { engine, options, call, anchor, signal, opId }: OpContext, events: HoldEvents): Promise<OpResult> {
+  const { names, params: asked } = toSetParams(request, options.defaultTtlMs);
+  const maxHoldMs = maxHoldOf(checkMaxHold(request.maxHoldMs), options.maxHoldMs);
+  const params = holdParams(asked, boundedWait(call, asked.waitMs, options.deadlineMarginMs), maxHoldMs);
+  const members = await acquireSet(engine, names, params, signal, newHoldId);
+  if (!members) {
+    if (signal.aborted) return { response: {} };
+    throw new LockError('timeout', `the set of ${names.length} locks was not acquired within ${asked.waitMs} ms`);
+  }
+  if (signal.aborted) return { response: {}, undo: () => giveBack(engine, members).catch(() => {}) };
+  const set = new SessionHoldSet(events, options.releaseOnDisconnect);
+  for (const member of members) set.keep(engine, member, opId, { ttlMs: params.ttlMs, maxHoldMs, lockDelayMs: options.lockDelayMs });
+  return {
+    response: { holdSet: { members: members.map(memberFields), leaseStartedAfterMs: msSince(anchor, earliestStart(members)) } },
+    undo: () => set.dropAll(),
+  };
+}
+
 /**
  * A lock the session holds, and the watchdog's listener for its lease: a class holding only its
  * own data and the session's one HoldEvents, so a held lock keeps no closure, and nothing of the
@@ -161,3 +183,59 @@ class SessionHold implements Held, LeaseEvents {
 }
 
 const NOT_KEPT_YET: KeptLease = { letGo: async () => {}, abandon: async () => {} };
+
+/**
+ * The members of one hold_set: each is a lock of the session, renewed and reported with the
+ * others; the first one lost ends the set, as it ends a HoldSet stream. The rest leave the session
+ * and are given back at once when the member was released with its token (the holder's word),
+ * otherwise once their leases have run out; one `lost` names the member.
+ */
+class SessionHoldSet implements HoldEvents {
+  private readonly members: SessionHold[] = [];
+  private over = false;
+
+  constructor(
+    private readonly events: HoldEvents,
+    private readonly releaseOnDisconnect: boolean,
+  ) {}
+
+  keep(engine: LockBackend, member: SetMemberGrant, opId: string, keep: { ttlMs: number; maxHoldMs: number; lockDelayMs: number }): void {
+    const { name, grant, holdId } = member;
+    const held = new SessionHold(holdId, opId, name, grant.leaseStart, grant.ttlMs, this);
+    held.lease = engine.keep({ name, token: grant.token, holdId, ...keep, releaseOnDisconnect: this.releaseOnDisconnect }, held, grant.leaseStart, grant.ttlMs);
+    this.members.push(held);
+    this.events.kept(held);
+  }
+
+  kept(held: Held): void {
+    this.events.kept(held);
+  }
+
+  renewed(holdId: string, ttlMs: number, start: number): void {
+    this.events.renewed(holdId, ttlMs, start);
+  }
+
+  lost(holdId: string, reason: LostReason, message: string): void {
+    if (this.over) return;
+    this.over = true;
+    const byHolder = reason === 'released' || this.releaseOnDisconnect;
+    const lost = this.members.find((m) => m.holdId === holdId);
+    for (const other of this.members) {
+      if (other === lost) continue;
+      this.events.dropped(other.holdId);
+      void (byHolder ? other.lease.letGo() : other.lease.abandon());
+    }
+    this.events.lost(holdId, reason, lost ? `lock "${lost.name}": ${message}` : message);
+  }
+
+  dropped(holdId: string): void {
+    this.events.dropped(holdId);
+  }
+
+  /** The set's answer came too late for anyone to see it: every member leaves and is given back. */
+  async dropAll(): Promise<void> {
+    this.over = true;
+    for (const member of this.members) this.events.dropped(member.holdId);
+    await Promise.all(this.members.map((m) => m.lease.letGo()));
+  }
+}

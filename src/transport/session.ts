@@ -20,6 +20,7 @@ import { deadlineEndWait, LOST_CODE, type HoldOptions } from './hold';
 import { msSince } from './operations';
 import { OP_KINDS, OP_METHOD, runOp, type HoldEvents, type OpKind, type OpResult } from './session-ops';
 import { SessionLeases } from './session-leases';
+import { MAX_SET_NAMES } from './requests';
 import { lostLeaseError, serviceError, toServiceError } from './status';
 
 export interface SessionLimits {
@@ -65,18 +66,26 @@ interface InFlight {
 
 const SERVICE_PATH = '/holdfast.v1.LockService/';
 /** Operations that take a lock: a cancel stops them. An AbortController each costs a few % of a session's CPU. */
-const TAKES_LOCK: ReadonlySet<OpKind> = new Set(['acquire', 'hold', 'acquireSet']);
+const TAKES_LOCK: ReadonlySet<OpKind> = new Set(['acquire', 'hold', 'acquireSet', 'holdSet']);
 const NEVER = new AbortController().signal;
 /** One shared reason: abort() without one would build a DOMException for every cancel. */
 const STOPPED = Object.freeze(new Error('the operation was cancelled or its session ended'));
 
 function waitsForLock(kind: OpKind, request: SessionRequest): boolean {
-  return (kind === 'acquire' || kind === 'hold' || kind === 'acquireSet') && Number(request[kind]?.waitTimeoutMs || 0) > 0;
+  return TAKES_LOCK.has(kind) && Number((request[kind] as { waitTimeoutMs?: string })?.waitTimeoutMs || 0) > 0;
+}
+
+/** The locks an operation may add to the session's held ones: a hold's one, a hold_set's members. */
+function locksAsked(kind: OpKind, request: SessionRequest): number {
+  if (kind === 'hold') return 1;
+  // Bounded as the set's own check bounds it, which answers a longer list with INVALID_ARGUMENT.
+  if (kind === 'holdSet') return Math.min(Math.max(1, request.holdSet!.names.length), MAX_SET_NAMES);
+  return 0;
 }
 
 /** The lock an operation is about, for its span: a set's names joined by commas. */
 function lockNameOf(kind: OpKind, request: SessionRequest): string {
-  if (kind === 'acquireSet') return request.acquireSet!.names.join(',');
+  if (kind === 'acquireSet' || kind === 'holdSet') return request[kind]!.names.join(',');
   if (kind === 'releaseSet') return request.releaseSet!.members.map((m) => m.name).join(',');
   return request[kind]?.name ?? '';
 }
@@ -92,7 +101,7 @@ class Session {
   private readonly scope;
   private readonly leases: SessionLeases;
   private waiting = 0;
-  /** Hold operations in flight (each may add a lock). */
+  /** Locks that hold and hold_set operations in flight may add (a set's members each count). */
   private holdsPending = 0;
   /** Namespace hold slots taken: one per lock held and per hold operation in flight. */
   private holdSlots = 0;
@@ -173,10 +182,14 @@ class Session {
       };
     }
     const locks = this.leases.size + this.holdsPending;
-    if (kind === 'hold' && locks >= this.options.maxSessionLocks) {
+    const asked = locksAsked(kind, request);
+    if (asked > 0 && locks + asked > this.options.maxSessionLocks) {
       return {
         code: status.RESOURCE_EXHAUSTED,
-        message: `this session holds ${locks} locks, the most max-session-locks allows; release some or open another session`,
+        message:
+          asked === 1
+            ? `this session holds ${locks} locks, the most max-session-locks allows; release some or open another session`
+            : `this session holds ${locks} locks and this set has ${asked} more, over the ${this.options.maxSessionLocks} max-session-locks allows; release some or open another session`,
       };
     }
     return this.takeNamespaceSlots(kind, request);
@@ -189,13 +202,17 @@ class Session {
     const waits = waitsForLock(kind, request);
     const refused = (waits && slots.take('waiters')) || undefined;
     if (refused) return { code: status.RESOURCE_EXHAUSTED, message: refused };
-    if (kind !== 'hold') return undefined;
-    const noHold = slots.take('holds');
-    if (noHold) {
-      if (waits) slots.give('waiters');
-      return { code: status.RESOURCE_EXHAUSTED, message: noHold };
+    // One namespace hold slot per lock the operation may hold, as for a Hold stream each.
+    const asked = locksAsked(kind, request);
+    for (let taken = 0; taken < asked; taken++) {
+      const noHold = slots.take('holds');
+      if (noHold) {
+        for (; taken > 0; taken--) slots.give('holds');
+        if (waits) slots.give('waiters');
+        return { code: status.RESOURCE_EXHAUSTED, message: noHold };
+      }
     }
-    this.holdSlots++;
+    this.holdSlots += asked;
     return undefined;
   }
 
@@ -207,11 +224,11 @@ class Session {
   private begin(opId: string, kind: OpKind, request: SessionRequest): void {
     const method = OP_METHOD[kind];
     const waits = waitsForLock(kind, request);
-    const holds = kind === 'hold';
+    const holds = locksAsked(kind, request);
     const op: InFlight = { controller: TAKES_LOCK.has(kind) ? new AbortController() : undefined, waits, method, done: false };
     this.inFlight.set(opId, op);
     if (waits) this.waiting++;
-    if (holds) this.holdsPending++;
+    this.holdsPending += holds;
     if (this.inFlight.size >= this.options.maxSessionOps) this.call.pause();
     const context = { engine: this.engine, options: this.options, call: this.call, anchor: this.startedAt, signal: op.controller?.signal ?? NEVER, opId };
     const run = () => runOp(kind, request, context, this.holdEvents);
@@ -219,12 +236,12 @@ class Session {
     op.traced = traced?.end;
     (traced ? traced.result : run()).then(
       (result) => {
-        if (holds) this.holdsPending--;
+        this.holdsPending -= holds;
         this.settle(opId, op, result);
         this.returnHoldSlots();
       },
       (err) => {
-        if (holds) this.holdsPending--;
+        this.holdsPending -= holds;
         this.returnHoldSlots();
         if (op.done) return;
         const { code, details } = toServiceError(err, this.options.logError);

@@ -9,6 +9,7 @@ import {
   AcquireSetRequest,
   CheckFencingTokenRequest,
   HoldRequest,
+  HoldSetRequest,
   InspectRequest,
   LockMode,
   LockServiceService,
@@ -38,9 +39,9 @@ let raw: Client;
 beforeAll(() => void (raw = new Raw(env.servers[0].addr, credentials.createInsecure())));
 afterAll(() => raw?.close());
 
-type Op = 'acquire' | 'release' | 'renew' | 'hold' | 'inspect' | 'setValue' | 'checkFencingToken' | 'acquireSet' | 'releaseSet';
+type Op = 'acquire' | 'release' | 'renew' | 'hold' | 'inspect' | 'setValue' | 'checkFencingToken' | 'acquireSet' | 'releaseSet' | 'holdSet';
 /** Each operation's field in SessionRequest, and its request message type. */
-const FIELD: Record<Op, number> = { acquire: 2, release: 3, renew: 4, hold: 5, inspect: 6, setValue: 7, checkFencingToken: 8, acquireSet: 12, releaseSet: 13 };
+const FIELD: Record<Op, number> = { acquire: 2, release: 3, renew: 4, hold: 5, inspect: 6, setValue: 7, checkFencingToken: 8, acquireSet: 12, releaseSet: 13, holdSet: 14 };
 const TYPE: Record<Op, string> = {
   acquire: 'AcquireRequest',
   release: 'ReleaseRequest',
@@ -51,6 +52,7 @@ const TYPE: Record<Op, string> = {
   checkFencingToken: 'CheckFencingTokenRequest',
   acquireSet: 'AcquireSetRequest',
   releaseSet: 'ReleaseSetRequest',
+  holdSet: 'HoldSetRequest',
 };
 const CODEC = {
   acquire: AcquireRequest,
@@ -62,6 +64,7 @@ const CODEC = {
   checkFencingToken: CheckFencingTokenRequest,
   acquireSet: AcquireSetRequest,
   releaseSet: ReleaseSetRequest,
+  holdSet: HoldSetRequest,
 } as const;
 
 function encode(op: Op, fields: Record<string, unknown>): Buffer {
@@ -69,10 +72,10 @@ function encode(op: Op, fields: Record<string, unknown>): Buffer {
   return Buffer.from(codec.encode(codec.fromPartial(fields)).finish());
 }
 
-/** The unary RPC's status for these request bytes (a Hold: how its stream ends, or OK once it sends). */
+/** The unary RPC's status for these request bytes (a Hold or HoldSet: how its stream ends, or OK once it sends). */
 function unary(op: Op, body: Buffer): Promise<{ code: number; message: string }> {
   const fn = (raw as unknown as Record<Op, (...args: unknown[]) => unknown>)[op].bind(raw);
-  if (op !== 'hold') {
+  if (op !== 'hold' && op !== 'holdSet') {
     return new Promise((resolve) => fn(body, (err: ServiceError | null) => resolve({ code: err?.code ?? status.OK, message: err?.details ?? '' })));
   }
   const stream = fn(body) as { on(e: string, f: (x: ServiceError) => void): void; cancel(): void };
@@ -144,6 +147,14 @@ const FIELD_CASES: [Op, string, Record<string, unknown>][] = [
   ['acquireSet', 'a value over 1024 bytes', { names: ['a'], value: LONG_VALUE }],
   ['releaseSet', 'no members', { members: [] }],
   ['releaseSet', 'a member with an empty token', { members: [{ name: 'a', token: '' }] }],
+  ['holdSet', 'no names', { names: [] }],
+  ['holdSet', 'an empty name among them', { names: ['a', ''] }],
+  ['holdSet', 'the same name twice', { names: ['a', 'a'] }],
+  ['holdSet', 'more names than a set may have', { names: Array.from({ length: 65 }, (_, i) => `n${i}`) }],
+  ['holdSet', 'ttl below 10', { names: ['a'], ttlMs: '5' }],
+  ['holdSet', 'negative max_hold_ms', { names: ['a'], maxHoldMs: '-5' }],
+  ['holdSet', 'unknown mode', { names: ['a'], mode: 7 }],
+  ['holdSet', 'a value over 1024 bytes', { names: ['a'], value: LONG_VALUE }],
 ];
 
 /** Each string field of each operation's request, by number (bad-input.test.ts's table). */
@@ -168,6 +179,9 @@ const STRING_FIELDS: [Op, string, number][] = [
   ['acquireSet', 'names', 1],
   ['acquireSet', 'owner', 2],
   ['acquireSet', 'value', 6],
+  ['holdSet', 'names', 1],
+  ['holdSet', 'owner', 2],
+  ['holdSet', 'value', 7],
 ];
 
 const MALFORMED: Record<string, Buffer> = {

@@ -68,6 +68,22 @@ describe('caps on one session', () => {
     expect((await s.ended).code).toBe(status.OK);
   });
 
+  it('max-session-locks counts every member of a hold_set: a set that would go over is RESOURCE_EXHAUSTED, a smaller one is held', async () => {
+    const s = openSession(clients[1].client);
+    expect((await s.op({ hold: { name: uniqueName(), ttlMs: '10000' } })).hold).toBeDefined();
+    const tooMany = [uniqueName(), uniqueName(), uniqueName()];
+    expect((await s.op({ holdSet: { names: tooMany, ttlMs: '10000' } })).error).toEqual({
+      code: status.RESOURCE_EXHAUSTED,
+      message: 'this session holds 1 locks and this set has 3 more, over the 3 max-session-locks allows; release some or open another session',
+    });
+    for (const name of tooMany) expect((await clients[1].inspect({ name })).holders).toEqual([]);
+    const fits = (await s.op({ holdSet: { names: tooMany.slice(0, 2), ttlMs: '10000' } })).holdSet!;
+    expect(fits.members).toHaveLength(2);
+    expect((await s.op({ hold: { name: uniqueName() } })).error?.code).toBe(status.RESOURCE_EXHAUSTED);
+    s.call.end();
+    expect((await s.ended).code).toBe(status.OK);
+  });
+
   it('max-session-ops: at the cap the server stops reading; what was sent after is read once operations end', async () => {
     for (const [client, capped] of [
       [clients[2], true],

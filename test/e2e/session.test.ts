@@ -229,3 +229,88 @@ describe('locks held under a session', () => {
     expect((await peer.inspect({ name })).holders).toEqual([]);
   });
 });
+
+describe('lock sets held under a session (hold_set)', () => {
+  it('holds every member through renewal ticks, reported with the session\'s other locks; release_set gives the set back with one lost (RELEASED)', async () => {
+    const names = [uniqueName(), uniqueName(), uniqueName()];
+    const single = uniqueName();
+    const s = session();
+    expect((await s.op({ hold: { name: single, ttlMs: '600' } })).hold).toBeDefined();
+    const setOp = s.send({ opId: '20', holdSet: { names, ttlMs: '600', owner: 'set-owner' } });
+    const set = (await s.answerTo(setOp)).holdSet!;
+    expect(set.members.map((m) => m.name)).toEqual([...names].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))));
+    expect(set.members.every((m) => m.holdId.length === 12 && m.token.length > 0)).toBe(true);
+    // Several leases' worth of renewal ticks (about every 200 ms), each one message for all four locks.
+    const after = s.received.length;
+    for (let tick = 0; tick < 8; tick++) await s.next((r) => s.received.indexOf(r) >= after + tick && r.renewed?.locks === 4);
+    for (const member of set.members) {
+      expect((await peer.inspect({ name: member.name })).holders).toMatchObject([{ owner: 'set-owner', fencingToken: member.fencingToken }]);
+    }
+    expect(s.received.some((r) => r.lost)).toBe(false);
+    const members = set.members.map(({ name, token, holdId }) => ({ name, token, holdId }));
+    expect((await s.op({ releaseSet: { members } })).releaseSet).toEqual({ released: 3, notHeld: [] });
+    const lost = await s.next((r) => r.opId === setOp && !!r.lost);
+    expect(lost.lost?.code).toBe(LostReason.LOST_REASON_RELEASED);
+    for (const name of names) expect((await peer.inspect({ name })).holders).toEqual([]);
+    // The set left the session; its other lock is still renewed.
+    const later = s.received.length;
+    await s.next((r) => s.received.indexOf(r) >= later && r.renewed?.locks === 1);
+    expect(s.received.filter((r) => r.opId === setOp && r.lost)).toHaveLength(1);
+    s.call.end();
+    expect((await s.ended).code).toBe(status.OK);
+    expect((await peer.inspect({ name: single })).holders).toEqual([]);
+  });
+
+  it('the first member lost ends the set: one lost names it, the others stop being renewed and are granted once their leases end', async () => {
+    const names = [uniqueName(), uniqueName()];
+    const s = session();
+    const setOp = s.send({ opId: '30', holdSet: { names, ttlMs: '1500' } });
+    const set = (await s.answerTo(setOp)).holdSet!;
+    const [gone, other] = set.members;
+    await deleteLockState(env.redis, gone.name);
+    const lost = await s.next((r) => r.opId === setOp && !!r.lost);
+    expect(lost.lost).toMatchObject({ code: LostReason.LOST_REASON_EXPIRED, name: gone.name });
+    expect(lost.lost!.reason).toMatch(new RegExp(`^lock "${gone.name}": `));
+    // Not the holder's word: the other member stays closed until its lease has run out, then a waiter gets it.
+    expect((await peer.inspect({ name: other.name })).holders).toMatchObject([{ fencingToken: other.fencingToken }]);
+    const waiter = peer.acquire({ name: other.name, waitTimeoutMs: '20000' });
+    await waitFor('the waiter to queue', async () => (await peer.inspect({ name: other.name })).waiters === 1);
+    const granted = await waiter;
+    expect(granted.acquired).toBe(true);
+    expect(BigInt(granted.fencingToken)).toBeGreaterThan(BigInt(other.fencingToken));
+    expect(s.received.filter((r) => r.lost)).toHaveLength(1);
+    s.call.end();
+    expect((await s.ended).code).toBe(status.OK);
+    await peer.release({ name: other.name, token: granted.token });
+  });
+
+  it('a clean end gives every member back at once', async () => {
+    const names = [uniqueName(), uniqueName()];
+    const s = session();
+    expect((await s.op({ holdSet: { names, ttlMs: '60000' } })).holdSet?.members).toHaveLength(2);
+    const waiters = names.map((name) => peer.acquire({ name, waitTimeoutMs: '20000' }));
+    await waitFor('the waiters to queue', async () => (await Promise.all(names.map((name) => peer.inspect({ name })))).every((i) => i.waiters === 1));
+    s.send({ opId: '99', close: {} });
+    expect((await s.ended).code).toBe(status.OK);
+    expect((await Promise.all(waiters)).every((g) => g.acquired)).toBe(true);
+  });
+
+  it('an overlapping set waits; cancelled it leaves nothing, not granted in time it is DEADLINE_EXCEEDED with HoldSet\'s message', async () => {
+    const busy = uniqueName();
+    const holder = await peer.acquire({ name: busy, ttlMs: '30000' });
+    const s = session();
+    const free = uniqueName();
+    const waiting = s.send({ opId: '51', holdSet: { names: [free, busy], waitTimeoutMs: '20000' } });
+    await waitFor('the set to queue on the busy member', async () => (await peer.inspect({ name: busy })).waiters === 1);
+    s.send({ opId: '52', cancel: waiting });
+    expect((await s.answerTo(waiting)).error?.code).toBe(status.CANCELLED);
+    await waitFor('the queue to empty', async () => (await peer.inspect({ name: busy })).waiters === 0);
+    expect((await peer.inspect({ name: free })).holders).toEqual([]);
+    const late = (await s.op({ holdSet: { names: [free, busy], waitTimeoutMs: '200' } })).error;
+    expect(late).toEqual({ code: status.DEADLINE_EXCEEDED, message: 'the set of 2 locks was not acquired within 200 ms' });
+    expect((await peer.inspect({ name: free })).holders).toEqual([]);
+    await peer.release({ name: busy, token: holder.token });
+    s.call.end();
+    expect((await s.ended).code).toBe(status.OK);
+  });
+});

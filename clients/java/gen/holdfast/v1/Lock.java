@@ -30122,6 +30122,45 @@ public final class Lock {
      */
     holdfast.v1.Lock.ReleaseSetRequestOrBuilder getReleaseSetOrBuilder();
 
+    /**
+     * <pre>
+     * Several locks, all or nothing, held for as long as the session lives, as a HoldSet stream holds them: the
+     * server renews every member and reports the renewals in SessionRenewed. Waits up to wait_timeout_ms; not
+     * granted in time is DEADLINE_EXCEEDED. Answered with `hold_set`. The first member lost ends the set: the
+     * others are given back (at once when a member was released, otherwise once their leases run out) and one
+     * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetRequest hold_set = 14 [json_name = "holdSet"];</code>
+     * @return Whether the holdSet field is set.
+     */
+    boolean hasHoldSet();
+    /**
+     * <pre>
+     * Several locks, all or nothing, held for as long as the session lives, as a HoldSet stream holds them: the
+     * server renews every member and reports the renewals in SessionRenewed. Waits up to wait_timeout_ms; not
+     * granted in time is DEADLINE_EXCEEDED. Answered with `hold_set`. The first member lost ends the set: the
+     * others are given back (at once when a member was released, otherwise once their leases run out) and one
+     * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetRequest hold_set = 14 [json_name = "holdSet"];</code>
+     * @return The holdSet.
+     */
+    holdfast.v1.Lock.HoldSetRequest getHoldSet();
+    /**
+     * <pre>
+     * Several locks, all or nothing, held for as long as the session lives, as a HoldSet stream holds them: the
+     * server renews every member and reports the renewals in SessionRenewed. Waits up to wait_timeout_ms; not
+     * granted in time is DEADLINE_EXCEEDED. Answered with `hold_set`. The first member lost ends the set: the
+     * others are given back (at once when a member was released, otherwise once their leases run out) and one
+     * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetRequest hold_set = 14 [json_name = "holdSet"];</code>
+     */
+    holdfast.v1.Lock.HoldSetRequestOrBuilder getHoldSetOrBuilder();
+
     public holdfast.v1.Lock.SessionRequest.OpCase getOpCase();
   }
   /**
@@ -30185,6 +30224,7 @@ public final class Lock {
       PING(11),
       ACQUIRE_SET(12),
       RELEASE_SET(13),
+      HOLD_SET(14),
       OP_NOT_SET(0);
       private final int value;
       private OpCase(int value) {
@@ -30214,6 +30254,7 @@ public final class Lock {
           case 11: return PING;
           case 12: return ACQUIRE_SET;
           case 13: return RELEASE_SET;
+          case 14: return HOLD_SET;
           case 0: return OP_NOT_SET;
           default: return null;
         }
@@ -30767,6 +30808,61 @@ public final class Lock {
       return holdfast.v1.Lock.ReleaseSetRequest.getDefaultInstance();
     }
 
+    public static final int HOLD_SET_FIELD_NUMBER = 14;
+    /**
+     * <pre>
+     * Several locks, all or nothing, held for as long as the session lives, as a HoldSet stream holds them: the
+     * server renews every member and reports the renewals in SessionRenewed. Waits up to wait_timeout_ms; not
+     * granted in time is DEADLINE_EXCEEDED. Answered with `hold_set`. The first member lost ends the set: the
+     * others are given back (at once when a member was released, otherwise once their leases run out) and one
+     * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetRequest hold_set = 14 [json_name = "holdSet"];</code>
+     * @return Whether the holdSet field is set.
+     */
+    @java.lang.Override
+    public boolean hasHoldSet() {
+      return opCase_ == 14;
+    }
+    /**
+     * <pre>
+     * Several locks, all or nothing, held for as long as the session lives, as a HoldSet stream holds them: the
+     * server renews every member and reports the renewals in SessionRenewed. Waits up to wait_timeout_ms; not
+     * granted in time is DEADLINE_EXCEEDED. Answered with `hold_set`. The first member lost ends the set: the
+     * others are given back (at once when a member was released, otherwise once their leases run out) and one
+     * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetRequest hold_set = 14 [json_name = "holdSet"];</code>
+     * @return The holdSet.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldSetRequest getHoldSet() {
+      if (opCase_ == 14) {
+         return (holdfast.v1.Lock.HoldSetRequest) op_;
+      }
+      return holdfast.v1.Lock.HoldSetRequest.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * Several locks, all or nothing, held for as long as the session lives, as a HoldSet stream holds them: the
+     * server renews every member and reports the renewals in SessionRenewed. Waits up to wait_timeout_ms; not
+     * granted in time is DEADLINE_EXCEEDED. Answered with `hold_set`. The first member lost ends the set: the
+     * others are given back (at once when a member was released, otherwise once their leases run out) and one
+     * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetRequest hold_set = 14 [json_name = "holdSet"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldSetRequestOrBuilder getHoldSetOrBuilder() {
+      if (opCase_ == 14) {
+         return (holdfast.v1.Lock.HoldSetRequest) op_;
+      }
+      return holdfast.v1.Lock.HoldSetRequest.getDefaultInstance();
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -30820,6 +30916,9 @@ public final class Lock {
       }
       if (opCase_ == 13) {
         output.writeMessage(13, (holdfast.v1.Lock.ReleaseSetRequest) op_);
+      }
+      if (opCase_ == 14) {
+        output.writeMessage(14, (holdfast.v1.Lock.HoldSetRequest) op_);
       }
       getUnknownFields().writeTo(output);
     }
@@ -30882,6 +30981,10 @@ public final class Lock {
       if (opCase_ == 13) {
         size += com.google.protobuf.CodedOutputStream
           .computeMessageSize(13, (holdfast.v1.Lock.ReleaseSetRequest) op_);
+      }
+      if (opCase_ == 14) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(14, (holdfast.v1.Lock.HoldSetRequest) op_);
       }
       size += getUnknownFields().getSerializedSize();
       memoizedSize = size;
@@ -30950,6 +31053,10 @@ public final class Lock {
           if (!getReleaseSet()
               .equals(other.getReleaseSet())) return false;
           break;
+        case 14:
+          if (!getHoldSet()
+              .equals(other.getHoldSet())) return false;
+          break;
         case 0:
         default:
       }
@@ -31016,6 +31123,10 @@ public final class Lock {
         case 13:
           hash = (37 * hash) + RELEASE_SET_FIELD_NUMBER;
           hash = (53 * hash) + getReleaseSet().hashCode();
+          break;
+        case 14:
+          hash = (37 * hash) + HOLD_SET_FIELD_NUMBER;
+          hash = (53 * hash) + getHoldSet().hashCode();
           break;
         case 0:
         default:
@@ -31187,6 +31298,9 @@ public final class Lock {
         if (releaseSetBuilder_ != null) {
           releaseSetBuilder_.clear();
         }
+        if (holdSetBuilder_ != null) {
+          holdSetBuilder_.clear();
+        }
         opCase_ = 0;
         op_ = null;
         return this;
@@ -31274,6 +31388,10 @@ public final class Lock {
         if (opCase_ == 13 &&
             releaseSetBuilder_ != null) {
           result.op_ = releaseSetBuilder_.build();
+        }
+        if (opCase_ == 14 &&
+            holdSetBuilder_ != null) {
+          result.op_ = holdSetBuilder_.build();
         }
       }
 
@@ -31371,6 +31489,10 @@ public final class Lock {
           }
           case RELEASE_SET: {
             mergeReleaseSet(other.getReleaseSet());
+            break;
+          }
+          case HOLD_SET: {
+            mergeHoldSet(other.getHoldSet());
             break;
           }
           case OP_NOT_SET: {
@@ -31490,6 +31612,13 @@ public final class Lock {
                 opCase_ = 13;
                 break;
               } // case 106
+              case 114: {
+                input.readMessage(
+                    getHoldSetFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                opCase_ = 14;
+                break;
+              } // case 114
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -33642,6 +33771,220 @@ public final class Lock {
         onChanged();
         return releaseSetBuilder_;
       }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.HoldSetRequest, holdfast.v1.Lock.HoldSetRequest.Builder, holdfast.v1.Lock.HoldSetRequestOrBuilder> holdSetBuilder_;
+      /**
+       * <pre>
+       * Several locks, all or nothing, held for as long as the session lives, as a HoldSet stream holds them: the
+       * server renews every member and reports the renewals in SessionRenewed. Waits up to wait_timeout_ms; not
+       * granted in time is DEADLINE_EXCEEDED. Answered with `hold_set`. The first member lost ends the set: the
+       * others are given back (at once when a member was released, otherwise once their leases run out) and one
+       * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetRequest hold_set = 14 [json_name = "holdSet"];</code>
+       * @return Whether the holdSet field is set.
+       */
+      @java.lang.Override
+      public boolean hasHoldSet() {
+        return opCase_ == 14;
+      }
+      /**
+       * <pre>
+       * Several locks, all or nothing, held for as long as the session lives, as a HoldSet stream holds them: the
+       * server renews every member and reports the renewals in SessionRenewed. Waits up to wait_timeout_ms; not
+       * granted in time is DEADLINE_EXCEEDED. Answered with `hold_set`. The first member lost ends the set: the
+       * others are given back (at once when a member was released, otherwise once their leases run out) and one
+       * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetRequest hold_set = 14 [json_name = "holdSet"];</code>
+       * @return The holdSet.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldSetRequest getHoldSet() {
+        if (holdSetBuilder_ == null) {
+          if (opCase_ == 14) {
+            return (holdfast.v1.Lock.HoldSetRequest) op_;
+          }
+          return holdfast.v1.Lock.HoldSetRequest.getDefaultInstance();
+        } else {
+          if (opCase_ == 14) {
+            return holdSetBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.HoldSetRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * Several locks, all or nothing, held for as long as the session lives, as a HoldSet stream holds them: the
+       * server renews every member and reports the renewals in SessionRenewed. Waits up to wait_timeout_ms; not
+       * granted in time is DEADLINE_EXCEEDED. Answered with `hold_set`. The first member lost ends the set: the
+       * others are given back (at once when a member was released, otherwise once their leases run out) and one
+       * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetRequest hold_set = 14 [json_name = "holdSet"];</code>
+       */
+      public Builder setHoldSet(holdfast.v1.Lock.HoldSetRequest value) {
+        if (holdSetBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          op_ = value;
+          onChanged();
+        } else {
+          holdSetBuilder_.setMessage(value);
+        }
+        opCase_ = 14;
+        return this;
+      }
+      /**
+       * <pre>
+       * Several locks, all or nothing, held for as long as the session lives, as a HoldSet stream holds them: the
+       * server renews every member and reports the renewals in SessionRenewed. Waits up to wait_timeout_ms; not
+       * granted in time is DEADLINE_EXCEEDED. Answered with `hold_set`. The first member lost ends the set: the
+       * others are given back (at once when a member was released, otherwise once their leases run out) and one
+       * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetRequest hold_set = 14 [json_name = "holdSet"];</code>
+       */
+      public Builder setHoldSet(
+          holdfast.v1.Lock.HoldSetRequest.Builder builderForValue) {
+        if (holdSetBuilder_ == null) {
+          op_ = builderForValue.build();
+          onChanged();
+        } else {
+          holdSetBuilder_.setMessage(builderForValue.build());
+        }
+        opCase_ = 14;
+        return this;
+      }
+      /**
+       * <pre>
+       * Several locks, all or nothing, held for as long as the session lives, as a HoldSet stream holds them: the
+       * server renews every member and reports the renewals in SessionRenewed. Waits up to wait_timeout_ms; not
+       * granted in time is DEADLINE_EXCEEDED. Answered with `hold_set`. The first member lost ends the set: the
+       * others are given back (at once when a member was released, otherwise once their leases run out) and one
+       * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetRequest hold_set = 14 [json_name = "holdSet"];</code>
+       */
+      public Builder mergeHoldSet(holdfast.v1.Lock.HoldSetRequest value) {
+        if (holdSetBuilder_ == null) {
+          if (opCase_ == 14 &&
+              op_ != holdfast.v1.Lock.HoldSetRequest.getDefaultInstance()) {
+            op_ = holdfast.v1.Lock.HoldSetRequest.newBuilder((holdfast.v1.Lock.HoldSetRequest) op_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            op_ = value;
+          }
+          onChanged();
+        } else {
+          if (opCase_ == 14) {
+            holdSetBuilder_.mergeFrom(value);
+          } else {
+            holdSetBuilder_.setMessage(value);
+          }
+        }
+        opCase_ = 14;
+        return this;
+      }
+      /**
+       * <pre>
+       * Several locks, all or nothing, held for as long as the session lives, as a HoldSet stream holds them: the
+       * server renews every member and reports the renewals in SessionRenewed. Waits up to wait_timeout_ms; not
+       * granted in time is DEADLINE_EXCEEDED. Answered with `hold_set`. The first member lost ends the set: the
+       * others are given back (at once when a member was released, otherwise once their leases run out) and one
+       * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetRequest hold_set = 14 [json_name = "holdSet"];</code>
+       */
+      public Builder clearHoldSet() {
+        if (holdSetBuilder_ == null) {
+          if (opCase_ == 14) {
+            opCase_ = 0;
+            op_ = null;
+            onChanged();
+          }
+        } else {
+          if (opCase_ == 14) {
+            opCase_ = 0;
+            op_ = null;
+          }
+          holdSetBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * Several locks, all or nothing, held for as long as the session lives, as a HoldSet stream holds them: the
+       * server renews every member and reports the renewals in SessionRenewed. Waits up to wait_timeout_ms; not
+       * granted in time is DEADLINE_EXCEEDED. Answered with `hold_set`. The first member lost ends the set: the
+       * others are given back (at once when a member was released, otherwise once their leases run out) and one
+       * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetRequest hold_set = 14 [json_name = "holdSet"];</code>
+       */
+      public holdfast.v1.Lock.HoldSetRequest.Builder getHoldSetBuilder() {
+        return getHoldSetFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * Several locks, all or nothing, held for as long as the session lives, as a HoldSet stream holds them: the
+       * server renews every member and reports the renewals in SessionRenewed. Waits up to wait_timeout_ms; not
+       * granted in time is DEADLINE_EXCEEDED. Answered with `hold_set`. The first member lost ends the set: the
+       * others are given back (at once when a member was released, otherwise once their leases run out) and one
+       * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetRequest hold_set = 14 [json_name = "holdSet"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldSetRequestOrBuilder getHoldSetOrBuilder() {
+        if ((opCase_ == 14) && (holdSetBuilder_ != null)) {
+          return holdSetBuilder_.getMessageOrBuilder();
+        } else {
+          if (opCase_ == 14) {
+            return (holdfast.v1.Lock.HoldSetRequest) op_;
+          }
+          return holdfast.v1.Lock.HoldSetRequest.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * Several locks, all or nothing, held for as long as the session lives, as a HoldSet stream holds them: the
+       * server renews every member and reports the renewals in SessionRenewed. Waits up to wait_timeout_ms; not
+       * granted in time is DEADLINE_EXCEEDED. Answered with `hold_set`. The first member lost ends the set: the
+       * others are given back (at once when a member was released, otherwise once their leases run out) and one
+       * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetRequest hold_set = 14 [json_name = "holdSet"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.HoldSetRequest, holdfast.v1.Lock.HoldSetRequest.Builder, holdfast.v1.Lock.HoldSetRequestOrBuilder> 
+          getHoldSetFieldBuilder() {
+        if (holdSetBuilder_ == null) {
+          if (!(opCase_ == 14)) {
+            op_ = holdfast.v1.Lock.HoldSetRequest.getDefaultInstance();
+          }
+          holdSetBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.HoldSetRequest, holdfast.v1.Lock.HoldSetRequest.Builder, holdfast.v1.Lock.HoldSetRequestOrBuilder>(
+                  (holdfast.v1.Lock.HoldSetRequest) op_,
+                  getParentForChildren(),
+                  isClean());
+          op_ = null;
+        }
+        opCase_ = 14;
+        onChanged();
+        return holdSetBuilder_;
+      }
       @java.lang.Override
       public final Builder setUnknownFields(
           final com.google.protobuf.UnknownFieldSet unknownFields) {
@@ -35405,6 +35748,33 @@ public final class Lock {
      */
     holdfast.v1.Lock.ReleaseSetResponseOrBuilder getReleaseSetOrBuilder();
 
+    /**
+     * <pre>
+     * The answer to `hold_set`: the set, now kept by the session. lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetAcquired hold_set = 15 [json_name = "holdSet"];</code>
+     * @return Whether the holdSet field is set.
+     */
+    boolean hasHoldSet();
+    /**
+     * <pre>
+     * The answer to `hold_set`: the set, now kept by the session. lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetAcquired hold_set = 15 [json_name = "holdSet"];</code>
+     * @return The holdSet.
+     */
+    holdfast.v1.Lock.HoldSetAcquired getHoldSet();
+    /**
+     * <pre>
+     * The answer to `hold_set`: the set, now kept by the session. lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetAcquired hold_set = 15 [json_name = "holdSet"];</code>
+     */
+    holdfast.v1.Lock.HoldSetAcquiredOrBuilder getHoldSetOrBuilder();
+
     public holdfast.v1.Lock.SessionResponse.ResultCase getResultCase();
   }
   /**
@@ -35469,6 +35839,7 @@ public final class Lock {
       PONG(12),
       ACQUIRE_SET(13),
       RELEASE_SET(14),
+      HOLD_SET(15),
       RESULT_NOT_SET(0);
       private final int value;
       private ResultCase(int value) {
@@ -35499,6 +35870,7 @@ public final class Lock {
           case 12: return PONG;
           case 13: return ACQUIRE_SET;
           case 14: return RELEASE_SET;
+          case 15: return HOLD_SET;
           case 0: return RESULT_NOT_SET;
           default: return null;
         }
@@ -36088,6 +36460,49 @@ public final class Lock {
       return holdfast.v1.Lock.ReleaseSetResponse.getDefaultInstance();
     }
 
+    public static final int HOLD_SET_FIELD_NUMBER = 15;
+    /**
+     * <pre>
+     * The answer to `hold_set`: the set, now kept by the session. lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetAcquired hold_set = 15 [json_name = "holdSet"];</code>
+     * @return Whether the holdSet field is set.
+     */
+    @java.lang.Override
+    public boolean hasHoldSet() {
+      return resultCase_ == 15;
+    }
+    /**
+     * <pre>
+     * The answer to `hold_set`: the set, now kept by the session. lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetAcquired hold_set = 15 [json_name = "holdSet"];</code>
+     * @return The holdSet.
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldSetAcquired getHoldSet() {
+      if (resultCase_ == 15) {
+         return (holdfast.v1.Lock.HoldSetAcquired) result_;
+      }
+      return holdfast.v1.Lock.HoldSetAcquired.getDefaultInstance();
+    }
+    /**
+     * <pre>
+     * The answer to `hold_set`: the set, now kept by the session. lease_started_after_ms counts from the session's start.
+     * </pre>
+     *
+     * <code>.holdfast.v1.HoldSetAcquired hold_set = 15 [json_name = "holdSet"];</code>
+     */
+    @java.lang.Override
+    public holdfast.v1.Lock.HoldSetAcquiredOrBuilder getHoldSetOrBuilder() {
+      if (resultCase_ == 15) {
+         return (holdfast.v1.Lock.HoldSetAcquired) result_;
+      }
+      return holdfast.v1.Lock.HoldSetAcquired.getDefaultInstance();
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -36143,6 +36558,9 @@ public final class Lock {
       }
       if (resultCase_ == 14) {
         output.writeMessage(14, (holdfast.v1.Lock.ReleaseSetResponse) result_);
+      }
+      if (resultCase_ == 15) {
+        output.writeMessage(15, (holdfast.v1.Lock.HoldSetAcquired) result_);
       }
       getUnknownFields().writeTo(output);
     }
@@ -36208,6 +36626,10 @@ public final class Lock {
       if (resultCase_ == 14) {
         size += com.google.protobuf.CodedOutputStream
           .computeMessageSize(14, (holdfast.v1.Lock.ReleaseSetResponse) result_);
+      }
+      if (resultCase_ == 15) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(15, (holdfast.v1.Lock.HoldSetAcquired) result_);
       }
       size += getUnknownFields().getSerializedSize();
       memoizedSize = size;
@@ -36280,6 +36702,10 @@ public final class Lock {
           if (!getReleaseSet()
               .equals(other.getReleaseSet())) return false;
           break;
+        case 15:
+          if (!getHoldSet()
+              .equals(other.getHoldSet())) return false;
+          break;
         case 0:
         default:
       }
@@ -36349,6 +36775,10 @@ public final class Lock {
         case 14:
           hash = (37 * hash) + RELEASE_SET_FIELD_NUMBER;
           hash = (53 * hash) + getReleaseSet().hashCode();
+          break;
+        case 15:
+          hash = (37 * hash) + HOLD_SET_FIELD_NUMBER;
+          hash = (53 * hash) + getHoldSet().hashCode();
           break;
         case 0:
         default:
@@ -36526,6 +36956,9 @@ public final class Lock {
         if (releaseSetBuilder_ != null) {
           releaseSetBuilder_.clear();
         }
+        if (holdSetBuilder_ != null) {
+          holdSetBuilder_.clear();
+        }
         resultCase_ = 0;
         result_ = null;
         return this;
@@ -36621,6 +37054,10 @@ public final class Lock {
         if (resultCase_ == 14 &&
             releaseSetBuilder_ != null) {
           result.result_ = releaseSetBuilder_.build();
+        }
+        if (resultCase_ == 15 &&
+            holdSetBuilder_ != null) {
+          result.result_ = holdSetBuilder_.build();
         }
       }
 
@@ -36722,6 +37159,10 @@ public final class Lock {
           }
           case RELEASE_SET: {
             mergeReleaseSet(other.getReleaseSet());
+            break;
+          }
+          case HOLD_SET: {
+            mergeHoldSet(other.getHoldSet());
             break;
           }
           case RESULT_NOT_SET: {
@@ -36850,6 +37291,13 @@ public final class Lock {
                 resultCase_ = 14;
                 break;
               } // case 114
+              case 122: {
+                input.readMessage(
+                    getHoldSetFieldBuilder().getBuilder(),
+                    extensionRegistry);
+                resultCase_ = 15;
+                break;
+              } // case 122
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -39239,6 +39687,184 @@ public final class Lock {
         onChanged();
         return releaseSetBuilder_;
       }
+
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.HoldSetAcquired, holdfast.v1.Lock.HoldSetAcquired.Builder, holdfast.v1.Lock.HoldSetAcquiredOrBuilder> holdSetBuilder_;
+      /**
+       * <pre>
+       * The answer to `hold_set`: the set, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired hold_set = 15 [json_name = "holdSet"];</code>
+       * @return Whether the holdSet field is set.
+       */
+      @java.lang.Override
+      public boolean hasHoldSet() {
+        return resultCase_ == 15;
+      }
+      /**
+       * <pre>
+       * The answer to `hold_set`: the set, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired hold_set = 15 [json_name = "holdSet"];</code>
+       * @return The holdSet.
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldSetAcquired getHoldSet() {
+        if (holdSetBuilder_ == null) {
+          if (resultCase_ == 15) {
+            return (holdfast.v1.Lock.HoldSetAcquired) result_;
+          }
+          return holdfast.v1.Lock.HoldSetAcquired.getDefaultInstance();
+        } else {
+          if (resultCase_ == 15) {
+            return holdSetBuilder_.getMessage();
+          }
+          return holdfast.v1.Lock.HoldSetAcquired.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `hold_set`: the set, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired hold_set = 15 [json_name = "holdSet"];</code>
+       */
+      public Builder setHoldSet(holdfast.v1.Lock.HoldSetAcquired value) {
+        if (holdSetBuilder_ == null) {
+          if (value == null) {
+            throw new NullPointerException();
+          }
+          result_ = value;
+          onChanged();
+        } else {
+          holdSetBuilder_.setMessage(value);
+        }
+        resultCase_ = 15;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `hold_set`: the set, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired hold_set = 15 [json_name = "holdSet"];</code>
+       */
+      public Builder setHoldSet(
+          holdfast.v1.Lock.HoldSetAcquired.Builder builderForValue) {
+        if (holdSetBuilder_ == null) {
+          result_ = builderForValue.build();
+          onChanged();
+        } else {
+          holdSetBuilder_.setMessage(builderForValue.build());
+        }
+        resultCase_ = 15;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `hold_set`: the set, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired hold_set = 15 [json_name = "holdSet"];</code>
+       */
+      public Builder mergeHoldSet(holdfast.v1.Lock.HoldSetAcquired value) {
+        if (holdSetBuilder_ == null) {
+          if (resultCase_ == 15 &&
+              result_ != holdfast.v1.Lock.HoldSetAcquired.getDefaultInstance()) {
+            result_ = holdfast.v1.Lock.HoldSetAcquired.newBuilder((holdfast.v1.Lock.HoldSetAcquired) result_)
+                .mergeFrom(value).buildPartial();
+          } else {
+            result_ = value;
+          }
+          onChanged();
+        } else {
+          if (resultCase_ == 15) {
+            holdSetBuilder_.mergeFrom(value);
+          } else {
+            holdSetBuilder_.setMessage(value);
+          }
+        }
+        resultCase_ = 15;
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `hold_set`: the set, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired hold_set = 15 [json_name = "holdSet"];</code>
+       */
+      public Builder clearHoldSet() {
+        if (holdSetBuilder_ == null) {
+          if (resultCase_ == 15) {
+            resultCase_ = 0;
+            result_ = null;
+            onChanged();
+          }
+        } else {
+          if (resultCase_ == 15) {
+            resultCase_ = 0;
+            result_ = null;
+          }
+          holdSetBuilder_.clear();
+        }
+        return this;
+      }
+      /**
+       * <pre>
+       * The answer to `hold_set`: the set, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired hold_set = 15 [json_name = "holdSet"];</code>
+       */
+      public holdfast.v1.Lock.HoldSetAcquired.Builder getHoldSetBuilder() {
+        return getHoldSetFieldBuilder().getBuilder();
+      }
+      /**
+       * <pre>
+       * The answer to `hold_set`: the set, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired hold_set = 15 [json_name = "holdSet"];</code>
+       */
+      @java.lang.Override
+      public holdfast.v1.Lock.HoldSetAcquiredOrBuilder getHoldSetOrBuilder() {
+        if ((resultCase_ == 15) && (holdSetBuilder_ != null)) {
+          return holdSetBuilder_.getMessageOrBuilder();
+        } else {
+          if (resultCase_ == 15) {
+            return (holdfast.v1.Lock.HoldSetAcquired) result_;
+          }
+          return holdfast.v1.Lock.HoldSetAcquired.getDefaultInstance();
+        }
+      }
+      /**
+       * <pre>
+       * The answer to `hold_set`: the set, now kept by the session. lease_started_after_ms counts from the session's start.
+       * </pre>
+       *
+       * <code>.holdfast.v1.HoldSetAcquired hold_set = 15 [json_name = "holdSet"];</code>
+       */
+      private com.google.protobuf.SingleFieldBuilderV3<
+          holdfast.v1.Lock.HoldSetAcquired, holdfast.v1.Lock.HoldSetAcquired.Builder, holdfast.v1.Lock.HoldSetAcquiredOrBuilder> 
+          getHoldSetFieldBuilder() {
+        if (holdSetBuilder_ == null) {
+          if (!(resultCase_ == 15)) {
+            result_ = holdfast.v1.Lock.HoldSetAcquired.getDefaultInstance();
+          }
+          holdSetBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+              holdfast.v1.Lock.HoldSetAcquired, holdfast.v1.Lock.HoldSetAcquired.Builder, holdfast.v1.Lock.HoldSetAcquiredOrBuilder>(
+                  (holdfast.v1.Lock.HoldSetAcquired) result_,
+                  getParentForChildren(),
+                  isClean());
+          result_ = null;
+        }
+        resultCase_ = 15;
+        onChanged();
+        return holdSetBuilder_;
+      }
       @java.lang.Override
       public final Builder setUnknownFields(
           final com.google.protobuf.UnknownFieldSet unknownFields) {
@@ -40022,7 +40648,7 @@ public final class Lock {
 
     /**
      * <pre>
-     * How many locks the session holds with `hold`.
+     * How many locks the session holds with `hold` and `hold_set` (each member counts).
      * </pre>
      *
      * <code>uint32 locks = 3 [json_name = "locks"];</code>
@@ -40110,7 +40736,7 @@ public final class Lock {
     private int locks_ = 0;
     /**
      * <pre>
-     * How many locks the session holds with `hold`.
+     * How many locks the session holds with `hold` and `hold_set` (each member counts).
      * </pre>
      *
      * <code>uint32 locks = 3 [json_name = "locks"];</code>
@@ -40593,7 +41219,7 @@ public final class Lock {
       private int locks_ ;
       /**
        * <pre>
-       * How many locks the session holds with `hold`.
+       * How many locks the session holds with `hold` and `hold_set` (each member counts).
        * </pre>
        *
        * <code>uint32 locks = 3 [json_name = "locks"];</code>
@@ -40605,7 +41231,7 @@ public final class Lock {
       }
       /**
        * <pre>
-       * How many locks the session holds with `hold`.
+       * How many locks the session holds with `hold` and `hold_set` (each member counts).
        * </pre>
        *
        * <code>uint32 locks = 3 [json_name = "locks"];</code>
@@ -40621,7 +41247,7 @@ public final class Lock {
       }
       /**
        * <pre>
-       * How many locks the session holds with `hold`.
+       * How many locks the session holds with `hold` and `hold_set` (each member counts).
        * </pre>
        *
        * <code>uint32 locks = 3 [json_name = "locks"];</code>
@@ -40980,7 +41606,7 @@ public final class Lock {
       "ldfast.v1.HoldLostH\000R\004lostB\007\n\005event\"x\n\017H" +
       "oldSetAcquired\0220\n\007members\030\001 \003(\0132\026.holdfa" +
       "st.v1.SetMemberR\007members\0223\n\026lease_starte" +
-      "d_after_ms\030\002 \001(\003R\023leaseStartedAfterMs\"\322\005" +
+      "d_after_ms\030\002 \001(\003R\023leaseStartedAfterMs\"\214\006" +
       "\n\016SessionRequest\022\023\n\005op_id\030\001 \001(\004R\004opId\0227\n" +
       "\007acquire\030\002 \001(\0132\033.holdfast.v1.AcquireRequ" +
       "estH\000R\007acquire\0227\n\007release\030\003 \001(\0132\033.holdfa" +
@@ -40998,71 +41624,74 @@ public final class Lock {
       "v1.SessionPingH\000R\004ping\022A\n\013acquire_set\030\014 " +
       "\001(\0132\036.holdfast.v1.AcquireSetRequestH\000R\na" +
       "cquireSet\022A\n\013release_set\030\r \001(\0132\036.holdfas" +
-      "t.v1.ReleaseSetRequestH\000R\nreleaseSetB\004\n\002" +
-      "op\"\r\n\013SessionPing\"9\n\013SessionPong\022*\n\021rece" +
-      "ived_after_ms\030\001 \001(\003R\017receivedAfterMs\"\016\n\014" +
-      "SessionClose\"\247\006\n\017SessionResponse\022\023\n\005op_i" +
-      "d\030\001 \001(\004R\004opId\0228\n\007acquire\030\002 \001(\0132\034.holdfas" +
-      "t.v1.AcquireResponseH\000R\007acquire\0228\n\007relea" +
-      "se\030\003 \001(\0132\034.holdfast.v1.ReleaseResponseH\000" +
-      "R\007release\0222\n\005renew\030\004 \001(\0132\032.holdfast.v1.R" +
-      "enewResponseH\000R\005renew\022/\n\004hold\030\005 \001(\0132\031.ho" +
-      "ldfast.v1.HoldAcquiredH\000R\004hold\0228\n\007inspec" +
-      "t\030\006 \001(\0132\034.holdfast.v1.InspectResponseH\000R" +
-      "\007inspect\022<\n\tset_value\030\007 \001(\0132\035.holdfast.v" +
-      "1.SetValueResponseH\000R\010setValue\022X\n\023check_" +
-      "fencing_token\030\010 \001(\0132&.holdfast.v1.CheckF" +
-      "encingTokenResponseH\000R\021checkFencingToken" +
-      "\022,\n\005error\030\t \001(\0132\024.holdfast.v1.OpErrorH\000R" +
-      "\005error\0227\n\007renewed\030\n \001(\0132\033.holdfast.v1.Se" +
-      "ssionRenewedH\000R\007renewed\022+\n\004lost\030\013 \001(\0132\025." +
-      "holdfast.v1.HoldLostH\000R\004lost\022.\n\004pong\030\014 \001" +
-      "(\0132\030.holdfast.v1.SessionPongH\000R\004pong\022B\n\013" +
-      "acquire_set\030\r \001(\0132\037.holdfast.v1.AcquireS" +
-      "etResponseH\000R\nacquireSet\022B\n\013release_set\030" +
-      "\016 \001(\0132\037.holdfast.v1.ReleaseSetResponseH\000" +
-      "R\nreleaseSetB\010\n\006result\"7\n\007OpError\022\022\n\004cod" +
-      "e\030\001 \001(\005R\004code\022\030\n\007message\030\002 \001(\tR\007message\"" +
-      "r\n\016SessionRenewed\022\025\n\006ttl_ms\030\001 \001(\003R\005ttlMs" +
-      "\0223\n\026lease_started_after_ms\030\002 \001(\003R\023leaseS" +
-      "tartedAfterMs\022\024\n\005locks\030\003 \001(\rR\005locks*T\n\010L" +
-      "ockMode\022\031\n\025LOCK_MODE_UNSPECIFIED\020\000\022\027\n\023LO" +
-      "CK_MODE_EXCLUSIVE\020\001\022\024\n\020LOCK_MODE_SHARED\020" +
-      "\002*\213\002\n\nLostReason\022\033\n\027LOST_REASON_UNSPECIF" +
-      "IED\020\000\022\027\n\023LOST_REASON_EXPIRED\020\001\022\025\n\021LOST_R" +
-      "EASON_TAKEN\020\002\022#\n\037LOST_REASON_BACKEND_UNA" +
-      "VAILABLE\020\003\022\037\n\033LOST_REASON_SERVER_SHUTDOW" +
-      "N\020\004\022\030\n\024LOST_REASON_MAX_HOLD\020\005\022\030\n\024LOST_RE" +
-      "ASON_RELEASED\020\006\022\030\n\024LOST_REASON_FAILOVER\020" +
-      "\007\022\034\n\030LOST_REASON_DISCONNECTED\020\010*\301\001\n\nWatc" +
-      "hEvent\022\033\n\027WATCH_EVENT_UNSPECIFIED\020\000\022\025\n\021W" +
-      "ATCH_EVENT_STATE\020\001\022\027\n\023WATCH_EVENT_GRANTE" +
-      "D\020\002\022\030\n\024WATCH_EVENT_RELEASED\020\003\022\027\n\023WATCH_E" +
-      "VENT_EXPIRED\020\004\022\024\n\020WATCH_EVENT_LOST\020\005\022\035\n\031" +
-      "WATCH_EVENT_VALUE_CHANGED\020\0062\375\006\n\013LockServ" +
-      "ice\022D\n\007Acquire\022\033.holdfast.v1.AcquireRequ" +
-      "est\032\034.holdfast.v1.AcquireResponse\022D\n\007Rel" +
-      "ease\022\033.holdfast.v1.ReleaseRequest\032\034.hold" +
-      "fast.v1.ReleaseResponse\022>\n\005Renew\022\031.holdf" +
-      "ast.v1.RenewRequest\032\032.holdfast.v1.RenewR" +
-      "esponse\022=\n\004Hold\022\030.holdfast.v1.HoldReques" +
-      "t\032\031.holdfast.v1.HoldResponse0\001\022D\n\007Inspec" +
-      "t\022\033.holdfast.v1.InspectRequest\032\034.holdfas" +
-      "t.v1.InspectResponse\022b\n\021CheckFencingToke" +
-      "n\022%.holdfast.v1.CheckFencingTokenRequest" +
-      "\032&.holdfast.v1.CheckFencingTokenResponse" +
-      "\022G\n\010SetValue\022\034.holdfast.v1.SetValueReque" +
-      "st\032\035.holdfast.v1.SetValueResponse\022@\n\005Wat" +
-      "ch\022\031.holdfast.v1.WatchRequest\032\032.holdfast" +
-      ".v1.WatchResponse0\001\022M\n\nAcquireSet\022\036.hold" +
-      "fast.v1.AcquireSetRequest\032\037.holdfast.v1." +
-      "AcquireSetResponse\022M\n\nReleaseSet\022\036.holdf" +
-      "ast.v1.ReleaseSetRequest\032\037.holdfast.v1.R" +
-      "eleaseSetResponse\022F\n\007HoldSet\022\033.holdfast." +
-      "v1.HoldSetRequest\032\034.holdfast.v1.HoldSetR" +
-      "esponse0\001\022H\n\007Session\022\033.holdfast.v1.Sessi" +
-      "onRequest\032\034.holdfast.v1.SessionResponse(" +
-      "\0010\001b\006proto3"
+      "t.v1.ReleaseSetRequestH\000R\nreleaseSet\0228\n\010" +
+      "hold_set\030\016 \001(\0132\033.holdfast.v1.HoldSetRequ" +
+      "estH\000R\007holdSetB\004\n\002op\"\r\n\013SessionPing\"9\n\013S" +
+      "essionPong\022*\n\021received_after_ms\030\001 \001(\003R\017r" +
+      "eceivedAfterMs\"\016\n\014SessionClose\"\342\006\n\017Sessi" +
+      "onResponse\022\023\n\005op_id\030\001 \001(\004R\004opId\0228\n\007acqui" +
+      "re\030\002 \001(\0132\034.holdfast.v1.AcquireResponseH\000" +
+      "R\007acquire\0228\n\007release\030\003 \001(\0132\034.holdfast.v1" +
+      ".ReleaseResponseH\000R\007release\0222\n\005renew\030\004 \001" +
+      "(\0132\032.holdfast.v1.RenewResponseH\000R\005renew\022" +
+      "/\n\004hold\030\005 \001(\0132\031.holdfast.v1.HoldAcquired" +
+      "H\000R\004hold\0228\n\007inspect\030\006 \001(\0132\034.holdfast.v1." +
+      "InspectResponseH\000R\007inspect\022<\n\tset_value\030" +
+      "\007 \001(\0132\035.holdfast.v1.SetValueResponseH\000R\010" +
+      "setValue\022X\n\023check_fencing_token\030\010 \001(\0132&." +
+      "holdfast.v1.CheckFencingTokenResponseH\000R" +
+      "\021checkFencingToken\022,\n\005error\030\t \001(\0132\024.hold" +
+      "fast.v1.OpErrorH\000R\005error\0227\n\007renewed\030\n \001(" +
+      "\0132\033.holdfast.v1.SessionRenewedH\000R\007renewe" +
+      "d\022+\n\004lost\030\013 \001(\0132\025.holdfast.v1.HoldLostH\000" +
+      "R\004lost\022.\n\004pong\030\014 \001(\0132\030.holdfast.v1.Sessi" +
+      "onPongH\000R\004pong\022B\n\013acquire_set\030\r \001(\0132\037.ho" +
+      "ldfast.v1.AcquireSetResponseH\000R\nacquireS" +
+      "et\022B\n\013release_set\030\016 \001(\0132\037.holdfast.v1.Re" +
+      "leaseSetResponseH\000R\nreleaseSet\0229\n\010hold_s" +
+      "et\030\017 \001(\0132\034.holdfast.v1.HoldSetAcquiredH\000" +
+      "R\007holdSetB\010\n\006result\"7\n\007OpError\022\022\n\004code\030\001" +
+      " \001(\005R\004code\022\030\n\007message\030\002 \001(\tR\007message\"r\n\016" +
+      "SessionRenewed\022\025\n\006ttl_ms\030\001 \001(\003R\005ttlMs\0223\n" +
+      "\026lease_started_after_ms\030\002 \001(\003R\023leaseStar" +
+      "tedAfterMs\022\024\n\005locks\030\003 \001(\rR\005locks*T\n\010Lock" +
+      "Mode\022\031\n\025LOCK_MODE_UNSPECIFIED\020\000\022\027\n\023LOCK_" +
+      "MODE_EXCLUSIVE\020\001\022\024\n\020LOCK_MODE_SHARED\020\002*\213" +
+      "\002\n\nLostReason\022\033\n\027LOST_REASON_UNSPECIFIED" +
+      "\020\000\022\027\n\023LOST_REASON_EXPIRED\020\001\022\025\n\021LOST_REAS" +
+      "ON_TAKEN\020\002\022#\n\037LOST_REASON_BACKEND_UNAVAI" +
+      "LABLE\020\003\022\037\n\033LOST_REASON_SERVER_SHUTDOWN\020\004" +
+      "\022\030\n\024LOST_REASON_MAX_HOLD\020\005\022\030\n\024LOST_REASO" +
+      "N_RELEASED\020\006\022\030\n\024LOST_REASON_FAILOVER\020\007\022\034" +
+      "\n\030LOST_REASON_DISCONNECTED\020\010*\301\001\n\nWatchEv" +
+      "ent\022\033\n\027WATCH_EVENT_UNSPECIFIED\020\000\022\025\n\021WATC" +
+      "H_EVENT_STATE\020\001\022\027\n\023WATCH_EVENT_GRANTED\020\002" +
+      "\022\030\n\024WATCH_EVENT_RELEASED\020\003\022\027\n\023WATCH_EVEN" +
+      "T_EXPIRED\020\004\022\024\n\020WATCH_EVENT_LOST\020\005\022\035\n\031WAT" +
+      "CH_EVENT_VALUE_CHANGED\020\0062\375\006\n\013LockService" +
+      "\022D\n\007Acquire\022\033.holdfast.v1.AcquireRequest" +
+      "\032\034.holdfast.v1.AcquireResponse\022D\n\007Releas" +
+      "e\022\033.holdfast.v1.ReleaseRequest\032\034.holdfas" +
+      "t.v1.ReleaseResponse\022>\n\005Renew\022\031.holdfast" +
+      ".v1.RenewRequest\032\032.holdfast.v1.RenewResp" +
+      "onse\022=\n\004Hold\022\030.holdfast.v1.HoldRequest\032\031" +
+      ".holdfast.v1.HoldResponse0\001\022D\n\007Inspect\022\033" +
+      ".holdfast.v1.InspectRequest\032\034.holdfast.v" +
+      "1.InspectResponse\022b\n\021CheckFencingToken\022%" +
+      ".holdfast.v1.CheckFencingTokenRequest\032&." +
+      "holdfast.v1.CheckFencingTokenResponse\022G\n" +
+      "\010SetValue\022\034.holdfast.v1.SetValueRequest\032" +
+      "\035.holdfast.v1.SetValueResponse\022@\n\005Watch\022" +
+      "\031.holdfast.v1.WatchRequest\032\032.holdfast.v1" +
+      ".WatchResponse0\001\022M\n\nAcquireSet\022\036.holdfas" +
+      "t.v1.AcquireSetRequest\032\037.holdfast.v1.Acq" +
+      "uireSetResponse\022M\n\nReleaseSet\022\036.holdfast" +
+      ".v1.ReleaseSetRequest\032\037.holdfast.v1.Rele" +
+      "aseSetResponse\022F\n\007HoldSet\022\033.holdfast.v1." +
+      "HoldSetRequest\032\034.holdfast.v1.HoldSetResp" +
+      "onse0\001\022H\n\007Session\022\033.holdfast.v1.SessionR" +
+      "equest\032\034.holdfast.v1.SessionResponse(\0010\001" +
+      "b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -41241,7 +41870,7 @@ public final class Lock {
     internal_static_holdfast_v1_SessionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_SessionRequest_descriptor,
-        new java.lang.String[] { "OpId", "Acquire", "Release", "Renew", "Hold", "Inspect", "SetValue", "CheckFencingToken", "Cancel", "Close", "Ping", "AcquireSet", "ReleaseSet", "Op", });
+        new java.lang.String[] { "OpId", "Acquire", "Release", "Renew", "Hold", "Inspect", "SetValue", "CheckFencingToken", "Cancel", "Close", "Ping", "AcquireSet", "ReleaseSet", "HoldSet", "Op", });
     internal_static_holdfast_v1_SessionPing_descriptor =
       getDescriptor().getMessageTypes().get(29);
     internal_static_holdfast_v1_SessionPing_fieldAccessorTable = new
@@ -41265,7 +41894,7 @@ public final class Lock {
     internal_static_holdfast_v1_SessionResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_SessionResponse_descriptor,
-        new java.lang.String[] { "OpId", "Acquire", "Release", "Renew", "Hold", "Inspect", "SetValue", "CheckFencingToken", "Error", "Renewed", "Lost", "Pong", "AcquireSet", "ReleaseSet", "Result", });
+        new java.lang.String[] { "OpId", "Acquire", "Release", "Renew", "Hold", "Inspect", "SetValue", "CheckFencingToken", "Error", "Renewed", "Lost", "Pong", "AcquireSet", "ReleaseSet", "HoldSet", "Result", });
     internal_static_holdfast_v1_OpError_descriptor =
       getDescriptor().getMessageTypes().get(33);
     internal_static_holdfast_v1_OpError_fieldAccessorTable = new

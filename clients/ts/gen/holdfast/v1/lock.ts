@@ -683,7 +683,17 @@ export interface SessionRequest {
     | AcquireSetRequest
     | undefined;
   /** As the ReleaseSet RPC. Answered with `release_set`. */
-  releaseSet?: ReleaseSetRequest | undefined;
+  releaseSet?:
+    | ReleaseSetRequest
+    | undefined;
+  /**
+   * Several locks, all or nothing, held for as long as the session lives, as a HoldSet stream holds them: the
+   * server renews every member and reports the renewals in SessionRenewed. Waits up to wait_timeout_ms; not
+   * granted in time is DEADLINE_EXCEEDED. Answered with `hold_set`. The first member lost ends the set: the
+   * others are given back (at once when a member was released, otherwise once their leases run out) and one
+   * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
+   */
+  holdSet?: HoldSetRequest | undefined;
 }
 
 /** SessionPing asks for a SessionPong. */
@@ -757,7 +767,11 @@ export interface SessionResponse {
     | AcquireSetResponse
     | undefined;
   /** The answer to `release_set`. */
-  releaseSet?: ReleaseSetResponse | undefined;
+  releaseSet?:
+    | ReleaseSetResponse
+    | undefined;
+  /** The answer to `hold_set`: the set, now kept by the session. lease_started_after_ms counts from the session's start. */
+  holdSet?: HoldSetAcquired | undefined;
 }
 
 /** OpError is the failure of one session operation. */
@@ -778,7 +792,7 @@ export interface SessionRenewed {
    * lease_started_after_ms + ttl_ms after the client opened the stream, less clock drift.
    */
   leaseStartedAfterMs: string;
-  /** How many locks the session holds with `hold`. */
+  /** How many locks the session holds with `hold` and `hold_set` (each member counts). */
   locks: number;
 }
 
@@ -4171,6 +4185,7 @@ function createBaseSessionRequest(): SessionRequest {
     ping: undefined,
     acquireSet: undefined,
     releaseSet: undefined,
+    holdSet: undefined,
   };
 }
 
@@ -4214,6 +4229,9 @@ export const SessionRequest: MessageFns<SessionRequest> = {
     }
     if (message.releaseSet !== undefined) {
       ReleaseSetRequest.encode(message.releaseSet, writer.uint32(106).fork()).join();
+    }
+    if (message.holdSet !== undefined) {
+      HoldSetRequest.encode(message.holdSet, writer.uint32(114).fork()).join();
     }
     return writer;
   },
@@ -4335,6 +4353,14 @@ export const SessionRequest: MessageFns<SessionRequest> = {
             message.releaseSet = ReleaseSetRequest.decode(reader, reader.uint32());
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.holdSet = HoldSetRequest.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4382,6 +4408,11 @@ export const SessionRequest: MessageFns<SessionRequest> = {
         : isSet(object.release_set)
         ? ReleaseSetRequest.fromJSON(object.release_set)
         : undefined,
+      holdSet: isSet(object.holdSet)
+        ? HoldSetRequest.fromJSON(object.holdSet)
+        : isSet(object.hold_set)
+        ? HoldSetRequest.fromJSON(object.hold_set)
+        : undefined,
     };
   },
 
@@ -4426,6 +4457,9 @@ export const SessionRequest: MessageFns<SessionRequest> = {
     if (message.releaseSet !== undefined) {
       obj.releaseSet = ReleaseSetRequest.toJSON(message.releaseSet);
     }
+    if (message.holdSet !== undefined) {
+      obj.holdSet = HoldSetRequest.toJSON(message.holdSet);
+    }
     return obj;
   },
 
@@ -4468,6 +4502,9 @@ export const SessionRequest: MessageFns<SessionRequest> = {
       : undefined;
     message.releaseSet = (object.releaseSet !== undefined && object.releaseSet !== null)
       ? ReleaseSetRequest.fromPartial(object.releaseSet)
+      : undefined;
+    message.holdSet = (object.holdSet !== undefined && object.holdSet !== null)
+      ? HoldSetRequest.fromPartial(object.holdSet)
       : undefined;
     return message;
   },
@@ -4666,6 +4703,7 @@ function createBaseSessionResponse(): SessionResponse {
     pong: undefined,
     acquireSet: undefined,
     releaseSet: undefined,
+    holdSet: undefined,
   };
 }
 
@@ -4712,6 +4750,9 @@ export const SessionResponse: MessageFns<SessionResponse> = {
     }
     if (message.releaseSet !== undefined) {
       ReleaseSetResponse.encode(message.releaseSet, writer.uint32(114).fork()).join();
+    }
+    if (message.holdSet !== undefined) {
+      HoldSetAcquired.encode(message.holdSet, writer.uint32(122).fork()).join();
     }
     return writer;
   },
@@ -4841,6 +4882,14 @@ export const SessionResponse: MessageFns<SessionResponse> = {
             message.releaseSet = ReleaseSetResponse.decode(reader, reader.uint32());
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.holdSet = HoldSetAcquired.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4889,6 +4938,11 @@ export const SessionResponse: MessageFns<SessionResponse> = {
         : isSet(object.release_set)
         ? ReleaseSetResponse.fromJSON(object.release_set)
         : undefined,
+      holdSet: isSet(object.holdSet)
+        ? HoldSetAcquired.fromJSON(object.holdSet)
+        : isSet(object.hold_set)
+        ? HoldSetAcquired.fromJSON(object.hold_set)
+        : undefined,
     };
   },
 
@@ -4936,6 +4990,9 @@ export const SessionResponse: MessageFns<SessionResponse> = {
     if (message.releaseSet !== undefined) {
       obj.releaseSet = ReleaseSetResponse.toJSON(message.releaseSet);
     }
+    if (message.holdSet !== undefined) {
+      obj.holdSet = HoldSetAcquired.toJSON(message.holdSet);
+    }
     return obj;
   },
 
@@ -4981,6 +5038,9 @@ export const SessionResponse: MessageFns<SessionResponse> = {
       : undefined;
     message.releaseSet = (object.releaseSet !== undefined && object.releaseSet !== null)
       ? ReleaseSetResponse.fromPartial(object.releaseSet)
+      : undefined;
+    message.holdSet = (object.holdSet !== undefined && object.holdSet !== null)
+      ? HoldSetAcquired.fromPartial(object.holdSet)
       : undefined;
     return message;
   },
