@@ -16,7 +16,7 @@ import { acquireRequest, holdRequest, type AcquireOptions, type HoldOptions } fr
 import { unaryCalls, type UnaryCalls } from './rpc';
 import { campaign, observe, type CampaignOptions, type Leader, type Leadership, type ObserveOptions } from './election';
 import { watchLock, type LockChange } from './watch';
-import { acquireSet, holdSet, unarySetGrant, type LeaseSet, type LockSet } from './lock-set';
+import { acquireSet, holdSet, holdSetOverSession, unarySetGrant, type LeaseSet, type LockSet } from './lock-set';
 
 export interface HoldfastClientOptions extends ConnectionSecurity {
   /** Your own channel credentials, instead of the ones `tls` makes; default: plaintext. */
@@ -203,11 +203,15 @@ export class HoldfastClient {
   }
 
   /**
-   * Holds every name in `names`, all or nothing, through a HoldSet stream: the server renews each
-   * member until `release()`. Its `signal` aborts when any member is (or may be) lost.
+   * Holds every name in `names`, all or nothing, under the client's session (with transport
+   * 'unary': through a HoldSet stream): the server renews each member until `release()`. Its
+   * `signal` aborts when any member is (or may be) lost.
    */
   holdSet(names: string[], options: HoldOptions = {}): Promise<LeaseSet> {
-    return this.waitOnAConnection((c) => holdSet(c.stub, this.rpc, names, options, c.resets));
+    return this.overSession(
+      (session) => holdSetOverSession(session, this.lockCalls, names, options),
+      () => this.waitOnAConnection((c) => holdSet(c.stub, this.rpc, names, options, c.resets)),
+    );
   }
 
   /** Describes `name`: holders, waiters and the last fencing token. */

@@ -33,14 +33,19 @@ export function openLease(stub: LockServiceClient, rpc: UnaryCalls, request: Hol
  * anchors (its open and its latest pongs: deadline.ts), renewed by the session's `renewed`
  * messages. Rejects as openLease does. `rpc` gives it back with its hold_id over the session.
  */
-export async function openSessionLease(session: SessionConnection, rpc: UnaryCalls, request: HoldRequest, cancel?: AbortSignal): Promise<Lease> {
+export function openSessionLease(session: SessionConnection, rpc: UnaryCalls, request: HoldRequest, cancel?: AbortSignal): Promise<Lease> {
   const build = (acquired: HoldAcquired, clock: LeaseClock, giveBack: () => void) =>
     new Lease({ cancel: giveBack }, rpc, request.name, acquired, clock, giveBack);
-  let lease: Lease;
+  return sessionLease(request.name, Number(request.waitTimeoutMs), () => session.hold(request, build, cancel));
+}
+
+/** A lease (or lease set) `take` holds under a session, with the errors openStream gives for a stream's. */
+export async function sessionLease<L extends Lease>(name: string, waitMs: number, take: () => Promise<L>): Promise<L> {
+  let lease: L;
   try {
-    lease = await session.hold(request, build, cancel);
+    lease = await take();
   } catch (err) {
-    if (isServiceError(err) && err.code === status.DEADLINE_EXCEEDED) throw new NotAcquiredError(request.name, Number(request.waitTimeoutMs));
+    if (isServiceError(err) && err.code === status.DEADLINE_EXCEEDED) throw new NotAcquiredError(name, waitMs);
     throw err;
   }
   if (lease.signal.aborted) throw lease.signal.reason; // granted too late: already given back

@@ -14,10 +14,11 @@ import type {
 import { countedFrom, toEpochMs, type LeaseClock } from './deadline';
 import { NotAcquiredError } from './errors';
 import { attachFenceHeaders, attachFenceMetadata, type HeaderTarget } from './fencing/attach';
-import { openStream } from './hold';
+import { openStream, sessionLease } from './hold';
 import { Lease } from './lease';
 import { int64Field, lockFields, type AcquireOptions, type HoldOptions } from './options';
 import type { UnaryCalls } from './rpc';
+import type { SessionConnection } from './session';
 import type { ResetBudget } from './streams';
 
 export interface SetMemberInfo {
@@ -75,7 +76,8 @@ export class LeaseSet extends Lease {
   /** The members, in the server's canonical order. */
   readonly members: SetMemberInfo[];
 
-  constructor(call: ClientReadableStream<HoldResponse>, rpc: UnaryCalls, acquired: HoldSetAcquired, sentAt: number, reset: () => void) {
+  /** `clock` counts the set's times: from the HoldSet's send time (countedFrom), or from its session's anchors. */
+  constructor(call: Pick<ClientReadableStream<HoldResponse>, 'cancel'>, rpc: UnaryCalls, acquired: HoldSetAcquired, clock: LeaseClock, reset: () => void) {
     const members = acquired.members.map(memberInfo);
     // The set's lease is its earliest member's; the server reports renewals of that one.
     const first = members[0];
@@ -87,7 +89,7 @@ export class LeaseSet extends Lease {
       holdCount: 1,
       leaseStartedAfterMs: acquired.leaseStartedAfterMs,
     };
-    super(call, rpc, members.map((m) => m.name).join(','), asOne, countedFrom(sentAt), reset);
+    super(call, rpc, members.map((m) => m.name).join(','), asOne, clock, reset);
     this.members = members;
   }
 
@@ -141,15 +143,26 @@ export async function acquireSet(rpc: UnaryCalls, grant: SetGrant, names: string
   return new LockSet(rpc, response.members, clock, Number(response.leaseStartedAfterMs));
 }
 
-export function holdSet(stub: LockServiceClient, rpc: UnaryCalls, names: string[], options: HoldOptions, resets: ResetBudget): Promise<LeaseSet> {
+function holdSetRequest(names: string[], options: HoldOptions): HoldSetRequest {
   const { owner, ttlMs, waitTimeoutMs, mode, value } = lockFields('', options);
-  const request: HoldSetRequest = { names, owner, ttlMs, waitTimeoutMs, mode, value, maxHoldMs: int64Field('maxHoldMs', options.maxHoldMs) };
+  return { names, owner, ttlMs, waitTimeoutMs, mode, value, maxHoldMs: int64Field('maxHoldMs', options.maxHoldMs) };
+}
+
+/** Holds a set under the client's session: `rpc` gives it back with ReleaseSet over the session. */
+export function holdSetOverSession(session: SessionConnection, rpc: UnaryCalls, names: string[], options: HoldOptions): Promise<LeaseSet> {
+  const build = (acquired: HoldSetAcquired, clock: LeaseClock, giveBack: () => void) => new LeaseSet({ cancel: giveBack }, rpc, acquired, clock, giveBack);
+  return sessionLease(names.join(','), options.waitMs ?? 0, () => session.holdSet(holdSetRequest(names, options), build, options.signal));
+}
+
+/** Holds a set with a HoldSet stream of its own. */
+export function holdSet(stub: LockServiceClient, rpc: UnaryCalls, names: string[], options: HoldOptions, resets: ResetBudget): Promise<LeaseSet> {
+  const request = holdSetRequest(names, options);
   return openStream<HoldSetAcquired>(
     {
       name: names.join(','),
       waitMs: options.waitMs ?? 0,
       start: () => stub.holdSet(request),
-      build: (call, acquired, sentAt, reset) => new LeaseSet(call, rpc, acquired, sentAt, reset),
+      build: (call, acquired, sentAt, reset) => new LeaseSet(call, rpc, acquired, countedFrom(sentAt), reset),
       giveBack: (acquired) => releaseAll(rpc, acquired.members),
     },
     options.signal,

@@ -25,6 +25,8 @@ import type {
   HoldAcquired,
   HoldRequest,
   HoldResponse,
+  HoldSetAcquired,
+  HoldSetRequest,
   LockServiceClient,
   ReleaseRequest,
   ReleaseResponse,
@@ -37,7 +39,7 @@ import type {
 } from './gen/holdfast/v1/lock';
 
 /** One operation: a SessionRequest with exactly one of these set. */
-type Operation = Pick<SessionRequest, 'acquire' | 'release' | 'renew' | 'hold' | 'ping' | 'acquireSet' | 'releaseSet'>;
+type Operation = Pick<SessionRequest, 'acquire' | 'release' | 'renew' | 'hold' | 'ping' | 'acquireSet' | 'releaseSet' | 'holdSet'>;
 
 /** What a lease held under a session is told. */
 export interface SessionHolder {
@@ -58,11 +60,17 @@ interface Pending {
 }
 
 interface HeldUnder {
-  holdId: string;
-  name: string;
-  token: string;
+  /** What gives it back: a hold's Release with its hold_id, a set's ReleaseSet of every member's. */
+  release: Pick<SessionRequest, 'release' | 'releaseSet'>;
   /** Unset while the Lease is being built. */
   holder?: SessionHolder;
+}
+
+type Member = { name: string; token: string; holdId: string };
+
+function releaseOf(members: Member[]): HeldUnder['release'] {
+  const [one, ...more] = members.map(({ name, token, holdId }) => ({ name, token, holdId }));
+  return more.length === 0 && one ? { release: one } : { releaseSet: { members: [one, ...more] } };
 }
 
 /** One open stream: its operations in flight and the locks it holds. */
@@ -70,7 +78,7 @@ class OpenSession {
   readonly pending = new Map<string, Pending>();
   /** By the op_id of the hold that took each lock. */
   readonly holds = new Map<string, HeldUnder>();
-  readonly holdOps = new Map<string, string>(); // hold_id → op_id
+  readonly holdOps = new Map<string, string>(); // hold_id (a set's: each member's) → op_id
   ended = false;
   readonly end: Promise<void>;
   /** The open (performance.now() just before the stream started, received at 0) and the two latest pongs. */
@@ -112,13 +120,25 @@ class OpenSession {
     if (!this.ended) this.call.write(request as SessionRequest);
   }
 
+  /** Registers a hold (or a set's members) taken by op `opId`. */
+  keep(opId: string, held: HeldUnder): void {
+    this.holds.set(opId, held);
+    for (const { holdId } of membersOf(held)) this.holdOps.set(holdId, opId);
+  }
+
   forget(opId: string): HeldUnder | undefined {
     const held = this.holds.get(opId);
     if (held) {
       this.holds.delete(opId);
-      this.holdOps.delete(held.holdId);
+      for (const { holdId } of membersOf(held)) this.holdOps.delete(holdId);
     }
     return held;
+  }
+
+  /** The hold that `holdId` belongs to is being given back: the `lost` (RELEASED) the server sends next need not be heard. */
+  forgetHold(holdId: string): void {
+    const opId = holdId ? this.holdOps.get(holdId) : undefined;
+    if (opId !== undefined) this.forget(opId);
   }
 }
 
@@ -129,8 +149,8 @@ export interface RunOptions {
   signal?: AbortSignal;
 }
 
-/** Builds a lease for a hold the session granted, its deadlines counted by `clock`; `giveBack` gives that hold back. */
-export type BuildLease<L> = (acquired: HoldAcquired, clock: LeaseClock, giveBack: () => void) => L & SessionHolder;
+/** Builds a lease for a hold (or set) the session granted, its deadlines counted by `clock`; `giveBack` gives it back. */
+export type BuildLease<L, Acquired> = (acquired: Acquired, clock: LeaseClock, giveBack: () => void) => L & SessionHolder;
 
 /**
  * A session with no operation in flight and no lock held is closed after this long: an open stream
@@ -175,33 +195,45 @@ export class SessionConnection {
   acquireSet = (request: AcquireSetRequest, extraMs?: number): Promise<{ response: AcquireSetResponse; clock: LeaseClock }> =>
     this.start({ acquireSet: request }, { extraMs }, (response, session) => ({ response: answerOf(response, 'acquireSet'), clock: session.clock }));
 
-  releaseSet = (request: ReleaseSetRequest, extraMs?: number): Promise<ReleaseSetResponse> => this.run({ releaseSet: request }, 'releaseSet', { extraMs });
+  releaseSet = (request: ReleaseSetRequest, extraMs?: number): Promise<ReleaseSetResponse> => {
+    for (const member of request.members) this.current?.forgetHold(member.holdId);
+    return this.run({ releaseSet: request }, 'releaseSet', { extraMs });
+  };
 
   release = (request: ReleaseRequest, extraMs?: number): Promise<ReleaseResponse> => {
     // A hold of this session's given back: the server reports it `lost` (RELEASED) next, which
     // its lease, already released, need not hear.
-    const session = this.current;
-    const opId = request.holdId ? session?.holdOps.get(request.holdId) : undefined;
-    if (opId !== undefined) session?.forget(opId);
+    this.current?.forgetHold(request.holdId);
     return this.run({ release: request }, 'release', { extraMs });
   };
 
   renew = (request: RenewRequest, extraMs?: number): Promise<RenewResponse> => this.run({ renew: request }, 'renew', { extraMs });
 
   /** Holds a lock under the session; rejects with the unary error (DEADLINE_EXCEEDED when not granted in time). */
-  hold<L>(request: HoldRequest, build: BuildLease<L>, signal?: AbortSignal): Promise<L> {
+  hold<L>(request: HoldRequest, build: BuildLease<L, HoldAcquired>, signal?: AbortSignal): Promise<L> {
     return this.start({ hold: request }, { extraMs: Number(request.waitTimeoutMs), signal }, (response, session, opId) => {
-      const acquired = response.hold;
-      if (!acquired) throw new Error(`the session answered hold "${request.name}" with no grant`);
-      const held: HeldUnder = { holdId: acquired.holdId, name: request.name, token: acquired.token };
-      session.holds.set(opId, held);
-      session.holdOps.set(held.holdId, opId);
-      // Registered before the lease is built: a grant that arrived too late is given back at once.
-      const lease = build(acquired, session.clock, () => this.giveBack(session, opId));
-      held.holder = lease;
-      this.pingWhileHolding(session);
-      return lease;
+      const acquired = answerOf(response, 'hold');
+      return this.keep(session, opId, { release: releaseOf([{ name: request.name, ...acquired }]) }, () =>
+        build(acquired, session.clock, () => this.giveBack(session, opId)),
+      );
     });
+  }
+
+  /** Holds a lock set under the session, every member renewed with its other locks; rejects as hold does. */
+  holdSet<L>(request: HoldSetRequest, build: BuildLease<L, HoldSetAcquired>, signal?: AbortSignal): Promise<L> {
+    return this.start({ holdSet: request }, { extraMs: Number(request.waitTimeoutMs), signal }, (response, session, opId) => {
+      const acquired = answerOf(response, 'holdSet');
+      return this.keep(session, opId, { release: releaseOf(acquired.members) }, () => build(acquired, session.clock, () => this.giveBack(session, opId)));
+    });
+  }
+
+  /** Registers a granted hold before its lease is built, so a grant that arrived too late is given back at once. */
+  private keep<L>(session: OpenSession, opId: string, held: HeldUnder, build: () => L & SessionHolder): L {
+    session.keep(opId, held);
+    const lease = build();
+    held.holder = lease;
+    this.pingWhileHolding(session);
+    return lease;
   }
 
   /** Ends the session cleanly (its holds are released) and resolves when the stream has ended. */
@@ -228,6 +260,7 @@ export class SessionConnection {
       const onAbort = () => abandon(signal?.reason as Error);
       const timeoutMs = this.timeoutMs + (options.extraMs ?? 0);
       const pending: Pending = {
+        lockName: op.acquire?.name ?? op.hold?.name,
         answer: (response, s) => {
           if (response.error) return reject(opError(response.error.code, response.error.message));
           try {
@@ -237,7 +270,6 @@ export class SessionConnection {
           }
         },
         reject,
-        lockName: op.acquire?.name ?? op.hold?.name,
         settled: () => {
           clearTimeout(timer);
           signal?.removeEventListener('abort', onAbort);
@@ -330,18 +362,18 @@ export class SessionConnection {
     this.idleTimer.unref();
   }
 
-  /** An acquire or hold granted after its caller gave up on it (the answer crossed the cancel): nobody else will release it. */
+  /** An acquire, hold or hold_set granted after its caller gave up on it (the answer crossed the cancel): nobody else will release it. */
   private giveBackUnwanted(session: OpenSession, response: SessionResponse, name: string | undefined): void {
     const grant = response.hold ?? (response.acquire?.acquired ? response.acquire : undefined);
-    if (!grant || name === undefined) return;
-    session.send({ opId: this.opId(), release: { name, token: grant.token, holdId: response.hold?.holdId ?? '' } });
+    if (response.holdSet) session.send({ opId: this.opId(), ...releaseOf(response.holdSet.members) });
+    else if (grant && name !== undefined) session.send({ opId: this.opId(), release: { name, token: grant.token, holdId: response.hold?.holdId ?? '' } });
   }
 
   /** Gives back a hold whose lease ended on this side (its deadline passed, or a grant came too late). */
   private giveBack(session: OpenSession, opId: string): void {
     const held = session.forget(opId);
     if (!held || session.ended) return;
-    session.send({ opId: this.opId(), release: { name: held.name, token: held.token, holdId: held.holdId } });
+    session.send({ opId: this.opId(), ...held.release });
     this.closeWhenIdle(session);
   }
 
@@ -362,6 +394,10 @@ export class SessionConnection {
     session.holdOps.clear();
     for (const held of holds) held.holder?.onEnd(end, 'the session');
   }
+}
+
+function membersOf(held: HeldUnder): Member[] {
+  return held.release.releaseSet?.members ?? (held.release.release ? [held.release.release] : []);
 }
 
 function answerOf<K extends Exclude<keyof SessionResponse, 'opId'>>(response: SessionResponse, key: K): NonNullable<SessionResponse[K]> {

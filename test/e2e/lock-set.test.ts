@@ -1,6 +1,7 @@
 // Multi-locks on real servers: sets asked for in opposite orders never deadlock; a set not
 // complete by its deadline (or cancelled) leaves nothing held; each member has its own fencing
-// token; ReleaseSet frees the set; the loss of one member ends a held set, naming it.
+// token; ReleaseSet frees the set; the loss of one member ends a held set, naming it. Over the
+// SDK's session and over unary calls and HoldSet streams alike.
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient, LeaseLostError, NotAcquiredError } from '../../clients/ts/index';
@@ -10,22 +11,25 @@ import { deleteLockState, uniqueName } from '../support/redis';
 import { waitFor } from '../support/wait';
 
 const env = useServers(2);
-let a: HoldfastClient;
-let b: HoldfastClient;
-beforeAll(() => {
-  a = new HoldfastClient(env.servers[0].addr);
-  b = new HoldfastClient(env.servers[1].addr);
-});
-afterAll(() => {
-  a?.close();
-  b?.close();
-});
 
-async function heldBy(names: string[]): Promise<number[]> {
-  return Promise.all(names.map(async (name) => (await a.inspect(name)).holders.length));
-}
+// Over the SDK's default transport (sets held under the client's session) and over unary calls
+// and HoldSet streams: the same behaviour either way.
+describe.each(['session', 'unary'] as const)('lock sets (transport %s)', (transport) => {
+  let a: HoldfastClient;
+  let b: HoldfastClient;
+  beforeAll(() => {
+    a = new HoldfastClient(env.servers[0].addr, { transport });
+    b = new HoldfastClient(env.servers[1].addr, { transport });
+  });
+  afterAll(() => {
+    a?.close();
+    b?.close();
+  });
 
-describe('lock sets', () => {
+  async function heldBy(names: string[]): Promise<number[]> {
+    return Promise.all(names.map(async (name) => (await a.inspect(name)).holders.length));
+  }
+
   it('two clients taking {a,b,c} and {c,b,a} over and over on two servers finish every round, never together', async () => {
     const names = ['a', 'b', 'c'].map((n) => uniqueName(`set-${n}`));
     const rounds = 25;

@@ -285,13 +285,52 @@ describe('a server without the Session RPC (older than it)', () => {
       expect(acquire).toMatchObject(refused);
       expect(hold).toMatchObject(refused);
       await expect(client.acquireSet(['c', 'd'])).rejects.toMatchObject(refused);
+      await expect(client.holdSet(['e', 'f'])).rejects.toMatchObject(refused);
       // Both operations in flight on the one session went again as unary calls, once each; no
       // session was asked for after the first UNIMPLEMENTED.
-      expect(old.calls.map((c) => c.method).sort()).toEqual(['acquire', 'acquireSet', 'hold']);
+      expect(old.calls.map((c) => c.method).sort()).toEqual(['acquire', 'acquireSet', 'hold', 'holdSet']);
     } finally {
       client.close();
       old.stop();
     }
+  });
+});
+
+describe('lock sets', () => {
+  it('a held set goes over the session, not a HoldSet stream of its own (transport unary: a HoldSet stream)', async () => {
+    const recording = await startRecordingServer();
+    const [overSession, unary] = [new HoldfastClient(recording.addr), new HoldfastClient(recording.addr, { transport: 'unary' })];
+    try {
+      await expect(overSession.holdSet(['a', 'b'])).rejects.toMatchObject({ code: status.PERMISSION_DENIED });
+      expect(recording.calls.map((c) => c.method)).toEqual(['session']);
+      await expect(unary.holdSet(['a', 'b'])).rejects.toMatchObject({ code: status.PERMISSION_DENIED });
+      expect(recording.calls.map((c) => c.method)).toEqual(['session', 'holdSet']);
+    } finally {
+      overSession.close();
+      unary.close();
+      recording.stop();
+    }
+  });
+
+  it("keeps a held set through many renewal ticks with the session's other locks; a member taken loses the set and not the others", async () => {
+    const names = [uniqueName(), uniqueName()];
+    const single = await client.hold(uniqueName(), { ttlMs: 1_000 });
+    const set = await client.holdSet(names, { ttlMs: 1_000 });
+    const firstExpiry = set.expiresAt;
+    await new Promise((resolve) => setTimeout(resolve, 4_000)); // about 12 renewal ticks: the duration is what is tested
+    expect(set.signal.aborted ? String(set.signal.reason) : 'held').toBe('held');
+    expect(set.expiresAt).toBeGreaterThan(firstExpiry + 2_500);
+    for (const member of set.members) expect((await other.inspect(member.name)).holders).toMatchObject([{ fencingToken: member.fencingToken }]);
+    // One member's grant taken (as a flush or a failover would): the set is lost, naming it; the single hold is not.
+    const taken = set.members[1];
+    await other.rpc.release({ name: taken.name, token: taken.token, holdId: '' }); // the grant given back behind its back
+    const lost = await abortReason<LeaseLostError>(set.signal);
+    expect(lost).toBeInstanceOf(LeaseLostError);
+    expect(lost).toMatchObject({ source: 'server' });
+    expect(lost.message).toContain(taken.name);
+    expect(single.signal.aborted).toBe(false);
+    await single.release();
+    await set.release();
   });
 });
 

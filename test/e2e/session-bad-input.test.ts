@@ -41,7 +41,18 @@ afterAll(() => raw?.close());
 
 type Op = 'acquire' | 'release' | 'renew' | 'hold' | 'inspect' | 'setValue' | 'checkFencingToken' | 'acquireSet' | 'releaseSet' | 'holdSet';
 /** Each operation's field in SessionRequest, and its request message type. */
-const FIELD: Record<Op, number> = { acquire: 2, release: 3, renew: 4, hold: 5, inspect: 6, setValue: 7, checkFencingToken: 8, acquireSet: 12, releaseSet: 13, holdSet: 14 };
+const FIELD: Record<Op, number> = {
+  acquire: 2,
+  release: 3,
+  renew: 4,
+  hold: 5,
+  inspect: 6,
+  setValue: 7,
+  checkFencingToken: 8,
+  acquireSet: 12,
+  releaseSet: 13,
+  holdSet: 14,
+};
 const TYPE: Record<Op, string> = {
   acquire: 'AcquireRequest',
   release: 'ReleaseRequest',

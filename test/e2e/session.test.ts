@@ -231,7 +231,7 @@ describe('locks held under a session', () => {
 });
 
 describe('lock sets held under a session (hold_set)', () => {
-  it('holds every member through renewal ticks, reported with the session\'s other locks; release_set gives the set back with one lost (RELEASED)', async () => {
+  it("holds every member through renewal ticks, reported with the session's other locks; release_set gives the set back with one lost (RELEASED)", async () => {
     const names = [uniqueName(), uniqueName(), uniqueName()];
     const single = uniqueName();
     const s = session();
@@ -295,7 +295,7 @@ describe('lock sets held under a session (hold_set)', () => {
     expect((await Promise.all(waiters)).every((g) => g.acquired)).toBe(true);
   });
 
-  it('an overlapping set waits; cancelled it leaves nothing, not granted in time it is DEADLINE_EXCEEDED with HoldSet\'s message', async () => {
+  it("an overlapping set waits; cancelled it leaves nothing, not granted in time it is DEADLINE_EXCEEDED with HoldSet's message", async () => {
     const busy = uniqueName();
     const holder = await peer.acquire({ name: busy, ttlMs: '30000' });
     const s = session();
