@@ -20,7 +20,8 @@ import { deadlineEndWait, LOST_CODE, type HoldOptions } from './hold';
 import { msSince } from './operations';
 import { OP_KINDS, OP_METHOD, runOp, type HoldEvents, type OpKind, type OpResult } from './session-ops';
 import { SessionLeases } from './session-leases';
-import { MAX_SET_NAMES } from './requests';
+import { MAX_WAIT_MS } from '../config/bounds';
+import { MAX_SET_NAMES, checkMillis } from './requests';
 import { lostLeaseError, serviceError, toServiceError } from './status';
 
 export interface SessionLimits {
@@ -62,6 +63,8 @@ interface InFlight {
   done: boolean;
   /** Closes the operation's span (traces). */
   traced?(code: number, details: string): void;
+  /** Ends the operation at its deadline_ms. */
+  deadline?: NodeJS.Timeout;
 }
 
 const SERVICE_PATH = '/holdfast.v1.LockService/';
@@ -70,6 +73,16 @@ const TAKES_LOCK: ReadonlySet<OpKind> = new Set(['acquire', 'hold', 'acquireSet'
 const NEVER = new AbortController().signal;
 /** One shared reason: abort() without one would build a DOMException for every cancel. */
 const STOPPED = Object.freeze(new Error('the operation was cancelled or its session ended'));
+
+/** Why a SessionRequest's deadline_ms is refused, or undefined (checked as the RPCs check their *_ms fields). */
+function deadlineProblem(deadlineMs: string): string | undefined {
+  try {
+    checkMillis('deadline_ms', deadlineMs, 0, MAX_WAIT_MS);
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
 
 function waitsForLock(kind: OpKind, request: SessionRequest): boolean {
   return TAKES_LOCK.has(kind) && Number((request[kind] as { waitTimeoutMs?: string })?.waitTimeoutMs || 0) > 0;
@@ -173,6 +186,8 @@ class Session {
   /** Why the session itself refuses the operation (its id, the caller's role, a cap), or undefined. */
   private refusal(opId: string, kind: OpKind, request: SessionRequest): { code: status; message: string } | undefined {
     if (this.inFlight.has(opId)) return { code: status.INVALID_ARGUMENT, message: `op_id ${opId} is in flight already: give each operation its own id` };
+    const badDeadline = deadlineProblem(request.deadlineMs);
+    if (badDeadline) return { code: status.INVALID_ARGUMENT, message: badDeadline };
     const refused = this.options.opRefusal?.(this.call.metadata, SERVICE_PATH + OP_METHOD[kind]);
     if (refused) return { code: refused.code, message: refused.details };
     if (waitsForLock(kind, request) && this.waiting >= this.options.maxSessionWaiters) {
@@ -230,6 +245,8 @@ class Session {
     if (waits) this.waiting++;
     this.holdsPending += holds;
     if (this.inFlight.size >= this.options.maxSessionOps) this.call.pause();
+    const deadlineMs = Number(request.deadlineMs || 0);
+    if (deadlineMs > 0) op.deadline = setTimeout(() => this.deadlinePassed(opId, op, deadlineMs), deadlineMs);
     const context = { engine: this.engine, options: this.options, call: this.call, anchor: this.startedAt, signal: op.controller?.signal ?? NEVER, opId };
     const run = () => runOp(kind, request, context, this.holdEvents);
     const traced = this.options.traceOp?.(method, lockNameOf(kind, request), run);
@@ -274,6 +291,7 @@ class Session {
   /** The operation will not be answered (or just was): stop it and give back its waiter slots. */
   private dropOp(op: InFlight, stop: boolean): void {
     op.done = true;
+    clearTimeout(op.deadline);
     if (stop) {
       op.controller?.abort(STOPPED);
       op.traced?.(status.CANCELLED, STOPPED.message);
@@ -300,6 +318,16 @@ class Session {
     const held = this.leases.remove(holdId);
     this.returnHoldSlots();
     return held;
+  }
+
+  /** As a unary call's deadline ends it: answered DEADLINE_EXCEEDED, stopped, and whatever it takes later given back. */
+  private deadlinePassed(opId: string, op: InFlight, deadlineMs: number): void {
+    if (op.done) return;
+    const message = `the operation's deadline_ms (${deadlineMs} ms) passed before it was done`;
+    op.traced?.(status.DEADLINE_EXCEEDED, message);
+    op.traced = undefined;
+    this.finishOp(opId, op, true);
+    this.answerError(opId, op.method, status.DEADLINE_EXCEEDED, message);
   }
 
   private cancel(target: string): void {

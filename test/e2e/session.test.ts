@@ -125,6 +125,49 @@ describe('operations by op_id', () => {
   });
 });
 
+describe('deadline_ms: a deadline per operation, as a unary call has', () => {
+  it('ends a wait at its deadline with DEADLINE_EXCEEDED and leaves nothing queued or granted; an operation done in time is answered as usual', async () => {
+    const name = uniqueName();
+    const holder = await peer.acquire({ name, ttlMs: '30000' });
+    const s = session();
+    const quick = s.send({ opId: '1', acquire: { name: uniqueName() }, deadlineMs: '300' });
+    expect((await s.answerTo(quick)).acquire?.acquired).toBe(true);
+    const waits = [
+      s.send({ opId: '2', acquire: { name, waitTimeoutMs: '20000' }, deadlineMs: '300' }),
+      s.send({ opId: '3', hold: { name, waitTimeoutMs: '20000' }, deadlineMs: '400' }),
+      s.send({ opId: '4', holdSet: { names: [uniqueName(), name], waitTimeoutMs: '20000' }, deadlineMs: '500' }),
+    ];
+    for (const [i, id] of waits.entries()) {
+      expect((await s.answerTo(id)).error).toEqual({
+        code: status.DEADLINE_EXCEEDED,
+        message: `the operation's deadline_ms (${300 + 100 * i} ms) passed before it was done`,
+      });
+    }
+    // Each answered once: the quick acquire's deadline passed long ago without a second answer.
+    expect(s.received.filter((r) => r.opId === quick)).toHaveLength(1);
+    expect(s.received.filter((r) => waits.includes(r.opId))).toHaveLength(3);
+    await waitFor('the queue to empty', async () => (await peer.inspect({ name })).waiters === 0);
+    await peer.release({ name, token: holder.token });
+    expect((await peer.inspect({ name })).holders).toEqual([]);
+    expect((await s.op({ acquire: { name } })).acquire?.acquired).toBe(true);
+    s.call.end();
+    expect((await s.ended).code).toBe(status.OK);
+  });
+
+  it('refuses a deadline_ms out of range, naming the field, and the session goes on', async () => {
+    const s = session();
+    for (const bad of ['-1', '86400001']) {
+      expect((await s.op({ inspect: { name: uniqueName() }, deadlineMs: bad })).error).toEqual({
+        code: status.INVALID_ARGUMENT,
+        message: `deadline_ms must be between 0 and 86400000; got ${bad}`,
+      });
+    }
+    expect((await s.op({ inspect: { name: uniqueName() }, deadlineMs: '1000' })).inspect?.holders).toEqual([]);
+    s.call.end();
+    expect((await s.ended).code).toBe(status.OK);
+  });
+});
+
 describe('locks held under a session', () => {
   it('stay held through many renewal ticks, with one SessionRenewed per tick for all of them', async () => {
     const names = Array.from({ length: 50 }, () => uniqueName());

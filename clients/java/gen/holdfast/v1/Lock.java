@@ -30161,6 +30161,19 @@ public final class Lock {
      */
     holdfast.v1.Lock.HoldSetRequestOrBuilder getHoldSetOrBuilder();
 
+    /**
+     * <pre>
+     * This operation's deadline in milliseconds from when the server reads it, as a unary call's gRPC deadline: an
+     * operation not done by then is answered with error DEADLINE_EXCEEDED and stopped (a wait leaves its queue; a lock
+     * granted after it is given back). 0: none (wait_timeout_ms still bounds a wait). At most a day. Not for ping,
+     * cancel or close.
+     * </pre>
+     *
+     * <code>int64 deadline_ms = 15 [json_name = "deadlineMs"];</code>
+     * @return The deadlineMs.
+     */
+    long getDeadlineMs();
+
     public holdfast.v1.Lock.SessionRequest.OpCase getOpCase();
   }
   /**
@@ -30863,6 +30876,24 @@ public final class Lock {
       return holdfast.v1.Lock.HoldSetRequest.getDefaultInstance();
     }
 
+    public static final int DEADLINE_MS_FIELD_NUMBER = 15;
+    private long deadlineMs_ = 0L;
+    /**
+     * <pre>
+     * This operation's deadline in milliseconds from when the server reads it, as a unary call's gRPC deadline: an
+     * operation not done by then is answered with error DEADLINE_EXCEEDED and stopped (a wait leaves its queue; a lock
+     * granted after it is given back). 0: none (wait_timeout_ms still bounds a wait). At most a day. Not for ping,
+     * cancel or close.
+     * </pre>
+     *
+     * <code>int64 deadline_ms = 15 [json_name = "deadlineMs"];</code>
+     * @return The deadlineMs.
+     */
+    @java.lang.Override
+    public long getDeadlineMs() {
+      return deadlineMs_;
+    }
+
     private byte memoizedIsInitialized = -1;
     @java.lang.Override
     public final boolean isInitialized() {
@@ -30919,6 +30950,9 @@ public final class Lock {
       }
       if (opCase_ == 14) {
         output.writeMessage(14, (holdfast.v1.Lock.HoldSetRequest) op_);
+      }
+      if (deadlineMs_ != 0L) {
+        output.writeInt64(15, deadlineMs_);
       }
       getUnknownFields().writeTo(output);
     }
@@ -30986,6 +31020,10 @@ public final class Lock {
         size += com.google.protobuf.CodedOutputStream
           .computeMessageSize(14, (holdfast.v1.Lock.HoldSetRequest) op_);
       }
+      if (deadlineMs_ != 0L) {
+        size += com.google.protobuf.CodedOutputStream
+          .computeInt64Size(15, deadlineMs_);
+      }
       size += getUnknownFields().getSerializedSize();
       memoizedSize = size;
       return size;
@@ -31003,6 +31041,8 @@ public final class Lock {
 
       if (getOpId()
           != other.getOpId()) return false;
+      if (getDeadlineMs()
+          != other.getDeadlineMs()) return false;
       if (!getOpCase().equals(other.getOpCase())) return false;
       switch (opCase_) {
         case 2:
@@ -31074,6 +31114,9 @@ public final class Lock {
       hash = (37 * hash) + OP_ID_FIELD_NUMBER;
       hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
           getOpId());
+      hash = (37 * hash) + DEADLINE_MS_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getDeadlineMs());
       switch (opCase_) {
         case 2:
           hash = (37 * hash) + ACQUIRE_FIELD_NUMBER;
@@ -31301,6 +31344,7 @@ public final class Lock {
         if (holdSetBuilder_ != null) {
           holdSetBuilder_.clear();
         }
+        deadlineMs_ = 0L;
         opCase_ = 0;
         op_ = null;
         return this;
@@ -31339,6 +31383,9 @@ public final class Lock {
         int from_bitField0_ = bitField0_;
         if (((from_bitField0_ & 0x00000001) != 0)) {
           result.opId_ = opId_;
+        }
+        if (((from_bitField0_ & 0x00004000) != 0)) {
+          result.deadlineMs_ = deadlineMs_;
         }
       }
 
@@ -31441,6 +31488,9 @@ public final class Lock {
         if (other == holdfast.v1.Lock.SessionRequest.getDefaultInstance()) return this;
         if (other.getOpId() != 0L) {
           setOpId(other.getOpId());
+        }
+        if (other.getDeadlineMs() != 0L) {
+          setDeadlineMs(other.getDeadlineMs());
         }
         switch (other.getOpCase()) {
           case ACQUIRE: {
@@ -31619,6 +31669,11 @@ public final class Lock {
                 opCase_ = 14;
                 break;
               } // case 114
+              case 120: {
+                deadlineMs_ = input.readInt64();
+                bitField0_ |= 0x00004000;
+                break;
+              } // case 120
               default: {
                 if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                   done = true; // was an endgroup tag
@@ -33984,6 +34039,59 @@ public final class Lock {
         opCase_ = 14;
         onChanged();
         return holdSetBuilder_;
+      }
+
+      private long deadlineMs_ ;
+      /**
+       * <pre>
+       * This operation's deadline in milliseconds from when the server reads it, as a unary call's gRPC deadline: an
+       * operation not done by then is answered with error DEADLINE_EXCEEDED and stopped (a wait leaves its queue; a lock
+       * granted after it is given back). 0: none (wait_timeout_ms still bounds a wait). At most a day. Not for ping,
+       * cancel or close.
+       * </pre>
+       *
+       * <code>int64 deadline_ms = 15 [json_name = "deadlineMs"];</code>
+       * @return The deadlineMs.
+       */
+      @java.lang.Override
+      public long getDeadlineMs() {
+        return deadlineMs_;
+      }
+      /**
+       * <pre>
+       * This operation's deadline in milliseconds from when the server reads it, as a unary call's gRPC deadline: an
+       * operation not done by then is answered with error DEADLINE_EXCEEDED and stopped (a wait leaves its queue; a lock
+       * granted after it is given back). 0: none (wait_timeout_ms still bounds a wait). At most a day. Not for ping,
+       * cancel or close.
+       * </pre>
+       *
+       * <code>int64 deadline_ms = 15 [json_name = "deadlineMs"];</code>
+       * @param value The deadlineMs to set.
+       * @return This builder for chaining.
+       */
+      public Builder setDeadlineMs(long value) {
+        
+        deadlineMs_ = value;
+        bitField0_ |= 0x00004000;
+        onChanged();
+        return this;
+      }
+      /**
+       * <pre>
+       * This operation's deadline in milliseconds from when the server reads it, as a unary call's gRPC deadline: an
+       * operation not done by then is answered with error DEADLINE_EXCEEDED and stopped (a wait leaves its queue; a lock
+       * granted after it is given back). 0: none (wait_timeout_ms still bounds a wait). At most a day. Not for ping,
+       * cancel or close.
+       * </pre>
+       *
+       * <code>int64 deadline_ms = 15 [json_name = "deadlineMs"];</code>
+       * @return This builder for chaining.
+       */
+      public Builder clearDeadlineMs() {
+        bitField0_ = (bitField0_ & ~0x00004000);
+        deadlineMs_ = 0L;
+        onChanged();
+        return this;
       }
       @java.lang.Override
       public final Builder setUnknownFields(
@@ -41606,7 +41714,7 @@ public final class Lock {
       "ldfast.v1.HoldLostH\000R\004lostB\007\n\005event\"x\n\017H" +
       "oldSetAcquired\0220\n\007members\030\001 \003(\0132\026.holdfa" +
       "st.v1.SetMemberR\007members\0223\n\026lease_starte" +
-      "d_after_ms\030\002 \001(\003R\023leaseStartedAfterMs\"\214\006" +
+      "d_after_ms\030\002 \001(\003R\023leaseStartedAfterMs\"\255\006" +
       "\n\016SessionRequest\022\023\n\005op_id\030\001 \001(\004R\004opId\0227\n" +
       "\007acquire\030\002 \001(\0132\033.holdfast.v1.AcquireRequ" +
       "estH\000R\007acquire\0227\n\007release\030\003 \001(\0132\033.holdfa" +
@@ -41626,72 +41734,73 @@ public final class Lock {
       "cquireSet\022A\n\013release_set\030\r \001(\0132\036.holdfas" +
       "t.v1.ReleaseSetRequestH\000R\nreleaseSet\0228\n\010" +
       "hold_set\030\016 \001(\0132\033.holdfast.v1.HoldSetRequ" +
-      "estH\000R\007holdSetB\004\n\002op\"\r\n\013SessionPing\"9\n\013S" +
-      "essionPong\022*\n\021received_after_ms\030\001 \001(\003R\017r" +
-      "eceivedAfterMs\"\016\n\014SessionClose\"\342\006\n\017Sessi" +
-      "onResponse\022\023\n\005op_id\030\001 \001(\004R\004opId\0228\n\007acqui" +
-      "re\030\002 \001(\0132\034.holdfast.v1.AcquireResponseH\000" +
-      "R\007acquire\0228\n\007release\030\003 \001(\0132\034.holdfast.v1" +
-      ".ReleaseResponseH\000R\007release\0222\n\005renew\030\004 \001" +
-      "(\0132\032.holdfast.v1.RenewResponseH\000R\005renew\022" +
-      "/\n\004hold\030\005 \001(\0132\031.holdfast.v1.HoldAcquired" +
-      "H\000R\004hold\0228\n\007inspect\030\006 \001(\0132\034.holdfast.v1." +
-      "InspectResponseH\000R\007inspect\022<\n\tset_value\030" +
-      "\007 \001(\0132\035.holdfast.v1.SetValueResponseH\000R\010" +
-      "setValue\022X\n\023check_fencing_token\030\010 \001(\0132&." +
-      "holdfast.v1.CheckFencingTokenResponseH\000R" +
-      "\021checkFencingToken\022,\n\005error\030\t \001(\0132\024.hold" +
-      "fast.v1.OpErrorH\000R\005error\0227\n\007renewed\030\n \001(" +
-      "\0132\033.holdfast.v1.SessionRenewedH\000R\007renewe" +
-      "d\022+\n\004lost\030\013 \001(\0132\025.holdfast.v1.HoldLostH\000" +
-      "R\004lost\022.\n\004pong\030\014 \001(\0132\030.holdfast.v1.Sessi" +
-      "onPongH\000R\004pong\022B\n\013acquire_set\030\r \001(\0132\037.ho" +
-      "ldfast.v1.AcquireSetResponseH\000R\nacquireS" +
-      "et\022B\n\013release_set\030\016 \001(\0132\037.holdfast.v1.Re" +
-      "leaseSetResponseH\000R\nreleaseSet\0229\n\010hold_s" +
-      "et\030\017 \001(\0132\034.holdfast.v1.HoldSetAcquiredH\000" +
-      "R\007holdSetB\010\n\006result\"7\n\007OpError\022\022\n\004code\030\001" +
-      " \001(\005R\004code\022\030\n\007message\030\002 \001(\tR\007message\"r\n\016" +
-      "SessionRenewed\022\025\n\006ttl_ms\030\001 \001(\003R\005ttlMs\0223\n" +
-      "\026lease_started_after_ms\030\002 \001(\003R\023leaseStar" +
-      "tedAfterMs\022\024\n\005locks\030\003 \001(\rR\005locks*T\n\010Lock" +
-      "Mode\022\031\n\025LOCK_MODE_UNSPECIFIED\020\000\022\027\n\023LOCK_" +
-      "MODE_EXCLUSIVE\020\001\022\024\n\020LOCK_MODE_SHARED\020\002*\213" +
-      "\002\n\nLostReason\022\033\n\027LOST_REASON_UNSPECIFIED" +
-      "\020\000\022\027\n\023LOST_REASON_EXPIRED\020\001\022\025\n\021LOST_REAS" +
-      "ON_TAKEN\020\002\022#\n\037LOST_REASON_BACKEND_UNAVAI" +
-      "LABLE\020\003\022\037\n\033LOST_REASON_SERVER_SHUTDOWN\020\004" +
-      "\022\030\n\024LOST_REASON_MAX_HOLD\020\005\022\030\n\024LOST_REASO" +
-      "N_RELEASED\020\006\022\030\n\024LOST_REASON_FAILOVER\020\007\022\034" +
-      "\n\030LOST_REASON_DISCONNECTED\020\010*\301\001\n\nWatchEv" +
-      "ent\022\033\n\027WATCH_EVENT_UNSPECIFIED\020\000\022\025\n\021WATC" +
-      "H_EVENT_STATE\020\001\022\027\n\023WATCH_EVENT_GRANTED\020\002" +
-      "\022\030\n\024WATCH_EVENT_RELEASED\020\003\022\027\n\023WATCH_EVEN" +
-      "T_EXPIRED\020\004\022\024\n\020WATCH_EVENT_LOST\020\005\022\035\n\031WAT" +
-      "CH_EVENT_VALUE_CHANGED\020\0062\375\006\n\013LockService" +
-      "\022D\n\007Acquire\022\033.holdfast.v1.AcquireRequest" +
-      "\032\034.holdfast.v1.AcquireResponse\022D\n\007Releas" +
-      "e\022\033.holdfast.v1.ReleaseRequest\032\034.holdfas" +
-      "t.v1.ReleaseResponse\022>\n\005Renew\022\031.holdfast" +
-      ".v1.RenewRequest\032\032.holdfast.v1.RenewResp" +
-      "onse\022=\n\004Hold\022\030.holdfast.v1.HoldRequest\032\031" +
-      ".holdfast.v1.HoldResponse0\001\022D\n\007Inspect\022\033" +
-      ".holdfast.v1.InspectRequest\032\034.holdfast.v" +
-      "1.InspectResponse\022b\n\021CheckFencingToken\022%" +
-      ".holdfast.v1.CheckFencingTokenRequest\032&." +
-      "holdfast.v1.CheckFencingTokenResponse\022G\n" +
-      "\010SetValue\022\034.holdfast.v1.SetValueRequest\032" +
-      "\035.holdfast.v1.SetValueResponse\022@\n\005Watch\022" +
-      "\031.holdfast.v1.WatchRequest\032\032.holdfast.v1" +
-      ".WatchResponse0\001\022M\n\nAcquireSet\022\036.holdfas" +
-      "t.v1.AcquireSetRequest\032\037.holdfast.v1.Acq" +
-      "uireSetResponse\022M\n\nReleaseSet\022\036.holdfast" +
-      ".v1.ReleaseSetRequest\032\037.holdfast.v1.Rele" +
-      "aseSetResponse\022F\n\007HoldSet\022\033.holdfast.v1." +
-      "HoldSetRequest\032\034.holdfast.v1.HoldSetResp" +
-      "onse0\001\022H\n\007Session\022\033.holdfast.v1.SessionR" +
-      "equest\032\034.holdfast.v1.SessionResponse(\0010\001" +
-      "b\006proto3"
+      "estH\000R\007holdSet\022\037\n\013deadline_ms\030\017 \001(\003R\ndea" +
+      "dlineMsB\004\n\002op\"\r\n\013SessionPing\"9\n\013SessionP" +
+      "ong\022*\n\021received_after_ms\030\001 \001(\003R\017received" +
+      "AfterMs\"\016\n\014SessionClose\"\342\006\n\017SessionRespo" +
+      "nse\022\023\n\005op_id\030\001 \001(\004R\004opId\0228\n\007acquire\030\002 \001(" +
+      "\0132\034.holdfast.v1.AcquireResponseH\000R\007acqui" +
+      "re\0228\n\007release\030\003 \001(\0132\034.holdfast.v1.Releas" +
+      "eResponseH\000R\007release\0222\n\005renew\030\004 \001(\0132\032.ho" +
+      "ldfast.v1.RenewResponseH\000R\005renew\022/\n\004hold" +
+      "\030\005 \001(\0132\031.holdfast.v1.HoldAcquiredH\000R\004hol" +
+      "d\0228\n\007inspect\030\006 \001(\0132\034.holdfast.v1.Inspect" +
+      "ResponseH\000R\007inspect\022<\n\tset_value\030\007 \001(\0132\035" +
+      ".holdfast.v1.SetValueResponseH\000R\010setValu" +
+      "e\022X\n\023check_fencing_token\030\010 \001(\0132&.holdfas" +
+      "t.v1.CheckFencingTokenResponseH\000R\021checkF" +
+      "encingToken\022,\n\005error\030\t \001(\0132\024.holdfast.v1" +
+      ".OpErrorH\000R\005error\0227\n\007renewed\030\n \001(\0132\033.hol" +
+      "dfast.v1.SessionRenewedH\000R\007renewed\022+\n\004lo" +
+      "st\030\013 \001(\0132\025.holdfast.v1.HoldLostH\000R\004lost\022" +
+      ".\n\004pong\030\014 \001(\0132\030.holdfast.v1.SessionPongH" +
+      "\000R\004pong\022B\n\013acquire_set\030\r \001(\0132\037.holdfast." +
+      "v1.AcquireSetResponseH\000R\nacquireSet\022B\n\013r" +
+      "elease_set\030\016 \001(\0132\037.holdfast.v1.ReleaseSe" +
+      "tResponseH\000R\nreleaseSet\0229\n\010hold_set\030\017 \001(" +
+      "\0132\034.holdfast.v1.HoldSetAcquiredH\000R\007holdS" +
+      "etB\010\n\006result\"7\n\007OpError\022\022\n\004code\030\001 \001(\005R\004c" +
+      "ode\022\030\n\007message\030\002 \001(\tR\007message\"r\n\016Session" +
+      "Renewed\022\025\n\006ttl_ms\030\001 \001(\003R\005ttlMs\0223\n\026lease_" +
+      "started_after_ms\030\002 \001(\003R\023leaseStartedAfte" +
+      "rMs\022\024\n\005locks\030\003 \001(\rR\005locks*T\n\010LockMode\022\031\n" +
+      "\025LOCK_MODE_UNSPECIFIED\020\000\022\027\n\023LOCK_MODE_EX" +
+      "CLUSIVE\020\001\022\024\n\020LOCK_MODE_SHARED\020\002*\213\002\n\nLost" +
+      "Reason\022\033\n\027LOST_REASON_UNSPECIFIED\020\000\022\027\n\023L" +
+      "OST_REASON_EXPIRED\020\001\022\025\n\021LOST_REASON_TAKE" +
+      "N\020\002\022#\n\037LOST_REASON_BACKEND_UNAVAILABLE\020\003" +
+      "\022\037\n\033LOST_REASON_SERVER_SHUTDOWN\020\004\022\030\n\024LOS" +
+      "T_REASON_MAX_HOLD\020\005\022\030\n\024LOST_REASON_RELEA" +
+      "SED\020\006\022\030\n\024LOST_REASON_FAILOVER\020\007\022\034\n\030LOST_" +
+      "REASON_DISCONNECTED\020\010*\301\001\n\nWatchEvent\022\033\n\027" +
+      "WATCH_EVENT_UNSPECIFIED\020\000\022\025\n\021WATCH_EVENT" +
+      "_STATE\020\001\022\027\n\023WATCH_EVENT_GRANTED\020\002\022\030\n\024WAT" +
+      "CH_EVENT_RELEASED\020\003\022\027\n\023WATCH_EVENT_EXPIR" +
+      "ED\020\004\022\024\n\020WATCH_EVENT_LOST\020\005\022\035\n\031WATCH_EVEN" +
+      "T_VALUE_CHANGED\020\0062\375\006\n\013LockService\022D\n\007Acq" +
+      "uire\022\033.holdfast.v1.AcquireRequest\032\034.hold" +
+      "fast.v1.AcquireResponse\022D\n\007Release\022\033.hol" +
+      "dfast.v1.ReleaseRequest\032\034.holdfast.v1.Re" +
+      "leaseResponse\022>\n\005Renew\022\031.holdfast.v1.Ren" +
+      "ewRequest\032\032.holdfast.v1.RenewResponse\022=\n" +
+      "\004Hold\022\030.holdfast.v1.HoldRequest\032\031.holdfa" +
+      "st.v1.HoldResponse0\001\022D\n\007Inspect\022\033.holdfa" +
+      "st.v1.InspectRequest\032\034.holdfast.v1.Inspe" +
+      "ctResponse\022b\n\021CheckFencingToken\022%.holdfa" +
+      "st.v1.CheckFencingTokenRequest\032&.holdfas" +
+      "t.v1.CheckFencingTokenResponse\022G\n\010SetVal" +
+      "ue\022\034.holdfast.v1.SetValueRequest\032\035.holdf" +
+      "ast.v1.SetValueResponse\022@\n\005Watch\022\031.holdf" +
+      "ast.v1.WatchRequest\032\032.holdfast.v1.WatchR" +
+      "esponse0\001\022M\n\nAcquireSet\022\036.holdfast.v1.Ac" +
+      "quireSetRequest\032\037.holdfast.v1.AcquireSet" +
+      "Response\022M\n\nReleaseSet\022\036.holdfast.v1.Rel" +
+      "easeSetRequest\032\037.holdfast.v1.ReleaseSetR" +
+      "esponse\022F\n\007HoldSet\022\033.holdfast.v1.HoldSet" +
+      "Request\032\034.holdfast.v1.HoldSetResponse0\001\022" +
+      "H\n\007Session\022\033.holdfast.v1.SessionRequest\032" +
+      "\034.holdfast.v1.SessionResponse(\0010\001b\006proto" +
+      "3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -41870,7 +41979,7 @@ public final class Lock {
     internal_static_holdfast_v1_SessionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_holdfast_v1_SessionRequest_descriptor,
-        new java.lang.String[] { "OpId", "Acquire", "Release", "Renew", "Hold", "Inspect", "SetValue", "CheckFencingToken", "Cancel", "Close", "Ping", "AcquireSet", "ReleaseSet", "HoldSet", "Op", });
+        new java.lang.String[] { "OpId", "Acquire", "Release", "Renew", "Hold", "Inspect", "SetValue", "CheckFencingToken", "Cancel", "Close", "Ping", "AcquireSet", "ReleaseSet", "HoldSet", "DeadlineMs", "Op", });
     internal_static_holdfast_v1_SessionPing_descriptor =
       getDescriptor().getMessageTypes().get(29);
     internal_static_holdfast_v1_SessionPing_fieldAccessorTable = new

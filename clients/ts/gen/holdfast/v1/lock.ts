@@ -693,7 +693,16 @@ export interface SessionRequest {
    * others are given back (at once when a member was released, otherwise once their leases run out) and one
    * `lost` under this op_id names the member. Given back with `release_set` (each member's hold_id).
    */
-  holdSet?: HoldSetRequest | undefined;
+  holdSet?:
+    | HoldSetRequest
+    | undefined;
+  /**
+   * This operation's deadline in milliseconds from when the server reads it, as a unary call's gRPC deadline: an
+   * operation not done by then is answered with error DEADLINE_EXCEEDED and stopped (a wait leaves its queue; a lock
+   * granted after it is given back). 0: none (wait_timeout_ms still bounds a wait). At most a day. Not for ping,
+   * cancel or close.
+   */
+  deadlineMs: string;
 }
 
 /** SessionPing asks for a SessionPong. */
@@ -4186,6 +4195,7 @@ function createBaseSessionRequest(): SessionRequest {
     acquireSet: undefined,
     releaseSet: undefined,
     holdSet: undefined,
+    deadlineMs: "0",
   };
 }
 
@@ -4232,6 +4242,9 @@ export const SessionRequest: MessageFns<SessionRequest> = {
     }
     if (message.holdSet !== undefined) {
       HoldSetRequest.encode(message.holdSet, writer.uint32(114).fork()).join();
+    }
+    if (message.deadlineMs !== "0") {
+      writer.uint32(120).int64(message.deadlineMs);
     }
     return writer;
   },
@@ -4361,6 +4374,14 @@ export const SessionRequest: MessageFns<SessionRequest> = {
             message.holdSet = HoldSetRequest.decode(reader, reader.uint32());
             continue;
           }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.deadlineMs = reader.int64().toString();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4413,6 +4434,11 @@ export const SessionRequest: MessageFns<SessionRequest> = {
         : isSet(object.hold_set)
         ? HoldSetRequest.fromJSON(object.hold_set)
         : undefined,
+      deadlineMs: isSet(object.deadlineMs)
+        ? globalThis.String(object.deadlineMs)
+        : isSet(object.deadline_ms)
+        ? globalThis.String(object.deadline_ms)
+        : "0",
     };
   },
 
@@ -4460,6 +4486,9 @@ export const SessionRequest: MessageFns<SessionRequest> = {
     if (message.holdSet !== undefined) {
       obj.holdSet = HoldSetRequest.toJSON(message.holdSet);
     }
+    if (message.deadlineMs !== "0") {
+      obj.deadlineMs = message.deadlineMs;
+    }
     return obj;
   },
 
@@ -4506,6 +4535,7 @@ export const SessionRequest: MessageFns<SessionRequest> = {
     message.holdSet = (object.holdSet !== undefined && object.holdSet !== null)
       ? HoldSetRequest.fromPartial(object.holdSet)
       : undefined;
+    message.deadlineMs = object.deadlineMs ?? "0";
     return message;
   },
 };
