@@ -73,6 +73,9 @@ function releaseOf(members: Member[]): HeldUnder['release'] {
   return more.length === 0 && one ? { release: one } : { releaseSet: { members: [one, ...more] } };
 }
 
+/** deadline_ms 0: the SDK ends an operation with its own call timeout and a `cancel`. */
+const NO_DEADLINE = '0';
+
 /** One open stream: its operations in flight and the locks it holds. */
 class OpenSession {
   readonly pending = new Map<string, Pending>();
@@ -117,7 +120,8 @@ class OpenSession {
   }
 
   send(request: Partial<SessionRequest> & { opId: string }): void {
-    if (!this.ended) this.call.write(request as SessionRequest);
+    // Every scalar field set: the generated encoder reads each one (an unset deadline_ms would be undefined).
+    if (!this.ended) this.call.write({ deadlineMs: NO_DEADLINE, ...request } as SessionRequest);
   }
 
   /** Registers a hold (or a set's members) taken by op `opId`. */
