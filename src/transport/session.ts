@@ -21,7 +21,7 @@ import { msSince } from './operations';
 import { OP_KINDS, OP_METHOD, runOp, type HoldEvents, type OpKind, type OpResult } from './session-ops';
 import { SessionLeases } from './session-leases';
 import { MAX_WAIT_MS } from '../config/bounds';
-import { MAX_SET_NAMES, checkMillis } from './requests';
+import { checkMillis, toSetParams } from './requests';
 import { lostLeaseError, serviceError, toServiceError } from './status';
 
 export interface SessionLimits {
@@ -89,11 +89,14 @@ function waitsForLock(kind: OpKind, request: SessionRequest): boolean {
 }
 
 /** The locks an operation may add to the session's held ones: a hold's one, a hold_set's members. */
-function locksAsked(kind: OpKind, request: SessionRequest): number {
+function locksAsked(kind: OpKind, request: SessionRequest, defaultTtlMs: number): number {
   if (kind === 'hold') return 1;
-  // Bounded as the set's own check bounds it, which answers a longer list with INVALID_ARGUMENT.
-  if (kind === 'holdSet') return Math.min(Math.max(1, request.holdSet!.names.length), MAX_SET_NAMES);
-  return 0;
+  if (kind !== 'holdSet') return 0;
+  try {
+    return toSetParams(request.holdSet!, defaultTtlMs).names.length;
+  } catch {
+    return 0; // a set its own checks refuse holds nothing: they answer it (INVALID_ARGUMENT naming the field), not a cap
+  }
 }
 
 /** The lock an operation is about, for its span: a set's names joined by commas. */
@@ -175,16 +178,17 @@ class Session {
       this.write({ opId: request.opId, pong: { receivedAfterMs: String(receivedAfterMs) } });
     } else {
       const kind = OP_KINDS.find((k) => request[k] !== undefined);
+      const locks = kind ? locksAsked(kind, request, this.options.defaultTtlMs) : 0;
       const refusal = kind
-        ? this.refusal(request.opId, kind, request)
+        ? this.refusal(request.opId, kind, request, locks)
         : { code: status.INVALID_ARGUMENT, message: `op is required: one of ${OP_KINDS.join(', ')}, ping, cancel or close` };
       if (refusal) this.answerError(request.opId, kind ? OP_METHOD[kind] : 'Session', refusal.code, refusal.message);
-      else this.begin(request.opId, kind!, request);
+      else this.begin(request.opId, kind!, request, locks);
     }
   }
 
   /** Why the session itself refuses the operation (its id, the caller's role, a cap), or undefined. */
-  private refusal(opId: string, kind: OpKind, request: SessionRequest): { code: status; message: string } | undefined {
+  private refusal(opId: string, kind: OpKind, request: SessionRequest, asked: number): { code: status; message: string } | undefined {
     if (this.inFlight.has(opId)) return { code: status.INVALID_ARGUMENT, message: `op_id ${opId} is in flight already: give each operation its own id` };
     const badDeadline = deadlineProblem(request.deadlineMs);
     if (badDeadline) return { code: status.INVALID_ARGUMENT, message: badDeadline };
@@ -197,7 +201,6 @@ class Session {
       };
     }
     const locks = this.leases.size + this.holdsPending;
-    const asked = locksAsked(kind, request);
     if (asked > 0 && locks + asked > this.options.maxSessionLocks) {
       return {
         code: status.RESOURCE_EXHAUSTED,
@@ -207,18 +210,17 @@ class Session {
             : `this session holds ${locks} locks and this set has ${asked} more, over the ${this.options.maxSessionLocks} max-session-locks allows; release some or open another session`,
       };
     }
-    return this.takeNamespaceSlots(kind, request);
+    return this.takeNamespaceSlots(kind, request, asked);
   }
 
   /** Last: a refusal after this would have to give the slots back. */
-  private takeNamespaceSlots(kind: OpKind, request: SessionRequest): { code: status; message: string } | undefined {
+  private takeNamespaceSlots(kind: OpKind, request: SessionRequest, asked: number): { code: status; message: string } | undefined {
     const slots = this.options.namespaceSlots;
     if (!slots) return undefined;
     const waits = waitsForLock(kind, request);
     const refused = (waits && slots.take('waiters')) || undefined;
     if (refused) return { code: status.RESOURCE_EXHAUSTED, message: refused };
     // One namespace hold slot per lock the operation may hold, as for a Hold stream each.
-    const asked = locksAsked(kind, request);
     for (let taken = 0; taken < asked; taken++) {
       const noHold = slots.take('holds');
       if (noHold) {
@@ -236,10 +238,10 @@ class Session {
     for (; this.holdSlots > this.holdsPending + this.leases.size; this.holdSlots--) this.options.namespaceSlots?.give('holds');
   }
 
-  private begin(opId: string, kind: OpKind, request: SessionRequest): void {
+  /** `holds`: the locks it may add (locksAsked). */
+  private begin(opId: string, kind: OpKind, request: SessionRequest, holds: number): void {
     const method = OP_METHOD[kind];
     const waits = waitsForLock(kind, request);
-    const holds = locksAsked(kind, request);
     const op: InFlight = { controller: TAKES_LOCK.has(kind) ? new AbortController() : undefined, waits, method, done: false };
     this.inFlight.set(opId, op);
     if (waits) this.waiting++;

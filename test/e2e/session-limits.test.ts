@@ -80,6 +80,8 @@ describe('caps on one session', () => {
     const fits = (await s.op({ holdSet: { names: tooMany.slice(0, 2), ttlMs: '10000' } })).holdSet!;
     expect(fits.members).toHaveLength(2);
     expect((await s.op({ hold: { name: uniqueName() } })).error?.code).toBe(status.RESOURCE_EXHAUSTED);
+    // At the cap, a set its own checks refuse still gets their answer, naming the field, not the cap's.
+    expect((await s.op({ holdSet: { names: ['a', 'a'] } })).error).toEqual({ code: status.INVALID_ARGUMENT, message: 'names lists "a" twice' });
     s.call.end();
     expect((await s.ended).code).toBe(status.OK);
   });
