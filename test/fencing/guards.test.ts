@@ -182,6 +182,7 @@ describe('a store that cannot answer (its Redis stopped)', () => {
       expect(grpc.stored).toEqual([]);
     } finally {
       client.disconnect();
+      await redis.stop(); // again, in case the test failed before stopping it: a second stop does nothing
       await grpc.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }

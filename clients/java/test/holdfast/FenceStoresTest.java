@@ -14,10 +14,14 @@ import holdfast.fencing.PostgresFenceStore;
 import holdfast.fencing.RedisFenceStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -82,21 +86,89 @@ class FenceStoresTest {
   /** Negative control: a store that reads, then writes, loses the newest, and the checker says so. */
   @Test
   void theCheckerCatchesACheckThenActStore() throws Exception {
-    Map<String, Long> seen = new ConcurrentHashMap<>();
-    FenceStore racy = (lock, token) -> {
+    assertFalse(FenceStoreChecks.violations(new CheckThenAct(), Support.randomName(), 8, 200).isEmpty());
+  }
+
+  /**
+   * Reads, decides, then writes. Left to the scheduler, two checks fall between each other's read
+   * and write only now and then, and on a busy machine a whole run can pass without it. Here they
+   * always do: a check that would accept waits after its read for the next such check to have read
+   * too (up to a second), then the larger token writes, the smaller writes over it, and only then
+   * does the larger return.
+   */
+  private static final class CheckThenAct implements FenceStore {
+    private static final long MEET_MS = 1000;
+    private final Map<String, Long> seen = new ConcurrentHashMap<>();
+    private final Object mutex = new Object();
+    private Meeting open; // the first reader of the next pair waits in it
+
+    private static final class Meeting {
+      final List<Long> tokens = new ArrayList<>();
+      final CountDownLatch bothRead = new CountDownLatch(1);
+      final CountDownLatch largerWritten = new CountDownLatch(1);
+      final CountDownLatch smallerWritten = new CountDownLatch(1);
+    }
+
+    @Override
+    public FenceCheck check(String lock, long token) {
       Long newest = seen.get(lock);
       if (newest != null && newest > token) {
         return new FenceCheck(false, newest);
       }
-      try {
-        Thread.sleep(1); // the window a separate read and write leave open
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
+      Meeting meeting = meet(token);
+      long larger;
+      int size;
+      synchronized (mutex) {
+        larger = Collections.max(meeting.tokens);
+        size = meeting.tokens.size();
+      }
+      if (token != larger) {
+        await(meeting.largerWritten);
       }
       seen.put(lock, token);
+      if (token == larger) {
+        meeting.largerWritten.countDown();
+        if (size > 1) {
+          await(meeting.smallerWritten);
+        }
+      } else {
+        meeting.smallerWritten.countDown();
+      }
       return new FenceCheck(true, token);
-    };
-    assertFalse(FenceStoreChecks.violations(racy, Support.randomName(), 8, 200).isEmpty());
+    }
+
+    private Meeting meet(long token) {
+      Meeting meeting;
+      synchronized (mutex) {
+        if (open != null) { // the second reader: both have read now
+          meeting = open;
+          open = null;
+          meeting.tokens.add(token);
+          meeting.bothRead.countDown();
+          return meeting;
+        }
+        meeting = new Meeting();
+        meeting.tokens.add(token);
+        open = meeting;
+      }
+      if (!await(meeting.bothRead)) {
+        synchronized (mutex) {
+          if (open == meeting) {
+            open = null;
+          }
+        }
+      }
+      return meeting;
+    }
+
+    private static boolean await(CountDownLatch latch) {
+      try {
+        return latch.await(MEET_MS, TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+    }
   }
 
   @Test
