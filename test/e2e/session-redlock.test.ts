@@ -47,6 +47,22 @@ afterAll(async () => {
 });
 
 describe('sessions in Redlock mode', () => {
+  it('hold a lock set through many renewals, reported with one message per tick, and give it back with release_set', async () => {
+    const names = [uniqueName(), uniqueName()];
+    const s = openSession(client.client);
+    const set = (await s.op({ holdSet: { names, ttlMs: '600' } })).holdSet!;
+    expect(set.members.map((m) => m.name).sort()).toEqual([...names].sort());
+    await s.next(() => s.received.filter((r) => r.renewed?.locks === 2).length >= 5);
+    for (const member of set.members) {
+      expect((await s.op({ inspect: { name: member.name } })).inspect?.holders).toMatchObject([{ fencingToken: member.fencingToken }]);
+    }
+    const members = set.members.map(({ name, token, holdId }) => ({ name, token, holdId }));
+    expect((await s.op({ releaseSet: { members } })).releaseSet).toEqual({ released: 2, notHeld: [] });
+    for (const name of names) expect((await s.op({ inspect: { name } })).inspect?.holders).toEqual([]);
+    s.call.end();
+    expect((await s.ended).code).toBe(status.OK);
+  });
+
   it('hold locks through many renewals, answer operations by id, and give the locks back on close', async () => {
     const names = [uniqueName(), uniqueName()];
     const s = openSession(client.client);
