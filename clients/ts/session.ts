@@ -59,18 +59,19 @@ interface Pending {
   lockName?: string;
 }
 
+type Member = { name: string; token: string; holdId: string };
+
 interface HeldUnder {
-  /** What gives it back: a hold's Release with its hold_id, a set's ReleaseSet of every member's. */
-  release: Pick<SessionRequest, 'release' | 'releaseSet'>;
+  /** A hold's one lock, or a set's members: each hold_id gives its member back. */
+  members: Member[];
   /** Unset while the Lease is being built. */
   holder?: SessionHolder;
 }
 
-type Member = { name: string; token: string; holdId: string };
-
-function releaseOf(members: Member[]): HeldUnder['release'] {
-  const [one, ...more] = members.map(({ name, token, holdId }) => ({ name, token, holdId }));
-  return more.length === 0 && one ? { release: one } : { releaseSet: { members: [one, ...more] } };
+/** What gives them back: a hold's Release with its hold_id, a set's ReleaseSet of every member's. */
+function releaseOf(members: Member[]): Pick<SessionRequest, 'release' | 'releaseSet'> {
+  const gone = members.map(({ name, token, holdId }) => ({ name, token, holdId }));
+  return gone.length === 1 ? { release: gone[0] } : { releaseSet: { members: gone } };
 }
 
 /** deadline_ms 0: the SDK ends an operation with its own call timeout and a `cancel`. */
@@ -119,22 +120,24 @@ class OpenSession {
     if (this.anchors.length > 3) this.anchors.splice(1, 1);
   }
 
+  /** `request` is the caller's own new object: it is completed in place rather than copied. */
   send(request: Partial<SessionRequest> & { opId: string }): void {
     // Every scalar field set: the generated encoder reads each one (an unset deadline_ms would be undefined).
-    if (!this.ended) this.call.write({ deadlineMs: NO_DEADLINE, ...request } as SessionRequest);
+    request.deadlineMs ??= NO_DEADLINE;
+    if (!this.ended) this.call.write(request as SessionRequest);
   }
 
   /** Registers a hold (or a set's members) taken by op `opId`. */
   keep(opId: string, held: HeldUnder): void {
     this.holds.set(opId, held);
-    for (const { holdId } of membersOf(held)) this.holdOps.set(holdId, opId);
+    for (const { holdId } of held.members) this.holdOps.set(holdId, opId);
   }
 
   forget(opId: string): HeldUnder | undefined {
     const held = this.holds.get(opId);
     if (held) {
       this.holds.delete(opId);
-      for (const { holdId } of membersOf(held)) this.holdOps.delete(holdId);
+      for (const { holdId } of held.members) this.holdOps.delete(holdId);
     }
     return held;
   }
@@ -217,9 +220,8 @@ export class SessionConnection {
   hold<L>(request: HoldRequest, build: BuildLease<L, HoldAcquired>, signal?: AbortSignal): Promise<L> {
     return this.start({ hold: request }, { extraMs: Number(request.waitTimeoutMs), signal }, (response, session, opId) => {
       const acquired = answerOf(response, 'hold');
-      return this.keep(session, opId, { release: releaseOf([{ name: request.name, ...acquired }]) }, () =>
-        build(acquired, session.clock, () => this.giveBack(session, opId)),
-      );
+      const member = { name: request.name, token: acquired.token, holdId: acquired.holdId };
+      return this.keep(session, opId, { members: [member] }, () => build(acquired, session.clock, () => this.giveBack(session, opId)));
     });
   }
 
@@ -227,7 +229,7 @@ export class SessionConnection {
   holdSet<L>(request: HoldSetRequest, build: BuildLease<L, HoldSetAcquired>, signal?: AbortSignal): Promise<L> {
     return this.start({ holdSet: request }, { extraMs: Number(request.waitTimeoutMs), signal }, (response, session, opId) => {
       const acquired = answerOf(response, 'holdSet');
-      return this.keep(session, opId, { release: releaseOf(acquired.members) }, () => build(acquired, session.clock, () => this.giveBack(session, opId)));
+      return this.keep(session, opId, { members: acquired.members }, () => build(acquired, session.clock, () => this.giveBack(session, opId)));
     });
   }
 
@@ -377,7 +379,7 @@ export class SessionConnection {
   private giveBack(session: OpenSession, opId: string): void {
     const held = session.forget(opId);
     if (!held || session.ended) return;
-    session.send({ opId: this.opId(), ...held.release });
+    session.send({ opId: this.opId(), ...releaseOf(held.members) });
     this.closeWhenIdle(session);
   }
 
@@ -398,10 +400,6 @@ export class SessionConnection {
     session.holdOps.clear();
     for (const held of holds) held.holder?.onEnd(end, 'the session');
   }
-}
-
-function membersOf(held: HeldUnder): Member[] {
-  return held.release.releaseSet?.members ?? (held.release.release ? [held.release.release] : []);
 }
 
 function answerOf<K extends Exclude<keyof SessionResponse, 'opId'>>(response: SessionResponse, key: K): NonNullable<SessionResponse[K]> {

@@ -76,6 +76,7 @@ const STOPPED = Object.freeze(new Error('the operation was cancelled or its sess
 
 /** Why a SessionRequest's deadline_ms is refused, or undefined (checked as the RPCs check their *_ms fields). */
 function deadlineProblem(deadlineMs: string): string | undefined {
+  if (deadlineMs === '0') return undefined; // nearly every operation: no BigInt parsed on the hot path
   try {
     checkMillis('deadline_ms', deadlineMs, 0, MAX_WAIT_MS);
     return undefined;
