@@ -101,6 +101,7 @@ it('quarantines each shard on its own: a lost grant is not granted again during 
   const sentAt = Date.now();
   const lost = await q.acquire({ name, ttlMs: String(MAX_TTL_MS) });
   expect(lost.acquired).toBe(true);
+  const holdSentAt = Date.now();
   const lostHold = q.hold({ name: lostHoldName, ttlMs: String(MAX_TTL_MS) });
   await lostHold.next((e) => !!e.acquired);
   process.kill(victim.pid, 'SIGKILL');
@@ -146,8 +147,12 @@ it('quarantines each shard on its own: a lost grant is not granted again during 
   expect(next.acquired).toBe(true);
   expect(grantedAt).toBeGreaterThanOrEqual(sentAt + MAX_TTL_MS);
   expect(BigInt(next.fencingToken)).toBeGreaterThan(BigInt(lost.fencingToken));
+  // FAILOVER when the server could look at the promoted replica before the lease ran out (no
+  // sooner than its send time + ttl - ttl/10; 1.5 s covers the slot map refresh and the renewal
+  // tick). A failover that outlasted the lease on a loaded machine ends it as BACKEND_UNAVAILABLE.
   const lostEvent = await lostHold.next((e) => !!e.lost);
-  expect(lostEvent.lost!.code).toBe(LostReason.LOST_REASON_FAILOVER);
+  if (promotedAt + 1500 < holdSentAt + MAX_TTL_MS * 0.9) expect(lostEvent.lost!.code).toBe(LostReason.LOST_REASON_FAILOVER);
+  else expect([LostReason.LOST_REASON_BACKEND_UNAVAILABLE, LostReason.LOST_REASON_FAILOVER]).toContain(lostEvent.lost!.code);
   await waitFor('health SERVING again', async () => (await healthStatus(guarded.addr)) === 'SERVING', 30_000, 100);
   console.log(
     `Cluster quarantine: replica promoted ${promotedAt - killedAt} ms after the kill; unguarded server re-granted the lost lock ` +

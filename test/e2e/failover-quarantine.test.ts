@@ -1,5 +1,5 @@
 // The failover quarantine on real processes (a master, two replicas, three Sentinels), on by
-// default, with --max-ttl-ms 4000 and no replica acknowledgement (--sync-replicas 0): the quarantine
+// default, with --max-ttl-ms 6000 and no replica acknowledgement (--sync-replicas 0): the quarantine
 // alone must keep the lost grant of a failover from being granted again while its client may
 // still hold it. Also: a server that starts against a master it cannot vouch for quarantines,
 // one that starts after the quarantine is over does not, and health, Inspect and Hold say so.
@@ -15,7 +15,7 @@ import { MASTER_NAME, startTestSentinels, type TestSentinels } from '../support/
 import { CLI, startServerProcess, type ServerProcess } from '../support/server';
 import { waitFor } from '../support/wait';
 
-const MAX_TTL_MS = 4000;
+const MAX_TTL_MS = 6000;
 const QUARANTINE_MS = MAX_TTL_MS + 500;
 
 let group: TestSentinels;
@@ -93,6 +93,7 @@ it('after a failover, grants nothing until every lease of the old master has run
   const sentAt = Date.now();
   const lost = await a.acquire({ name, ttlMs: String(MAX_TTL_MS) }); // the master acknowledges; no replica has it
   expect(lost.acquired).toBe(true);
+  const holdSentAt = Date.now();
   const lostHold = a.hold({ name: uniqueName('lost-hold'), ttlMs: String(MAX_TTL_MS) });
   await lostHold.next((e) => !!e.acquired);
   process.kill(master.pid, 'SIGKILL');
@@ -102,6 +103,9 @@ it('after a failover, grants nothing until every lease of the old master has run
   // Watch from the kill on: the quarantine's signs must show while it lasts, however long the
   // failover takes on a loaded machine.
   const seen = { quarantine: 0, tryOnceUnavailable: 0, notServing: 0 };
+  // When the server first answered from the new master, after failing while Redis was away.
+  let failedOnce = false;
+  let answeredAgainAt = Infinity;
   let watching = true;
   const probe = uniqueName('probe');
   const watcher = (async () => {
@@ -111,6 +115,8 @@ it('after a failover, grants nothing until every lease of the old master has run
         code(b.acquire({ name: probe, ttlMs: '1000' })),
         healthStatus(servers[1].addr).catch(() => ''),
       ]);
+      if (!info) failedOnce = true;
+      else if (failedOnce && answeredAgainAt === Infinity) answeredAgainAt = Date.now();
       if (Number(info?.grantsResumeInMs ?? 0) > 0) {
         seen.quarantine++;
         if (tryOnce === status.UNAVAILABLE) seen.tryOnceUnavailable++;
@@ -150,8 +156,17 @@ it('after a failover, grants nothing until every lease of the old master has run
 
   // The Hold whose grant the new master never had is told so; the surviving one is renewed, or
   // (if the failover outlasted its lease) reported lost: never silently either way.
+  // FAILOVER when the server reached the new master in time to look; on a machine so loaded
+  // that the failover outlasted the lease, the lease runs out first and BACKEND_UNAVAILABLE is as
+  // honest. The lease ends no sooner than its send time + ttl - the watchdog's margin (ttl/10);
+  // a second covers the renewal tick and the check after a reconnect.
   const lostEvent = await lostHold.next((e) => !!e.lost);
-  expect(lostEvent.lost!.code).toBe(LostReason.LOST_REASON_FAILOVER);
+  const inTime = answeredAgainAt + 1000 < holdSentAt + MAX_TTL_MS * 0.9;
+  console.log(
+    `quarantine: the server answered again ${answeredAgainAt - killedAt} ms after the kill; the lost Hold ended with ${LostReason[lostEvent.lost!.code]}`,
+  );
+  if (inTime) expect(lostEvent.lost!.code).toBe(LostReason.LOST_REASON_FAILOVER);
+  else expect([LostReason.LOST_REASON_BACKEND_UNAVAILABLE, LostReason.LOST_REASON_FAILOVER]).toContain(lostEvent.lost!.code);
   const keptLost = kept.events.find((e) => e.lost);
   if (keptLost) expect([LostReason.LOST_REASON_BACKEND_UNAVAILABLE, LostReason.LOST_REASON_FAILOVER]).toContain(keptLost.lost!.code);
   else {
