@@ -9,6 +9,7 @@ import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LostReason, type AcquireResponse } from '../../clients/ts/gen/holdfast/v1/lock';
 import { connect, type TestClient } from '../support/client';
+import { expectFailoverLoss } from '../support/failover-loss';
 import { healthStatus } from '../support/health';
 import { uniqueName } from '../support/redis';
 import { MASTER_NAME, startTestSentinels, type TestSentinels } from '../support/sentinel';
@@ -156,17 +157,12 @@ it('after a failover, grants nothing until every lease of the old master has run
 
   // The Hold whose grant the new master never had is told so; the surviving one is renewed, or
   // (if the failover outlasted its lease) reported lost: never silently either way.
-  // FAILOVER when the server reached the new master in time to look; on a machine so loaded
-  // that the failover outlasted the lease, the lease runs out first and BACKEND_UNAVAILABLE is as
-  // honest. The lease ends no sooner than its send time + ttl - the watchdog's margin (ttl/10);
-  // a second covers the renewal tick and the check after a reconnect.
+  // The server first answered again once it had reached the new master; a second covers the
+  // renewal tick and the check after a reconnect.
+  expect(answeredAgainAt).toBeLessThan(Infinity); // else the strict case below could never run
+  console.log(`quarantine: the server answered again ${answeredAgainAt - killedAt} ms after the kill`);
   const lostEvent = await lostHold.next((e) => !!e.lost);
-  const inTime = answeredAgainAt + 1000 < holdSentAt + MAX_TTL_MS * 0.9;
-  console.log(
-    `quarantine: the server answered again ${answeredAgainAt - killedAt} ms after the kill; the lost Hold ended with ${LostReason[lostEvent.lost!.code]}`,
-  );
-  if (inTime) expect(lostEvent.lost!.code).toBe(LostReason.LOST_REASON_FAILOVER);
-  else expect([LostReason.LOST_REASON_BACKEND_UNAVAILABLE, LostReason.LOST_REASON_FAILOVER]).toContain(lostEvent.lost!.code);
+  expectFailoverLoss(lostEvent.lost!.code, { sentAt: holdSentAt, ttlMs: MAX_TTL_MS }, answeredAgainAt, 1000);
   const keptLost = kept.events.find((e) => e.lost);
   if (keptLost) expect([LostReason.LOST_REASON_BACKEND_UNAVAILABLE, LostReason.LOST_REASON_FAILOVER]).toContain(keptLost.lost!.code);
   else {
