@@ -1,26 +1,31 @@
 #!/usr/bin/env bash
-# Runs the Python, Go and Java clients' tests and examples against one live holdfast server.
-# Starts a private redis-server and the servers on free loopback ports with the tests' launcher
-# (test/support/launch-cli.ts), which stops them by PID when this script exits.
-# Installs nothing in the repository (clients/ts/test-install.sh installs the SDK tarball into a
-# scratch project, from the npm registry): it needs node_modules (npm ci), redis-server, Debian's python3-grpcio and
-# python3-protobuf and python3-venv (for /usr/bin/python3, or $PYTHON; the fencing kit's tests: python3-redis,
-# python3-psycopg2, python3-uvicorn, postgresql), golang-go, golang-google-grpc-dev,
-# golang-google-protobuf-dev, golang-github-golang-protobuf-1-5-dev, golang-github-gomodule-redigo-dev
-# and golang-github-lib-pq-dev, and the Java packages
-# clients/java/java.sh lists (openjdk-17-jdk-headless, libgrpc-java, junit5, ...).
+# Runs every client's tests, examples and scratch-project installs against one live holdfast
+# server. Starts a private redis-server and the servers on free loopback ports with the tests'
+# launcher (test/support/launch-cli.ts), which stops them by PID when this script exits.
+#   bash clients/test-clients.sh                 every language
+#   HOLDFAST_CLIENTS="go rust" bash clients/test-clients.sh    only these
+# Each language's steps are in clients/LANGUAGE/steps.sh, sourced here. They may use:
+#   $addr, $tls_addr       the plain server, and the mutual-TLS server with one API key
+#   $certs, ${tls_flags[@]}, $api_key   its CA and client certificate, the flags naming them, the key
+#   $redis_url, $logs, $example_name     the servers' Redis, a scratch folder, a unique lock-name part
+#   step TITLE CMD...      runs CMD as one counted step
+#   expected=TEXT step TITLE refused CMD...   passes when CMD fails saying TEXT on stderr
+# Nothing is installed in the repository: each scratch-project install works in a folder of its
+# own outside it, with a fresh HOME, through its language's own package tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON="${PYTHON:-/usr/bin/python3}"
 START_TIMEOUT_S=20
 
 say() { echo "test-clients: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-for tool in node redis-server go javac "$PYTHON"; do
+read -r -a languages <<<"${HOLDFAST_CLIENTS:-ts python go java rust}"
+for language in "${languages[@]}"; do
+  [ -f "clients/$language/steps.sh" ] || die "no client named $language (HOLDFAST_CLIENTS)"
+done
+for tool in node redis-server; do
   command -v "$tool" >/dev/null || die "$tool is missing"
 done
-"$PYTHON" -c 'import grpc, google.protobuf' 2>/dev/null || die "$PYTHON cannot import grpc: install python3-grpcio python3-protobuf"
 [ -d node_modules ] || die "node_modules is missing: run npm ci first"
 
 # Build the SDK package and the server when dist/ is missing or older than any source file.
@@ -92,42 +97,11 @@ step() {
   fi
 }
 example_name="example-$RANDOM$RANDOM"
-step "typescript example" node clients/ts/dist/examples/with-lock.js
-step "typescript package installs into an empty project" bash clients/ts/test-install.sh
-step "python lint (pyflakes)" clients/python/lint.sh
-step "python unit tests" "$PYTHON" -m unittest discover -s clients/python/tests -v
-step "python example" "$PYTHON" clients/python/examples/example.py --addr "$addr" "py-$example_name"
-step "python asyncio example" "$PYTHON" clients/python/examples/async_example.py --addr "$addr" "pyaio-$example_name"
-step "python wheel installs offline into a fresh venv, examples run" bash clients/python/test-install.sh "$addr"
-step "python fencing example" "$PYTHON" clients/python/examples/fenced_storage.py demo --addr "$addr" "pyfence-$example_name"
-step "go lint (gofmt -l, go vet)" clients/go/lint.sh
-step "go test" clients/go/go.sh test -count=1 -v ./...
-step "go example" clients/go/go.sh run ./examples/hold --addr "$addr" "go-$example_name"
-step "go session example" clients/go/go.sh run ./examples/session --addr "$addr" "gosess-$example_name"
-step "go client installs offline by its README" clients/go/test-install.sh
-step "go fencing example (a stale write refused)" clients/go/go.sh run ./examples/fenced --addr "$addr" "gofence-$example_name"
 refused() { ! "$@" 2>"$logs/refused.err" && grep -q "$expected" "$logs/refused.err"; }
-step "typescript example over mutual TLS with an API key (from env)" \
-  env HOLDFAST_ADDR="$tls_addr" HOLDFAST_TLS_CA="$certs/ca.crt" HOLDFAST_TLS_CERT="$certs/client.crt" \
-  HOLDFAST_TLS_KEY="$certs/client.key" HOLDFAST_API_KEY="$api_key" node clients/ts/dist/examples/with-lock.js
-step "python example over mutual TLS with an API key" \
-  "$PYTHON" clients/python/examples/example.py --addr "$tls_addr" "${tls_flags[@]}" --api-key "$api_key" "pytls-$example_name"
-step "go example over mutual TLS with an API key (from HOLDFAST_API_KEY)" \
-  env HOLDFAST_API_KEY="$api_key" clients/go/go.sh run ./examples/hold --addr "$tls_addr" "${tls_flags[@]}" "gotls-$example_name"
-# Negative controls: the same examples without the client certificate, or without a known key.
-expected=UNAVAILABLE step "python example without a client certificate is refused" \
-  refused "$PYTHON" clients/python/examples/example.py --addr "$tls_addr" --tls-ca "$certs/ca.crt" --api-key "$api_key" "pyno-$example_name"
-expected=UNAUTHENTICATED step "python example with an unknown key is refused" \
-  refused "$PYTHON" clients/python/examples/example.py --addr "$tls_addr" "${tls_flags[@]}" --api-key "hf_not-$api_key" "pyno-$example_name"
-expected=Unauthenticated step "go example without a key is refused" \
-  refused clients/go/go.sh run ./examples/hold --addr "$tls_addr" "${tls_flags[@]}" "gono-$example_name"
-step "java tests" clients/java/java.sh test
-step "java example" clients/java/java.sh example --addr "$addr" "java-$example_name"
-step "java jar installs and runs from outside the tree" clients/java/test-install.sh "$addr"
-step "java example over mutual TLS with an API key" \
-  clients/java/java.sh example --addr "$tls_addr" "${tls_flags[@]}" --api-key "$api_key" "javatls-$example_name"
-expected=UNAUTHENTICATED step "java example with an unknown key is refused" \
-  refused clients/java/java.sh example --addr "$tls_addr" "${tls_flags[@]}" --api-key "hf_not-$api_key" "javano-$example_name"
+for language in "${languages[@]}"; do
+  # shellcheck source=/dev/null
+  source "clients/$language/steps.sh"
+done
 
 for pid in $server_pid $tls_server_pid; do
   if ! kill -0 "$pid" 2>/dev/null; then

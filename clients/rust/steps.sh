@@ -1,0 +1,1 @@
+# The Rust client's steps of clients/test-clients.sh (sourced there).
