@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the SDK as a user would: packs @holdfast/client, installs the tarball into an empty
 # project outside the repository (its dependencies from the npm registry), type-checks
-# install-test/take-lock.ts there against the installed .d.ts files, runs it against the live
-# server at HOLDFAST_ADDR (it takes and releases a lock), and prints what the install weighs.
+# install-test/take-lock.ts there against the installed .d.ts files, runs it (compiled to
+# CommonJS: `require`) and install-test/take-lock.mjs (`import`) against the live server at
+# HOLDFAST_ADDR (each takes and releases a lock), and prints what the install weighs.
 #   HOLDFAST_ADDR=127.0.0.1:50051 bash clients/ts/test-install.sh
 # Needs node_modules of the repository (typescript, @types/node) and the registry.
 set -euo pipefail
@@ -18,8 +19,12 @@ tarball="$work/$(npm pack --silent --pack-destination "$work" | tail -n 1)" # pr
 say "packed $(basename "$tarball") ($(du -k "$tarball" | cut -f1) kB)"
 
 project="$work/app"
-mkdir "$project"
+case "$project/" in "$repo"/*) say "$project is inside the repository"; exit 1 ;; esac
+mkdir -p "$project" "$work/home"
 cd "$project"
+# A fresh HOME: no npm settings of this machine's user; npm's download cache is kept (registry
+# files only), so a warm run does not fetch every package again.
+export npm_config_cache="$(npm config get cache)" HOME="$work/home"
 npm init -y >/dev/null
 # --prefer-offline: packages already in npm's cache are not fetched again; the rest retry a
 # registry that answers slowly instead of failing the run on one dropped request.
@@ -33,8 +38,13 @@ node "$repo/node_modules/typescript/bin/tsc" --strict --target ES2022 --module c
   --types node --typeRoots "$repo/node_modules/@types" take-lock.ts
 name="install-test-$RANDOM$RANDOM"
 node take-lock.js "$addr" "$name" | tee "$work/out"
-grep -q "SDK loaded from $project/node_modules/@holdfast/client/" "$work/out" || {
-  say "the SDK was not loaded from the project's node_modules"
-  exit 1
-}
+# The same program as an ES module: `import` of the CommonJS package's named exports.
+cp "$sdk/install-test/take-lock.mjs" .
+node take-lock.mjs "$addr" "$name-esm" | tee -a "$work/out"
+for way in "" "imported: "; do
+  grep -q "^${way}released .*SDK loaded from $project/node_modules/@holdfast/client/" "$work/out" || {
+    say "the SDK was not loaded from the project's node_modules (${way:-required: })"
+    exit 1
+  }
+done
 say "ok"
