@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/holdfast/holdfast/clients/go/internal/testrepo"
 )
 
 const electionTTL = 1500 * time.Millisecond
@@ -87,7 +89,7 @@ func TestCampaignReplacesKilledLeaderWithinItsTTL(t *testing.T) {
 	defer cancel()
 	leaders := Observe(ctx, client, name)
 	// The leader to kill: a Hold in its own process (test/support/hold-child.js).
-	child := exec.Command("node", filepath.Join(repoRoot(t), "test", "support", "hold-child.js"), addr, name, strconv.Itoa(int(electionTTL.Milliseconds())))
+	child := exec.Command("node", filepath.Join(testrepo.Root(t), "test", "support", "hold-child.js"), addr, name, strconv.Itoa(int(electionTTL.Milliseconds())))
 	out, err := child.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

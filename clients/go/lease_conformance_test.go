@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/holdfast/holdfast/clients/go/internal/testrepo"
 )
 
 // clients/conformance/lease-deadline.json against this client's lease deadline (deadline.go, which
@@ -38,7 +40,7 @@ type leaseTable struct {
 }
 
 func loadLeaseTable(t *testing.T) leaseTable {
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "clients", "conformance", "lease-deadline.json"))
+	raw, err := os.ReadFile(filepath.Join(testrepo.Root(t), "clients", "conformance", "lease-deadline.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

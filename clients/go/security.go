@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // Security says how to reach a server that wants TLS, a client certificate or an API key. The zero
@@ -25,11 +26,11 @@ type Security struct {
 	APIKey string
 }
 
-// DialOptions returns the grpc.Dial options for s: transport credentials (TLS or plaintext) and,
+// DialOptions returns the grpc.NewClient (or grpc.Dial) options for s: transport credentials (TLS or plaintext) and,
 // with an API key, per-RPC credentials that send it.
 //
 //	opts, err := holdfast.DialOptions(holdfast.Security{CA: ca, Cert: cert, Key: key, APIKey: key})
-//	conn, err := grpc.Dial("locks.internal:50051", opts...)
+//	conn, err := grpc.NewClient("locks.internal:50051", opts...)
 func DialOptions(s Security) ([]grpc.DialOption, error) {
 	var opts []grpc.DialOption
 	if s.TLS || s.CA != nil || s.Cert != nil || s.ServerName != "" {
@@ -39,7 +40,7 @@ func DialOptions(s Security) ([]grpc.DialOption, error) {
 		}
 		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(config)))
 	} else {
-		opts = append(opts, grpc.WithInsecure())
+		opts = append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	}
 	if s.APIKey != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(apiKey(s.APIKey)))

@@ -16,16 +16,13 @@ import (
 	"google.golang.org/grpc/status"
 
 	holdfastv1 "github.com/holdfast/holdfast/clients/go/gen/holdfast/v1"
+	"github.com/holdfast/holdfast/clients/go/internal/testrepo"
 )
 
 // makeCerts makes the test certificates with test/support/make-certs.sh (see there) and returns a reader of them.
 func makeCerts(t *testing.T) func(name string) []byte {
-	root := os.Getenv("HOLDFAST_REPO_ROOT")
-	if root == "" {
-		root = filepath.Join("..", "..")
-	}
 	dir := t.TempDir()
-	if out, err := exec.Command("bash", filepath.Join(root, "test", "support", "make-certs.sh"), dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("bash", filepath.Join(testrepo.Root(t), "test", "support", "make-certs.sh"), dir).CombinedOutput(); err != nil {
 		t.Fatalf("make-certs.sh: %v: %s", err, out)
 	}
 	return func(name string) []byte {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/holdfast/holdfast/clients/go/internal/testrepo"
 )
 
 // clients/conformance/session-deadline.json against this client's session deadline
@@ -31,7 +33,7 @@ type sessionTable struct {
 }
 
 func loadSessionTable(t *testing.T) sessionTable {
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "clients", "conformance", "session-deadline.json"))
+	raw, err := os.ReadFile(filepath.Join(testrepo.Root(t), "clients", "conformance", "session-deadline.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

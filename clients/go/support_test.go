@@ -20,8 +20,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	holdfastv1 "github.com/holdfast/holdfast/clients/go/gen/holdfast/v1"
+	"github.com/holdfast/holdfast/clients/go/internal/testrepo"
 )
 
 const startTimeout = 20 * time.Second
@@ -79,7 +81,7 @@ func lockKeys(name string) []string {
 
 // startProcesses starts a redis-server and a holdfast server with serverArgs added to serve.
 func startProcesses(t testing.TB, serverArgs ...string) *processes {
-	return startProcessesDialing(t, []grpc.DialOption{grpc.WithInsecure()}, serverArgs...)
+	return startProcessesDialing(t, []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, serverArgs...)
 }
 
 // startProcessesDialing is startProcesses for a server that readyOpts reach (TLS: a plaintext dial never would).
@@ -101,7 +103,7 @@ func startProcessesDialing(t testing.TB, readyOpts []grpc.DialOption, serverArgs
 			t.Fatalf("redis-server did not answer PING: %v", err)
 		}
 	}
-	root := repoRoot(t)
+	root := testrepo.Root(t)
 	cli := filepath.Join(root, "dist", "src", "cli.js")
 	if _, err := os.Stat(cli); err != nil {
 		t.Fatalf("%s is missing: build the server first (npx tsc -p .)", cli)
@@ -148,7 +150,7 @@ func dial(t testing.TB, addr string, opts ...grpc.DialOption) *grpc.ClientConn {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	if len(opts) == 0 {
-		opts = []grpc.DialOption{grpc.WithInsecure()}
+		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
 	conn, err := grpc.DialContext(ctx, addr, append(opts, grpc.WithBlock())...)
 	if err != nil {
@@ -179,17 +181,4 @@ func sharedServerAt(t testing.TB) (holdfastv1.LockServiceClient, string, string)
 	conn := dial(t, addr)
 	t.Cleanup(func() { conn.Close() })
 	return holdfastv1.NewLockServiceClient(conn), redisAddr, addr
-}
-
-// repoRoot is the holdfast repository (go.sh runs the tests from a linked GOPATH and says where).
-func repoRoot(t testing.TB) string {
-	root := os.Getenv("HOLDFAST_REPO_ROOT")
-	if root == "" {
-		root = filepath.Join("..", "..")
-	}
-	root, err := filepath.Abs(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
 }

@@ -13,10 +13,11 @@ import (
 
 	"github.com/holdfast/holdfast/clients/go/fencing"
 	"github.com/holdfast/holdfast/clients/go/fencing/internal/fencetest"
+	"github.com/holdfast/holdfast/clients/go/internal/testrepo"
 )
 
 func TestScriptIsTheConformanceCopy(t *testing.T) {
-	shared, err := os.ReadFile(filepath.Join(fencetest.RepoRoot(t), "clients", "conformance", "fence-record-1.lua"))
+	shared, err := os.ReadFile(filepath.Join(testrepo.Root(t), "clients", "conformance", "fence-record-1.lua"))
 	if err != nil {
 		t.Fatal(err)
 	}

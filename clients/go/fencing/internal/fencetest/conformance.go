@@ -15,20 +15,8 @@ import (
 	"testing"
 
 	"github.com/holdfast/holdfast/clients/go/fencing"
+	"github.com/holdfast/holdfast/clients/go/internal/testrepo"
 )
-
-// RepoRoot is the holdfast repository (go.sh runs the tests from a linked GOPATH and says where).
-func RepoRoot(t testing.TB) string {
-	root := os.Getenv("HOLDFAST_REPO_ROOT")
-	if root == "" {
-		root = filepath.Join("..", "..", "..")
-	}
-	root, err := filepath.Abs(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
 
 // RandomID is 16 random hex digits.
 func RandomID(t testing.TB) string {
@@ -73,7 +61,7 @@ type Conformance struct {
 
 // Load reads the cases (failing the test when the file lost them).
 func Load(t testing.TB) Conformance {
-	raw, err := os.ReadFile(filepath.Join(RepoRoot(t), "clients", "conformance", "fencing.json"))
+	raw, err := os.ReadFile(filepath.Join(testrepo.Root(t), "clients", "conformance", "fencing.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

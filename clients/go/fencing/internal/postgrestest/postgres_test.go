@@ -1,4 +1,4 @@
-package fencing_test
+package postgrestest
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package fencing_test
+package postgrestest
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	_ "github.com/lib/pq" // the tests' driver; the store itself uses only database/sql
 
-	"github.com/holdfast/holdfast/clients/go/fencing/internal/fencetest"
+	"github.com/holdfast/holdfast/clients/go/internal/testrepo"
 )
 
 // postgres is a private server from test/support/postgres.sh, in dir.
@@ -25,7 +25,7 @@ func startPostgres(t testing.TB) *postgres {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &postgres{dir: filepath.Join(parent, "pg"), script: filepath.Join(fencetest.RepoRoot(t), "test", "support", "postgres.sh")}
+	p := &postgres{dir: filepath.Join(parent, "pg"), script: filepath.Join(testrepo.Root(t), "test", "support", "postgres.sh")}
 	out, err := exec.Command("bash", p.script, "start", p.dir).Output()
 	if err != nil {
 		t.Fatalf("postgres.sh start: %v", err)
