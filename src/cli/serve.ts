@@ -59,7 +59,7 @@ const EXIT_DEADLINE_MS = 10_000;
 
 function syncReplicas(value: string): SyncReplicas {
   if (value === 'auto') return 'auto';
-  return wholeNumber(value, 'a number of replicas (0 or more) or auto');
+  return wholeNumber(value, 'replicas', 0, 'auto');
 }
 
 /** The checked settings; a bad one ends the process with one line and exit 2. */

@@ -1,10 +1,10 @@
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import type { LockInfo } from '@holdfast/client';
 import { exitWith, withClient, withConnectionFlags, type ConnectionFlags } from './client-options';
 import { EXIT } from './exit-codes';
 import { followOverviews } from './overview-feed';
 import { LeaseLengths, renderOverview } from './overview-view';
-import { millis } from './options';
+import { wholeNumber } from './options';
 import { Screen } from './screen';
 import { lockKind } from './lock-kind';
 import { formatTable } from './table';
@@ -79,10 +79,9 @@ async function watchOverview(flags: StatusFlags): Promise<never> {
   return process.exit(0);
 }
 
-function positive(value: string): number {
-  const ms = millis(value);
-  if (ms < 100) throw new InvalidArgumentError('at least 100');
-  return ms;
+/** --interval-ms: redrawing more often than every 100 ms only costs CPU. */
+function interval(value: string): number {
+  return wholeNumber(value, 'milliseconds', 100);
 }
 
 export function statusCommand(): Command {
@@ -96,7 +95,7 @@ export function statusCommand(): Command {
       new Option('--http <host:port>', "the server's --http-listen address: --watch without NAME follows its dashboard stream").env('HOLDFAST_HTTP_ADDR'),
     )
     .addOption(new Option('--prefix <prefix>', 'with --http: only locks whose names start with this').default(''))
-    .addOption(new Option('--interval-ms <ms>', 'with NAME and --watch: how often to redraw').argParser(positive).default(1000))
+    .addOption(new Option('--interval-ms <ms>', 'with NAME and --watch: how often to redraw').argParser(interval).default(1000))
     .action((names: string[], flags: StatusFlags) => {
       if (names.length === 0 && !(flags.watch && flags.http)) {
         process.stderr.write("holdfast: give lock names, or --watch --http HOST:PORT (the server's --http-listen) for the server's overview\n");

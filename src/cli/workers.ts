@@ -28,7 +28,7 @@ export function announceListening(): void {
 /** Parses --workers: a count of 1 or more, or auto (one per core). */
 export function workerCount(value: string): Workers {
   if (value === 'auto') return 'auto';
-  return wholeNumber(value, 'a number of worker processes (1 or more) or auto', 1);
+  return wholeNumber(value, 'worker processes', 1, 'auto');
 }
 
 export function resolveWorkers(workers: Workers): number {

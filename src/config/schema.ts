@@ -22,7 +22,21 @@ export function urlWithPassword<T extends z.ZodType>(schema: T): T {
   return schema;
 }
 
-const ms = z.number().int().min(0);
+/**
+ * A whole number of at least `min` (and at most `max`), each refusal saying its cause in the
+ * words of the flag parsers (src/cli/options.ts), which have already refused what is not a
+ * whole number: zod's own ("Too small: expected number to be >=1") speaks of its types.
+ */
+function whole(unit: string, min: number, max?: number, maxWhy = '') {
+  const of = unit ? ` ${unit}` : '';
+  const checked = z
+    .number()
+    .int(`must be a whole number${unit ? ` of${of}` : ''}`)
+    .min(min, min === 0 ? 'must not be negative' : `must be ${min} or more${of}`);
+  return max === undefined ? checked : checked.max(max, `must be at most ${max}${of}${maxWhy}`);
+}
+const ms = (min = 0, max?: number, maxWhy?: string) => whole('milliseconds', min, max, maxWhy);
+const count = (min = 0) => whole('', min);
 
 /** A Redis URL (redis:// or rediss://); the value is echoed only when it holds no credentials. */
 const redisUrl = z
@@ -41,7 +55,6 @@ const redisUrl = z
       ctx.addIssue({ code: 'custom', message: `must be a Redis URL such as redis://127.0.0.1:6379 or rediss://host:6380${shown}` });
     }
   });
-const count = z.number().int().min(0);
 const hostPorts = z.array(z.string().min(1)).min(1);
 
 export const ROLES = ['read', 'lock', 'admin'] as const;
@@ -93,13 +106,13 @@ export const serveSettings = {
   tlsCert: z.string().min(1).optional(),
   tlsKey: z.string().min(1).optional(),
   tlsClientCa: z.string().min(1).optional(),
-  tlsReloadCheckMs: ms.min(1),
+  tlsReloadCheckMs: ms(1),
   insecure: z.boolean(),
   redis: urlWithPassword(redisUrl.optional()),
   redisCluster: hostPorts.optional(),
   redisSentinels: hostPorts.optional(),
   redlock: z.array(urlWithPassword(redisUrl)).min(3, 'Redlock needs at least 3 Redis masters (a majority of 1 or 2 survives no failure)').optional(),
-  redlockNodeTimeoutMs: ms.min(1),
+  redlockNodeTimeoutMs: ms(1),
   redlockTrustRestarts: z.boolean(),
   redisTls: z.boolean(),
   redisTlsCa: z.string().min(1).optional(),
@@ -108,34 +121,34 @@ export const serveSettings = {
   redisSentinelUsername: z.string().min(1).optional(),
   redisSentinelPassword: secret(z.string().min(1).optional()),
   redisMaster: z.string().min(1),
-  syncReplicas: z.union([z.literal('auto'), z.number().int().min(0)]),
-  syncTimeoutMs: ms.min(1).max(900, 'at most 900 (under the 1 s command timeout)'),
+  syncReplicas: z.union([z.literal('auto'), count()]),
+  syncTimeoutMs: ms(1, 900, ' (under the 1 s command timeout)'),
   allowMinReplicasZero: z.boolean(),
   failoverQuarantine: z.boolean(),
   unsafeNoFailoverSafety: z.boolean(),
-  maxTtlMs: ms.max(MAX_TTL_MS),
-  quarantineMarginMs: ms,
+  maxTtlMs: ms(0, MAX_TTL_MS, ' (a day)'),
+  quarantineMarginMs: ms(),
   dataDir: z.string().min(1),
-  defaultTtlMs: ms.min(MIN_TTL_MS).max(MAX_TTL_MS),
-  maxHoldMs: ms,
-  lockDelayMs: ms,
+  defaultTtlMs: ms(MIN_TTL_MS, MAX_TTL_MS, ' (a day)'),
+  maxHoldMs: ms(),
+  lockDelayMs: ms(),
   releaseOnDisconnect: z.boolean(),
-  keepaliveTimeMs: ms,
-  keepaliveTimeoutMs: ms,
-  deadlineMarginMs: ms,
+  keepaliveTimeMs: ms(),
+  keepaliveTimeoutMs: ms(),
+  deadlineMarginMs: ms(),
   keyPrefix: z.string().min(1),
-  maxMessageBytes: count.min(1),
-  maxConcurrentStreams: count.min(1),
-  maxWaitersPerConnection: count,
-  maxHoldsPerConnection: count,
-  maxWaitersPerNamespace: count,
-  maxHoldsPerNamespace: count,
-  maxWaitersPerLock: count,
-  maxSessionOps: count.min(1),
-  maxSessionWaiters: count,
-  maxSessionLocks: count,
-  minPingIntervalMs: ms,
-  maxPingStrikes: count,
+  maxMessageBytes: count(1),
+  maxConcurrentStreams: count(1),
+  maxWaitersPerConnection: count(),
+  maxHoldsPerConnection: count(),
+  maxWaitersPerNamespace: count(),
+  maxHoldsPerNamespace: count(),
+  maxWaitersPerLock: count(),
+  maxSessionOps: count(1),
+  maxSessionWaiters: count(),
+  maxSessionLocks: count(),
+  minPingIntervalMs: ms(),
+  maxPingStrikes: count(),
   httpListen: z
     .string()
     .regex(/^(\[[^\]]*\]|[^:\s]*):\d{1,5}$/, 'HOST:PORT, for example 127.0.0.1:9464')
@@ -145,7 +158,7 @@ export const serveSettings = {
     .regex(/^(\[[^\]]*\]|[^:\s]*):\d{1,5}$/, 'HOST:PORT, for example 127.0.0.1:9464')
     .optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
-  workers: z.union([z.literal('auto'), count.min(1)]),
+  workers: z.union([z.literal('auto'), count(1)]),
   optimizeForSize: z.boolean(),
 };
 

@@ -100,6 +100,28 @@ describe('holdfast serve configuration', () => {
     expect(run.stderr).not.toMatch(/\n\s+at /);
   });
 
+  // A number is refused for what is wrong with it (negative, too small, too large, a fraction),
+  // never as "not a whole number" when it is one, nor in zod's words ("Too small: expected number").
+  it.each<{ args?: string[]; env?: Record<string, string>; file?: string; line: string }>([
+    { args: ['--default-ttl-ms', '-5'], line: "option '--default-ttl-ms <ms>' argument '-5' is invalid. must not be negative" },
+    { args: ['--default-ttl-ms', '5'], line: 'invalid setting --default-ttl-ms: must be 10 or more milliseconds' },
+    { args: ['--max-ttl-ms', '86400001'], line: 'invalid setting --max-ttl-ms: must be at most 86400000 milliseconds (a day)' },
+    { args: ['--max-message-bytes', '0'], line: 'invalid setting --max-message-bytes: must be 1 or more' },
+    { args: ['--redlock-node-timeout-ms', '0'], line: 'invalid setting --redlock-node-timeout-ms: must be 1 or more milliseconds' },
+    { args: ['--keepalive-time-ms', '1.5'], line: "argument '1.5' is invalid. must be a whole number of milliseconds, not a fraction" },
+    { args: ['--workers', '0'], line: "option '--workers <n|auto>' argument '0' is invalid. must be 1 or more worker processes, or auto" },
+    { args: ['--sync-replicas', '-1'], line: "option '--sync-replicas <n|auto>' argument '-1' is invalid. must not be negative" },
+    { env: { HOLDFAST_MAX_HOLD_MS: '-5' }, line: 'invalid setting HOLDFAST_MAX_HOLD_MS: must not be negative' },
+    { file: 'max-session-ops: 0\n', line: 'invalid setting max-session-ops in ' },
+  ])('refuses $line', async ({ args = [], env = {}, file, line }) => {
+    const run = await serve([...(file ? ['--config', configFile(file)] : []), ...args, '--print-config'], env);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^holdfast: [^\n]*\n$/);
+    expect(run.stderr).toContain(line);
+    if (file) expect(run.stderr).toMatch(/: must be 1 or more\n$/);
+    expect(run.stderr).not.toMatch(/Too (small|big)|expected number|expected a whole number/);
+  });
+
   it('serves as its config file says', async () => {
     const file = configFile(`redis: ${redis.url}\ndefault-ttl-ms: 12345\n`);
     const server = await startServerProcess(undefined, ['--config', file]);

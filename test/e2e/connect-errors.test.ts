@@ -157,12 +157,15 @@ describe('the CLI', () => {
   });
 
   it.each([
-    ['--ttl-ms', '', 'empty: expected a whole number of milliseconds'],
-    ['--wait-ms', ' ', 'expected a whole number of milliseconds'],
-    ['--wait-ms', '1e3', 'expected a whole number of milliseconds'],
-    ['--limit', '-1', 'expected a whole number \\(0 or more\\)'],
-    ['--limit', '', 'empty: expected a whole number \\(0 or more\\)'],
-  ])('refuses %s %j naming the option', async (option, value, expected) => {
+    ['--ttl-ms', '-5', 'must not be negative'],
+    ['--ttl-ms', '', 'empty: give a whole number of milliseconds'],
+    ['--wait-ms', ' ', 'empty: give a whole number of milliseconds'],
+    ['--wait-ms', '1e3', 'must be a whole number of milliseconds \\(digits only\\)'],
+    ['--wait-ms', '2.5', 'must be a whole number of milliseconds, not a fraction'],
+    ['--wait-ms', '99999999999999999999', 'too large: at most 9007199254740991'],
+    ['--limit', '-1', 'must not be negative'],
+    ['--limit', '', 'empty: give a whole number'],
+  ])('refuses %s %j naming the option and the cause', async (option, value, expected) => {
     const line = oneLine(await holdfast('acquire', uniqueName(), '--addr', plain.addr, option, value));
     expect(line).toMatch(new RegExp(`^error: option '${option} <[a-z]+>' argument '${value}' is invalid\\. ${expected}$`));
   });
