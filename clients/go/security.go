@@ -26,8 +26,8 @@ type Security struct {
 	APIKey string
 }
 
-// DialOptions returns the grpc.NewClient (or grpc.Dial) options for s: transport credentials (TLS or plaintext) and,
-// with an API key, per-RPC credentials that send it.
+// DialOptions returns the grpc.NewClient options for s: transport credentials (TLS or
+// plaintext) and, with an API key, per-RPC credentials that send it.
 //
 //	opts, err := holdfast.DialOptions(holdfast.Security{CA: ca, Cert: cert, Key: key, APIKey: key})
 //	conn, err := grpc.NewClient("locks.internal:50051", opts...)

@@ -2,8 +2,8 @@
 // over HTTP behind fencing.Guard, then takes a holdfast lock twice in turn and writes under each
 // lease; the first lease's write, replayed after the second one's, is refused (409).
 //
-//	clients/go/go.sh run ./examples/fenced --addr 127.0.0.1:50051 orders
-//	clients/go/go.sh run ./examples/fenced --addr 127.0.0.1:50051 --redis 127.0.0.1:6380 orders
+//	go -C clients/go/examples run ./fenced --addr 127.0.0.1:50051 orders
+//	go -C clients/go/examples run ./fenced --addr 127.0.0.1:50051 --redis 127.0.0.1:6380 orders
 //
 // --redis keeps the newest tokens in that Redis (fenceredis: it must run with appendonly yes and
 // appendfsync always); without it they are kept in memory. It exits 1 if the stale write passed.

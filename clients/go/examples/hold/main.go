@@ -1,7 +1,7 @@
 // Command hold takes a lock, prints its fencing token and releases it.
 //
-//	clients/go/go.sh run ./examples/hold --addr 127.0.0.1:50051 reports
-//	HOLDFAST_API_KEY=… clients/go/go.sh run ./examples/hold --addr locks.internal:50051 \
+//	go -C clients/go/examples run ./hold --addr 127.0.0.1:50051 reports
+//	HOLDFAST_API_KEY=… go -C clients/go/examples run ./hold --addr locks.internal:50051 \
 //	  --tls-ca ca.crt --tls-cert client.crt --tls-key client.key reports
 package main
 

@@ -1,7 +1,7 @@
 // Command session holds several locks under one session, waits for the session's heartbeat to
 // renew them all, and closes the session, which frees them all at once.
 //
-//	clients/go/go.sh run ./examples/session --addr 127.0.0.1:50051 --locks 5 shards
+//	go -C clients/go/examples run ./session --addr 127.0.0.1:50051 --locks 5 shards
 package main
 
 import (
