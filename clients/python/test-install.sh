@@ -1,31 +1,76 @@
 #!/usr/bin/env bash
-# Installs the Python client as a user would on a clean Debian machine, and runs examples with it:
-# from a scratch directory outside the repository, a venv made from /usr/bin/python3 with
-# --system-site-packages (it sees Debian's python3-grpcio and python3-protobuf), a wheel built
-# from clients/python and installed with no index (nothing is downloaded), then the asyncio
-# example and the fencing example (examples/fenced_storage.py demo), copied next to the venv.
+# Installs the Python client as a user would, from the artifacts package.sh builds, and runs
+# programs with it against a live server. From a scratch folder outside the repository, with a
+# fresh HOME, for each Python (pyenv's 3.9 and 3.13, Debian's /usr/bin/python3):
+#   python -m venv venv; venv/bin/pip install holdfast-0.1.0-py3-none-any.whl
+# with grpcio and protobuf from PyPI; then README.md's first program (its block between the
+# first-program markers) and examples/async_example.py run, and the import must come from that
+# venv. Also: the sdist installed once (pip builds it), the wheel once with the lowest grpcio and
+# protobuf it declares (3.9), and `pip install "<wheel>[redis,postgres]"` once, running
+# examples/fenced_storage.py demo.
 #   test-install.sh HOST:PORT      (a running holdfast server)
-# Needs python3-venv, python3-grpcio, python3-protobuf.
+# PIP_CACHE_DIR is shared in the cache outside the repository (registry downloads only).
 set -euo pipefail
 addr="${1:?usage: test-install.sh HOST:PORT (a running holdfast server)}"
-here="$(cd "$(dirname "$0")" && pwd)"
-python="${PYTHON:-/usr/bin/python3}"
+source "$(dirname "$0")/venvs.sh"
+repo="$(cd "$client_dir/../.." && pwd)"
+say() { echo "test-install: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+python39="$(pyenv_python 3.9)" python313="$(pyenv_python 3.13)" debian=/usr/bin/python3
+[ -x "$debian" ] || die "$debian is missing (Debian's python3, with python3-venv)"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
+case "$scratch/" in "$repo"/*) die "the scratch folder $scratch is inside the repository" ;; esac
+
+bash "$client_dir/package.sh" "$scratch/dist"
+wheel="$scratch/dist/holdfast-0.1.0-py3-none-any.whl" sdist="$scratch/dist/holdfast-0.1.0.tar.gz"
+[ -f "$wheel" ] && [ -f "$sdist" ] || die "package.sh did not write $wheel and $sdist"
+awk '/<!-- first-program -->/ { on = 1; next } /<!-- \/first-program -->/ { on = 0 } on && !/^```/' \
+  "$client_dir/README.md" >"$scratch/first_program.py"
+grep -q holdfast "$scratch/first_program.py" || die "README.md has no first-program block"
+cp "$client_dir/examples/async_example.py" "$client_dir/examples/fenced_storage.py" "$scratch/"
+# The lowest versions the wheel allows, read from its metadata: "grpcio==1.72.1 protobuf==6.30.0".
+read -r -a floors < <("$python39" - "$wheel" <<'EOF'
+import re, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as wheel:
+    metadata = wheel.read("holdfast-0.1.0.dist-info/METADATA").decode()
+print(" ".join(f"{name}=={floor}" for name, floor in re.findall(r"^Requires-Dist: (\S+)>=([^;\s,]+)$", metadata, re.M)))
+EOF
+)
+[ "${#floors[@]}" = 2 ] || die "could not read the wheel's grpcio and protobuf floors (got: ${floors[*]})"
+
+export PIP_CACHE_DIR="$py_cache/pip" HOME="$scratch/home" PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1
+unset PIP_FIND_LINKS PIP_NO_INDEX PYTHONPATH
+mkdir -p "$HOME"
 cd "$scratch"
-export PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1
-
-"$python" -m venv --system-site-packages venv
-venv/bin/pip wheel --quiet --no-deps --no-index --wheel-dir wheels "$here"
-venv/bin/pip install --quiet --no-deps --no-index wheels/holdfast-*.whl
-cp "$here/examples/async_example.py" "$here/examples/fenced_storage.py" .
-
-where="$(venv/bin/python -c 'import holdfast.fencing.redis_store as m, pathlib; print(pathlib.Path(m.__file__).parents[2])')"
-case "$where" in
-"$scratch"/venv/*) ;;
-*) echo "test-install: holdfast was imported from $where, not from the venv" >&2; exit 1 ;;
-esac
 name="pyinst-$RANDOM$RANDOM"
-venv/bin/python async_example.py --addr "$addr" "$name"
-venv/bin/python fenced_storage.py demo --addr "$addr" "$name-fenced"
-echo "test-install: the wheel installed into a fresh venv from $python, and its examples ran"
+
+# installed VENV PYTHON PIP-ARGS...: a new venv from PYTHON, `pip install PIP-ARGS` into it, then
+# the first program and the asyncio example with the holdfast that venv imports.
+installed() {
+  local label="$1" venv="$scratch/$1" python="$2" where
+  shift 2
+  say "$venv: $("$python" --version) -m venv; pip install ${*##*/}"
+  "$python" -m venv "$venv"
+  "$venv/bin/pip" install --quiet "$@"
+  where="$("$venv/bin/python" -c 'import holdfast, pathlib; print(pathlib.Path(holdfast.__file__).resolve())')"
+  case "$where" in
+  "$venv"/lib/python3.*/site-packages/holdfast/__init__.py) ;;
+  *) die "holdfast was imported from $where, not from $venv" ;;
+  esac
+  "$venv/bin/python" -c 'import grpc, google.protobuf as p; print(f"test-install: grpcio {grpc.__version__}, protobuf {p.__version__}")'
+  HOLDFAST_ADDR="$addr" "$venv/bin/python" first_program.py
+  "$venv/bin/python" async_example.py --addr "$addr" "$name-$label"
+}
+
+installed py39 "$python39" "$wheel"
+installed py39-floors "$python39" "$wheel" "${floors[@]}"
+installed py39-sdist "$python39" "$sdist"
+installed py313 "$python313" "$wheel"
+installed debian "$debian" "$wheel"
+# The fencing kit's store extras, into the 3.13 venv: the stores import their drivers.
+"$scratch/py313/bin/pip" install --quiet "$wheel[redis,postgres]"
+"$scratch/py313/bin/python" -c 'import redis, psycopg2, holdfast.fencing.postgres, holdfast.fencing.redis_store'
+"$scratch/py313/bin/python" fenced_storage.py demo --addr "$addr" "$name-fenced"
+say "the wheel installed into fresh venvs from Python 3.9, 3.13 and $debian, the sdist from 3.9, and the programs ran"

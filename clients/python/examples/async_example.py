@@ -8,13 +8,9 @@ import asyncio
 import pathlib
 import sys
 
-try:
-    import holdfast  # installed: pip install ./clients/python
-except ImportError:
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    import holdfast
+import holdfast
 
-import grpc  # noqa: E402
+import grpc
 
 
 async def main():

@@ -10,9 +10,7 @@ import os
 import pathlib
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-
-import holdfast  # noqa: E402
+import holdfast
 
 
 def main():

@@ -15,17 +15,12 @@ lost together when the service stops. --unguarded serves without the guard, for 
 
 import argparse
 import http.client
-import pathlib
 import sys
 import threading
 import wsgiref.simple_server
 
-try:
-    import holdfast  # installed: pip install ./clients/python
-except ImportError:
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    import holdfast
-from holdfast import fencing  # noqa: E402
+import holdfast
+from holdfast import fencing
 
 
 class Storage:

@@ -17,7 +17,7 @@ _CAUSES = (
                             "its --listen port?)"),
     (r"http1\.x server|Failed parsing HTTP/2", "it answers HTTP/1, not gRPC: this is likely the holdfast server's "
                                                "--http-listen port (dashboard, /metrics); give its --listen port"),
-    (r"wrong version number", "TLS mismatch: this channel uses TLS and the server there answers in plaintext (drop "
+    (r"(?i)wrong[ _]version[ _]number", "TLS mismatch: this channel uses TLS and the server there answers in plaintext (drop "
                               "ca=/tls=, or start the server with --tls-cert and --tls-key)"),
     (r"Socket closed", "the server closed the connection at once: likely a TLS mismatch (the server expects TLS and "
                        "this channel is plaintext: pass ca=..., or tls=True for the system's CAs)"),
@@ -27,6 +27,8 @@ _CAUSES = (
                                    "name this host (see server_name=)"),
     (r"DNS resolution failed", "the host name does not resolve"),
 )
+# Newer grpcio reports a channel's target with the default scheme it resolved it by put in front.
+_DEFAULT_SCHEME = "dns:///"
 _SCHEME = re.compile(r"^(https?|grpcs?|tcp)://", re.IGNORECASE)
 _PORT = re.compile(r"(^\[[^\]]*\]|^[^:\[\]]*):(\d{1,5})$")
 
@@ -86,7 +88,8 @@ def address_of(channel):
         if callable(target):
             try:
                 value = target()
-                return value.decode() if isinstance(value, bytes) else str(value)
+                value = value.decode() if isinstance(value, bytes) else str(value)
+                return value[len(_DEFAULT_SCHEME):] if value.startswith(_DEFAULT_SCHEME) else value
             except Exception:  # noqa: BLE001 - only a nicer message depends on it
                 return None
         channel, seen = getattr(channel, "_channel", None), seen + 1

@@ -2,11 +2,7 @@
 
 It answers 200 with the admitted fence, "lock token", as its body."""
 
-import support
-
-from holdfast import fencing  # noqa: E402 - support puts the client on sys.path first
-
-del support  # imported for that alone
+from holdfast import fencing
 
 
 async def storage(scope, receive, send):

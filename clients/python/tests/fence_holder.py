@@ -8,12 +8,11 @@ before the write: the pause falls between the check and the write, where no chec
 
 import sys
 
-import support  # noqa: F401 - puts the client on sys.path
-
-import holdfast  # noqa: E402
+import holdfast
+import support
 
 sys.path.insert(0, str(support.CLIENT_ROOT / "examples"))
-import fenced_storage  # noqa: E402
+import fenced_storage
 
 
 def main():

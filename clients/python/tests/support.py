@@ -1,7 +1,8 @@
 """Real processes for the tests: a redis-server and a holdfast server on free loopback ports.
 
 HOLDFAST_ADDR (and HOLDFAST_REDIS_URL, for tests that touch Redis) point the tests at a running
-server instead; tests that must stop their server always start their own.
+server instead; tests that must stop their server always start their own. The tests import the
+installed holdfast package (clients/python/dev-venv.sh installs it editable).
 """
 
 import os
@@ -10,16 +11,14 @@ import secrets
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import unittest
 
+import grpc
+
 CLIENT_ROOT = pathlib.Path(__file__).resolve().parents[1]
 REPO_ROOT = CLIENT_ROOT.parents[1]
-sys.path.insert(0, str(CLIENT_ROOT))
-
-import grpc  # noqa: E402
 
 START_TIMEOUT_S = 20.0
 

@@ -6,10 +6,10 @@ import unittest
 
 import support
 
-import grpc  # noqa: E402 - support puts the client on sys.path first
-import holdfast  # noqa: E402
-import holdfast.aio  # noqa: E402
-from holdfast.v1 import lock_pb2  # noqa: E402
+import grpc
+import holdfast
+import holdfast.aio
+from holdfast.v1 import lock_pb2
 
 WAIT_S = 10.0
 

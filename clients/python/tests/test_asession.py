@@ -7,8 +7,8 @@ import unittest
 import support
 from test_session import MANY, WAIT_S, ProxiedServerTestCase, wait_until
 
-import grpc  # noqa: E402 - support puts the client on sys.path first
-import holdfast  # noqa: E402
+import grpc
+import holdfast
 
 
 async def eventually(condition, what):

@@ -13,16 +13,15 @@ import unittest
 
 import support
 
-import holdfast  # noqa: E402 - support puts the client on sys.path first
+import holdfast
 
 TTL_MS = 1500
 MARGIN_S = 3.0
 # A candidate in its own process, so that it can be SIGKILLed: prints its fencing token once elected.
 CANDIDATE = """
 import sys, time, grpc
-sys.path.insert(0, sys.argv[1])
 import holdfast
-leader = holdfast.campaign(grpc.insecure_channel(sys.argv[2]), sys.argv[3], sys.argv[4], ttl_ms=int(sys.argv[5]))
+leader = holdfast.campaign(grpc.insecure_channel(sys.argv[1]), sys.argv[2], sys.argv[3], ttl_ms=int(sys.argv[4]))
 print(leader.fencing_token, flush=True)
 time.sleep(3600)
 """
@@ -74,7 +73,7 @@ class ElectionTest(support.ServerTestCase):
     def test_killed_leader_is_replaced_within_its_ttl_plus_a_margin(self):
         name = support.random_name("py-elect")
         leaders = self.observing(name)
-        child = subprocess.Popen([sys.executable, "-c", CANDIDATE, str(support.CLIENT_ROOT), self.addr, name, "killed",
+        child = subprocess.Popen([sys.executable, "-c", CANDIDATE, self.addr, name, "killed",
                                   str(TTL_MS)], stdout=subprocess.PIPE, text=True)
         self.addCleanup(child.stdout.close)
         self.addCleanup(child.kill)

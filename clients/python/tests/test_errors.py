@@ -8,9 +8,9 @@ import unittest
 
 import support
 
-import grpc  # noqa: E402 - support puts the client on sys.path first
-import holdfast  # noqa: E402
-import holdfast.aio  # noqa: E402
+import grpc
+import holdfast
+import holdfast.aio
 
 
 class AddressErrorTest(unittest.TestCase):

@@ -1,14 +1,15 @@
 """clients/conformance/fencing.json: the wire encoding, parsing, and every store's decisions;
 the shipped fence-record-1.lua is the conformance copy byte for byte."""
 
+import importlib.resources
 import json
 import unittest
 
 import support
 import fence_processes
 
-from holdfast import fencing  # noqa: E402 - support puts the client on sys.path first
-from holdfast.fencing import postgres  # noqa: E402
+from holdfast import fencing
+from holdfast.fencing import postgres
 
 CASES = json.loads((support.REPO_ROOT / "clients" / "conformance" / "fencing.json").read_text(encoding="utf-8"))
 
@@ -50,6 +51,27 @@ class WireTest(unittest.TestCase):
         headers = [(b"holdfast-fence-lock", b"tenant%2Fa%20b%2F%C3%A9"), (b"holdfast-fence-token", b"3")]
         self.assertEqual(fencing.parse_asgi(headers), fencing.Fence("tenant/a b/é", 3))
 
+    def test_a_fence_sent_twice_is_malformed(self):
+        # docs/fencing.md: a header (or metadata key) sent twice is malformed, even where the first
+        # value alone would pass: a guard must not pick one of two fences.
+        cases = {"token": [("lock", "dup"), ("token", "6"), ("token", "5")],
+                 "lock": [("lock", "a"), ("token", "6"), ("lock", "b")]}
+        transports = {
+            "grpc": (fencing.parse_grpc, lambda field, value: (f"holdfast-fence-{field}", value), "holdfast-fence-{}"),
+            "asgi": (fencing.parse_asgi, lambda field, value: (f"holdfast-fence-{field}".encode(), value.encode()),
+                     "Holdfast-Fence-{}"),
+        }
+        for field, pairs in cases.items():
+            for transport, (parse, pair, header) in transports.items():
+                with self.subTest(field, transport=transport):
+                    with self.assertRaises(fencing.BadFence) as raised:
+                        parse([pair(*each) for each in pairs])
+                    self.assertEqual((raised.exception.kind, raised.exception.field, raised.exception.header),
+                                     ("malformed", field, header.format(field if transport == "grpc" else field.title())))
+                    self.assertIn("must be sent once", str(raised.exception))
+                    # Negative control: the same request without its last (repeated) value parses.
+                    self.assertEqual(parse([pair(*each) for each in pairs[:-1]]).token, 6)
+
     def test_refusal_message(self):
         stale = fencing.StaleToken("orders", 5, 6)
         expected = CASES["refusal"]["message"].format(lock="orders", token=5, newest=6)
@@ -57,7 +79,7 @@ class WireTest(unittest.TestCase):
         self.assertEqual(stale.http_body(), {"error": "stale_fencing_token", "lock": "orders", "token": "5", "newest": "6"})
 
     def test_shipped_script_is_the_conformance_copy(self):
-        shipped = (support.CLIENT_ROOT / "holdfast" / "fencing" / "fence-record-1.lua").read_bytes()
+        shipped = importlib.resources.files("holdfast.fencing").joinpath("fence-record-1.lua").read_bytes()
         self.assertEqual(shipped, (support.REPO_ROOT / "clients" / "conformance" / "fence-record-1.lua").read_bytes())
 
 

@@ -14,9 +14,9 @@ import wsgiref.simple_server
 import support
 import fence_processes
 
-import grpc  # noqa: E402 - support puts the client on sys.path first
-import holdfast  # noqa: E402
-from holdfast import fencing  # noqa: E402
+import grpc
+import holdfast
+from holdfast import fencing
 
 WRITE = "/fencetest.Storage/Write"
 FOLLOW = "/fencetest.Storage/Follow"
@@ -75,11 +75,23 @@ class GrpcGuardTest(unittest.TestCase):
             self.assertIn(key, raised.exception.details())
 
 
+    def test_a_fence_key_sent_twice_is_invalid_argument_and_records_nothing(self):
+        lock = support.random_name("fence")
+        with self.assertRaises(grpc.RpcError) as raised:
+            self.write([("holdfast-fence-lock", lock), ("holdfast-fence-token", "6"), ("holdfast-fence-token", "5")])
+        self.assertEqual(raised.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("holdfast-fence-token must be sent once", raised.exception.details())
+        self.assertEqual(self.write(fencing.grpc_metadata(lock, 5)), f"{lock} 5".encode())  # 6 was never recorded
+
 def http_call(addr, method, path, headers):
+    """(status, body) of one request; `headers` is a dict, or (name, value) pairs to send a header twice."""
     host, port = addr.rsplit(":", 1)
     connection = http.client.HTTPConnection(host, int(port), timeout=10)
     try:
-        connection.request(method, path, body=b"x", headers=headers)
+        connection.putrequest(method, path)
+        for name, value in [*(headers.items() if isinstance(headers, dict) else headers), ("Content-Length", "1")]:
+            connection.putheader(name, value)
+        connection.endheaders(b"x")
         response = connection.getresponse()
         return response.status, response.read()
     finally:
@@ -107,6 +119,14 @@ class HttpGuardCases:
                 status, body = http_call(self.addr, "PUT", "/items/a", headers)
                 self.assertEqual(status, 400)
                 self.assertEqual((json.loads(body)["error"], json.loads(body)["header"]), (kind, header))
+
+    def test_a_token_header_sent_twice_is_400_and_records_nothing(self):
+        lock = support.random_name("fence")
+        status, body = http_call(self.addr, "PUT", "/items/a", [("Holdfast-Fence-Lock", lock),
+                                                                ("Holdfast-Fence-Token", "6"), ("Holdfast-Fence-Token", "5")])
+        self.assertEqual((status, json.loads(body)["error"], json.loads(body)["header"]),
+                         (400, "malformed_fence", "Holdfast-Fence-Token"))
+        self.assertEqual(http_call(self.addr, "PUT", "/items/a", fencing.http_headers(lock, 5))[0], 200)
 
     def test_reads_are_not_guarded(self):
         self.assertEqual(http_call(self.addr, "GET", "/items/a", {}), (200, b"unguarded"))

@@ -10,10 +10,10 @@ import unittest
 import support
 import fence_processes
 
-import psycopg2  # noqa: E402
-import redis  # noqa: E402
-from holdfast import fencing  # noqa: E402 - support puts the client on sys.path first
-from holdfast.fencing import postgres  # noqa: E402
+import psycopg2
+import redis
+from holdfast import fencing
+from holdfast.fencing import postgres
 
 LOCKS = 3
 TOKENS_PER_LOCK = 150

@@ -7,7 +7,7 @@ import unittest
 
 import support
 
-from holdfast import lease  # noqa: E402 - support puts the client on sys.path first
+from holdfast import lease
 
 TABLE = json.loads((support.REPO_ROOT / "clients" / "conformance" / "lease-deadline.json").read_text(encoding="utf-8"))
 

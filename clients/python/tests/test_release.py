@@ -5,8 +5,8 @@ import asyncio
 
 import support
 
-import grpc  # noqa: E402 - support puts the client on sys.path first
-import holdfast  # noqa: E402
+import grpc
+import holdfast
 
 
 class ReleaseReturnsTest(support.ServerTestCase):

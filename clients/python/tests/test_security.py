@@ -7,8 +7,8 @@ from concurrent import futures
 
 import support
 
-import grpc  # noqa: E402 - support puts the client on sys.path first
-import holdfast  # noqa: E402
+import grpc
+import holdfast
 
 
 class MutualTlsTest(unittest.TestCase):

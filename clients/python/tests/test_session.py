@@ -8,10 +8,10 @@ from concurrent import futures
 
 import support
 
-import grpc  # noqa: E402 - support puts the client on sys.path first
-import holdfast  # noqa: E402
-from holdfast.lease import lease_deadline  # noqa: E402
-from holdfast.v1 import lock_pb2  # noqa: E402
+import grpc
+import holdfast
+from holdfast.lease import lease_deadline
+from holdfast.v1 import lock_pb2
 
 WAIT_S = 10.0
 MANY = 200

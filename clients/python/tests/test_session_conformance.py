@@ -6,7 +6,7 @@ import unittest
 
 import support
 
-from holdfast import lease, session_deadline  # noqa: E402 - support puts the client on sys.path first
+from holdfast import lease, session_deadline
 
 TABLE = json.loads((support.REPO_ROOT / "clients" / "conformance" / "session-deadline.json").read_text(encoding="utf-8"))
 

@@ -84,23 +84,36 @@ def parse(lock, token, lock_header=HTTP_LOCK_HEADER, token_header=HTTP_TOKEN_HEA
     return Fence(_decode_lock(lock, lock_header), parsed_token)
 
 
+def _once(pairs, lock_key, token_key, lock_header, token_header):
+    """The raw (lock, token) among (key, value) pairs, None where absent; raises BadFence when
+    either is sent twice (two fences in one request are malformed)."""
+    found = {}
+    for key, value in pairs:
+        if key in (lock_key, token_key):
+            if key in found:
+                field, header = ("lock", lock_header) if key == lock_key else ("token", token_header)
+                raise BadFence("malformed", field, header, "must be sent once")
+            found[key] = value
+    return found.get(lock_key), found.get(token_key)
+
+
 def parse_grpc(metadata):
-    """The Fence in gRPC invocation metadata (pairs of key, value); raises BadFence."""
-    values = {}
-    for key, value in metadata or ():
-        if key in (GRPC_LOCK_KEY, GRPC_TOKEN_KEY):
-            values.setdefault(key, value.decode() if isinstance(value, bytes) else value)
-    return parse(values.get(GRPC_LOCK_KEY), values.get(GRPC_TOKEN_KEY), GRPC_LOCK_KEY, GRPC_TOKEN_KEY)
+    """The Fence in gRPC invocation metadata (pairs of key, value); raises BadFence, also for a key
+    sent twice."""
+    pairs = ((key, value.decode() if isinstance(value, bytes) else value) for key, value in metadata or ())
+    lock, token = _once(pairs, GRPC_LOCK_KEY, GRPC_TOKEN_KEY, GRPC_LOCK_KEY, GRPC_TOKEN_KEY)
+    return parse(lock, token, GRPC_LOCK_KEY, GRPC_TOKEN_KEY)
 
 
 def parse_wsgi(environ):
-    """The Fence in a WSGI environ; raises BadFence."""
+    """The Fence in a WSGI environ; raises BadFence. (The server joins a header sent twice into one
+    value with a comma, which no token matches.)"""
     return parse(environ.get("HTTP_HOLDFAST_FENCE_LOCK"), environ.get("HTTP_HOLDFAST_FENCE_TOKEN"))
 
 
 def parse_asgi(headers):
-    """The Fence in an ASGI scope's headers (lower-case byte names); raises BadFence."""
-    values = {}
-    for name, value in headers:
-        values.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
-    return parse(values.get(HTTP_LOCK_HEADER.lower()), values.get(HTTP_TOKEN_HEADER.lower()))
+    """The Fence in an ASGI scope's headers (lower-case byte names); raises BadFence, also for a
+    header sent twice."""
+    pairs = ((name.decode("latin-1").lower(), value.decode("latin-1")) for name, value in headers)
+    lock, token = _once(pairs, HTTP_LOCK_HEADER.lower(), HTTP_TOKEN_HEADER.lower(), HTTP_LOCK_HEADER, HTTP_TOKEN_HEADER)
+    return parse(lock, token)
