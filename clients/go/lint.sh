@@ -12,7 +12,7 @@ fi
 for module in $(find . -name go.mod -printf '%h\n' | sort); do
   go -C "$module" vet ./...
   go -C "$module" mod tidy -diff || {
-    echo "lint.sh: clients/go/${module#./}: go.mod or go.sum is not what go mod tidy writes (run it there)" >&2
+    echo "lint.sh: clients/go${module#.}: go.mod or go.sum is not what go mod tidy writes (run it there)" >&2
     exit 1
   }
 done
