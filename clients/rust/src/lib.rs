@@ -1,0 +1,42 @@
+//! The Rust client of the holdfast lock server.
+//!
+//! [`Client::hold`] takes a lock and keeps it through a Hold stream of its own; the [`Lease`] it
+//! returns is a guard: it exposes the fencing token, resolves [`Lease::lost`] the moment the lease
+//! may be lost, and gives the lock back when released or dropped. [`Client::with_lock`] runs work
+//! under a lock and stops it when the lease is lost. A [`Session`] holds many locks under one
+//! stream with one heartbeat. Every lease keeps a conservative local deadline ([`deadline`]): the
+//! client believes it only until its request's send time plus the lease the server reported, less
+//! a clock-drift allowance.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), holdfast::Error> {
+//! let client = holdfast::Client::connect_env().await?;
+//! let options = holdfast::LockOptions { ttl: std::time::Duration::from_secs(10), ..Default::default() };
+//! let lease = client.hold("nightly-report", options).await?;
+//! println!("fencing token {}", lease.fencing_token());
+//! lease.release().await?;
+//! # Ok(()) }
+//! ```
+
+mod client;
+mod connect;
+pub mod deadline;
+mod diagnose;
+mod error;
+pub mod fence;
+mod hold;
+mod lease;
+pub mod session;
+
+/// The stubs generated from `proto/holdfast/v1` (`holdfast.v1`).
+#[allow(clippy::all, missing_docs)]
+pub mod v1 {
+    tonic::include_proto!("holdfast.v1");
+}
+
+pub use client::{Client, Grant, LockOptions, LockService};
+pub use connect::{ApiKey, ConnectOptions, DEFAULT_ADDR, TlsOptions};
+pub use error::{Error, LostError};
+pub use fence::Fence;
+pub use lease::Lease;
+pub use session::{Session, SessionOptions, SessionStats};
