@@ -13,7 +13,7 @@ import java.time.Duration;
 /**
  * Holds a lock, prints its fencing token, releases it.
  *
- * <pre>clients/java/java.sh example --addr 127.0.0.1:50051 [--tls-ca F --tls-cert F --tls-key F] [--api-key K] reports</pre>
+ * <pre>clients/java/example.sh --addr 127.0.0.1:50051 [--tls-ca F --tls-cert F --tls-key F] [--api-key K] reports</pre>
  *
  * <p>The API key may come from HOLDFAST_API_KEY instead (arguments show in ps).
  */
