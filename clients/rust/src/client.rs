@@ -7,8 +7,8 @@ use tonic::codegen::InterceptedService;
 use tonic::transport::Channel;
 
 use crate::connect::{ApiKey, ConnectOptions, DEFAULT_ADDR, TlsOptions, connect_channel, endpoint};
-use crate::diagnose::diagnose;
 use crate::deadline::lease_deadline;
+use crate::diagnose::diagnose;
 use crate::error::{Error, LostError};
 use crate::hold::hold_stream;
 use crate::lease::Lease;
@@ -48,7 +48,11 @@ pub struct LockOptions {
 
 impl LockOptions {
     fn mode(&self) -> i32 {
-        if self.shared { LockMode::Shared as i32 } else { LockMode::Exclusive as i32 }
+        if self.shared {
+            LockMode::Shared as i32
+        } else {
+            LockMode::Exclusive as i32
+        }
     }
 
     pub(crate) fn hold_request(&self, name: &str) -> v1::HoldRequest {
@@ -134,7 +138,11 @@ impl Client {
     /// TLS and API key variables of [`ConnectOptions::from_env`].
     pub async fn connect_env() -> Result<Self, Error> {
         let addr = std::env::var("HOLDFAST_ADDR").ok().filter(|a| !a.is_empty());
-        Self::connect(addr.unwrap_or_else(|| DEFAULT_ADDR.to_string()), ConnectOptions::from_env()?).await
+        Self::connect(
+            addr.unwrap_or_else(|| DEFAULT_ADDR.to_string()),
+            ConnectOptions::from_env()?,
+        )
+        .await
     }
 
     /// The server's address, as given.
@@ -178,7 +186,10 @@ impl Client {
             Err(status) => return Err(self.fail(format!("acquire lock \"{name}\""), status).await),
         };
         if !answer.acquired {
-            return Err(Error::NotAcquired { name: name.to_string(), wait: options.wait });
+            return Err(Error::NotAcquired {
+                name: name.to_string(),
+                wait: options.wait,
+            });
         }
         let deadline = lease_deadline(sent_at, from_ms(answer.lease_started_after_ms), from_ms(answer.ttl_ms));
         Ok(Grant {
@@ -192,7 +203,11 @@ impl Client {
 
     /// Releases one hold of a grant; the answer says whether the lock was freed.
     pub async fn release(&self, grant: &Grant) -> Result<v1::ReleaseResponse, Error> {
-        let request = v1::ReleaseRequest { name: grant.name.clone(), token: grant.token.clone(), hold_id: String::new() };
+        let request = v1::ReleaseRequest {
+            name: grant.name.clone(),
+            token: grant.token.clone(),
+            hold_id: String::new(),
+        };
         let answer = self.lock.clone().release(self.request(request, Duration::ZERO)).await;
         match answer {
             Ok(answer) => Ok(answer.into_inner()),
@@ -203,7 +218,11 @@ impl Client {
     /// Renews a grant's lease for `ttl` from now (zero keeps its lease length) and moves its deadline.
     pub async fn renew(&self, grant: &mut Grant, ttl: Duration) -> Result<(), Error> {
         let sent_at = Instant::now();
-        let request = v1::RenewRequest { name: grant.name.clone(), token: grant.token.clone(), ttl_ms: ms(ttl) };
+        let request = v1::RenewRequest {
+            name: grant.name.clone(),
+            token: grant.token.clone(),
+            ttl_ms: ms(ttl),
+        };
         let answer = self.lock.clone().renew(self.request(request, Duration::ZERO)).await;
         let answer = match answer {
             Ok(answer) => answer.into_inner(),
@@ -225,12 +244,25 @@ impl Client {
 
     /// Whether a fencing token belongs to a live holder right now (check-then-act: prefer a
     /// guard at the resource, see [`Lease::fence_headers`]).
-    pub async fn check_fencing_token(&self, name: &str, fencing_token: u64) -> Result<v1::CheckFencingTokenResponse, Error> {
-        let request = v1::CheckFencingTokenRequest { name: name.to_string(), fencing_token };
-        let answer = self.lock.clone().check_fencing_token(self.request(request, Duration::ZERO)).await;
+    pub async fn check_fencing_token(
+        &self,
+        name: &str,
+        fencing_token: u64,
+    ) -> Result<v1::CheckFencingTokenResponse, Error> {
+        let request = v1::CheckFencingTokenRequest {
+            name: name.to_string(),
+            fencing_token,
+        };
+        let answer = self
+            .lock
+            .clone()
+            .check_fencing_token(self.request(request, Duration::ZERO))
+            .await;
         match answer {
             Ok(answer) => Ok(answer.into_inner()),
-            Err(status) => Err(self.fail(format!("check a fencing token of lock \"{name}\""), status).await),
+            Err(status) => Err(self
+                .fail(format!("check a fencing token of lock \"{name}\""), status)
+                .await),
         }
     }
 
@@ -244,7 +276,12 @@ impl Client {
     /// Runs `work` while holding `name`, then gives the lock back. When the lease may be lost
     /// before `work` is done, `work` is dropped at its next await and this returns
     /// [`Error::Lost`]; so does a loss found at the release (the work may not have been exclusive).
-    pub async fn with_lock<T>(&self, name: &str, options: LockOptions, work: impl AsyncFnOnce(&Lease) -> T) -> Result<T, Error> {
+    pub async fn with_lock<T>(
+        &self,
+        name: &str,
+        options: LockOptions,
+        work: impl AsyncFnOnce(&Lease) -> T,
+    ) -> Result<T, Error> {
         let lease = self.hold(name, options).await?;
         let outcome: Result<T, LostError> = tokio::select! {
             biased;

@@ -42,7 +42,12 @@ pub struct TlsOptions {
 
 impl Default for ConnectOptions {
     fn default() -> Self {
-        Self { tls: None, api_key: None, connect_timeout: Duration::from_secs(10), call_timeout: Duration::from_secs(10) }
+        Self {
+            tls: None,
+            api_key: None,
+            connect_timeout: Duration::from_secs(10),
+            call_timeout: Duration::from_secs(10),
+        }
     }
 }
 
@@ -100,7 +105,11 @@ impl ConnectOptions {
                 "HOLDFAST_TLS_CERT and HOLDFAST_TLS_KEY go together: set both for mutual TLS, or neither",
             ));
         }
-        Ok(Self { tls: wants_tls.then_some(tls), api_key: var("HOLDFAST_API_KEY"), ..Self::default() })
+        Ok(Self {
+            tls: wants_tls.then_some(tls),
+            api_key: var("HOLDFAST_API_KEY"),
+            ..Self::default()
+        })
     }
 }
 
@@ -108,7 +117,10 @@ fn read_pem(option: &str, path: &Path) -> Result<Vec<u8>, Error> {
     let bytes = std::fs::read(path)
         .map_err(|e| Error::config(option, format!("cannot read {}: {}", path.display(), io_words(&e))))?;
     if !bytes.windows(11).any(|w| w == b"-----BEGIN ") {
-        return Err(Error::config(option, format!("{} holds no PEM block (-----BEGIN ...)", path.display())));
+        return Err(Error::config(
+            option,
+            format!("{} holds no PEM block (-----BEGIN ...)", path.display()),
+        ));
     }
     Ok(bytes)
 }
@@ -127,11 +139,16 @@ pub(crate) fn check_address(addr: &str) -> Result<(), Error> {
     if let Some((scheme, rest)) = addr.split_once("://") {
         return Err(Error::config(
             option,
-            format!("\"{addr}\" has a scheme ({scheme}://): give host:port only, e.g. {rest} (TLS is set with ConnectOptions::tls)"),
+            format!(
+                "\"{addr}\" has a scheme ({scheme}://): give host:port only, e.g. {rest} (TLS is set with ConnectOptions::tls)"
+            ),
         ));
     }
     let Some((host, port)) = addr.rsplit_once(':') else {
-        return Err(Error::config(option, format!("\"{addr}\" has no port: give host:port, e.g. {addr}:50051")));
+        return Err(Error::config(
+            option,
+            format!("\"{addr}\" has no port: give host:port, e.g. {addr}:50051"),
+        ));
     };
     if host.is_empty() || (host.contains(':') && !(host.starts_with('[') && host.ends_with(']'))) {
         return Err(Error::config(
@@ -141,7 +158,10 @@ pub(crate) fn check_address(addr: &str) -> Result<(), Error> {
     }
     match port.parse::<u16>() {
         Ok(p) if p > 0 => Ok(()),
-        _ => Err(Error::config(option, format!("the port \"{port}\" of \"{addr}\" is not a number from 1 to 65535"))),
+        _ => Err(Error::config(
+            option,
+            format!("the port \"{port}\" of \"{addr}\" is not a number from 1 to 65535"),
+        )),
     }
 }
 
@@ -162,21 +182,32 @@ pub(crate) fn endpoint(addr: &str, options: &ConnectOptions) -> Result<Endpoint,
         match (&tls.cert_pem, &tls.key_pem) {
             (Some(cert), Some(key)) => config = config.identity(Identity::from_pem(cert, key)),
             (None, None) => {}
-            _ => return Err(Error::config("TlsOptions::cert_pem", "cert_pem and key_pem go together")),
+            _ => {
+                return Err(Error::config(
+                    "TlsOptions::cert_pem",
+                    "cert_pem and key_pem go together",
+                ));
+            }
         }
         if let Some(name) = &tls.server_name {
             config = config.domain_name(name.clone());
         }
-        endpoint = endpoint
-            .tls_config(config)
-            .map_err(|e| Error::config("TlsOptions", format!("the TLS settings are not usable: {}", cause_in_words(&e))))?;
+        endpoint = endpoint.tls_config(config).map_err(|e| {
+            Error::config(
+                "TlsOptions",
+                format!("the TLS settings are not usable: {}", cause_in_words(&e)),
+            )
+        })?;
     }
     Ok(endpoint)
 }
 
 /// Connects `endpoint`, saying in words why it could not.
 pub(crate) async fn connect_channel(addr: &str, endpoint: Endpoint) -> Result<Channel, Error> {
-    endpoint.connect().await.map_err(|e| Error::Unavailable { addr: addr.to_string(), cause: cause_in_words(&e) })
+    endpoint.connect().await.map_err(|e| Error::Unavailable {
+        addr: addr.to_string(),
+        cause: cause_in_words(&e),
+    })
 }
 
 /// Puts the API key on every call.
@@ -188,7 +219,10 @@ impl ApiKey {
         let value = match key {
             None => None,
             Some(key) => Some(format!("Bearer {key}").parse().map_err(|_| {
-                Error::config("api_key", "the API key has characters that cannot go in gRPC metadata (printable ASCII only)")
+                Error::config(
+                    "api_key",
+                    "the API key has characters that cannot go in gRPC metadata (printable ASCII only)",
+                )
             })?),
         };
         Ok(Self(value))

@@ -90,12 +90,21 @@ pub struct SessionAnchors {
 impl SessionAnchors {
     /// The anchors of a stream opened at `opened_at` (read just before the call started).
     pub fn new(opened_at: Instant) -> Self {
-        Self { opened: Anchor { sent_at: opened_at, received_after: Duration::ZERO }, pongs: Vec::new() }
+        Self {
+            opened: Anchor {
+                sent_at: opened_at,
+                received_after: Duration::ZERO,
+            },
+            pongs: Vec::new(),
+        }
     }
 
     /// Keeps the pong of a ping sent at `sent_at`, dropping the oldest beyond two.
     pub fn add_pong(&mut self, sent_at: Instant, received_after: Duration) {
-        self.pongs.push(Anchor { sent_at, received_after });
+        self.pongs.push(Anchor {
+            sent_at,
+            received_after,
+        });
         if self.pongs.len() > PONGS_KEPT {
             self.pongs.remove(0);
         }

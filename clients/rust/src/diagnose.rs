@@ -23,11 +23,17 @@ const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\
 
 /// A cause in words for a cause this client recognises at `addr`, `None` otherwise.
 pub(crate) async fn diagnose(addr: &str, tls: Option<&TlsOptions>) -> Option<String> {
-    tokio::time::timeout(3 * PROBE_TIMEOUT, probe(addr, tls)).await.ok().flatten()
+    tokio::time::timeout(3 * PROBE_TIMEOUT, probe(addr, tls))
+        .await
+        .ok()
+        .flatten()
 }
 
 async fn probe(addr: &str, tls: Option<&TlsOptions>) -> Option<String> {
-    let tcp = match tokio::time::timeout(PROBE_TIMEOUT, TcpStream::connect(addr)).await.ok()? {
+    let tcp = match tokio::time::timeout(PROBE_TIMEOUT, TcpStream::connect(addr))
+        .await
+        .ok()?
+    {
         Ok(tcp) => tcp,
         Err(e) => return Some(cause_in_words(&e)),
     };
@@ -51,9 +57,15 @@ async fn plaintext(mut tcp: TcpStream, addr: &str) -> Option<String> {
 /// Whether a TLS handshake with `addr` gets as far as the server's certificate: with no CA
 /// trusted, a TLS server fails it on its certificate.
 async fn speaks_tls(addr: &str) -> bool {
-    let Ok(Ok(tcp)) = tokio::time::timeout(PROBE_TIMEOUT, TcpStream::connect(addr)).await else { return false };
-    let config = ClientConfig::builder().with_root_certificates(RootCertStore::empty()).with_no_client_auth();
-    let Ok(name) = ServerName::try_from(host_of(addr).to_string()) else { return false };
+    let Ok(Ok(tcp)) = tokio::time::timeout(PROBE_TIMEOUT, TcpStream::connect(addr)).await else {
+        return false;
+    };
+    let config = ClientConfig::builder()
+        .with_root_certificates(RootCertStore::empty())
+        .with_no_client_auth();
+    let Ok(name) = ServerName::try_from(host_of(addr).to_string()) else {
+        return false;
+    };
     let handshake = TlsConnector::from(Arc::new(config)).connect(name, tcp);
     match tokio::time::timeout(PROBE_TIMEOUT, handshake).await {
         Ok(Err(e)) => cause_in_words(&e).starts_with("its certificate"),
@@ -65,7 +77,10 @@ async fn with_tls(tcp: TcpStream, addr: &str, tls: &TlsOptions) -> Option<String
     let config = client_config(tls)?;
     let host = tls.server_name.clone().unwrap_or_else(|| host_of(addr).to_string());
     let name = ServerName::try_from(host).ok()?;
-    let mut stream = match tokio::time::timeout(PROBE_TIMEOUT, TlsConnector::from(Arc::new(config)).connect(name, tcp)).await.ok()? {
+    let mut stream = match tokio::time::timeout(PROBE_TIMEOUT, TlsConnector::from(Arc::new(config)).connect(name, tcp))
+        .await
+        .ok()?
+    {
         Ok(stream) => stream,
         Err(e) => return Some(cause_in_words(&e)),
     };
@@ -91,7 +106,9 @@ fn client_config(tls: &TlsOptions) -> Option<ClientConfig> {
     let builder = ClientConfig::builder().with_root_certificates(roots);
     match (&tls.cert_pem, &tls.key_pem) {
         (Some(cert), Some(key)) => {
-            let chain = CertificateDer::pem_slice_iter(cert).collect::<Result<Vec<_>, _>>().ok()?;
+            let chain = CertificateDer::pem_slice_iter(cert)
+                .collect::<Result<Vec<_>, _>>()
+                .ok()?;
             let key = PrivateKeyDer::from_pem_slice(key).ok()?;
             builder.with_client_auth_cert(chain, key).ok()
         }

@@ -64,19 +64,43 @@ impl fmt::Display for Error {
         match self {
             Error::Config { option, cause } => write!(f, "holdfast option {option}: {cause}"),
             Error::Unavailable { addr, cause } => write!(f, "holdfast at {addr} is unavailable: {cause}"),
-            Error::Refused { addr, what, code, message } => {
-                write!(f, "holdfast at {addr} refused to {what}: {}: {message}", code_in_words(*code))
+            Error::Refused {
+                addr,
+                what,
+                code,
+                message,
+            } => {
+                write!(
+                    f,
+                    "holdfast at {addr} refused to {what}: {}: {message}",
+                    code_in_words(*code)
+                )
             }
             Error::NotAcquired { name, wait } => {
-                write!(f, "lock \"{name}\" was not acquired within {}: another holder has it", millis(*wait))
+                write!(
+                    f,
+                    "lock \"{name}\" was not acquired within {}: another holder has it",
+                    millis(*wait)
+                )
             }
             Error::Lost(lost) => lost.fmt(f),
-            Error::SessionEnded { addr, cause, in_flight: true } => write!(
+            Error::SessionEnded {
+                addr,
+                cause,
+                in_flight: true,
+            } => write!(
                 f,
                 "the session with holdfast at {addr} ended before this operation was answered ({cause}); it may or may not have taken effect"
             ),
-            Error::SessionEnded { addr, cause, in_flight: false } => {
-                write!(f, "the session with holdfast at {addr} has ended ({cause}): open a new session")
+            Error::SessionEnded {
+                addr,
+                cause,
+                in_flight: false,
+            } => {
+                write!(
+                    f,
+                    "the session with holdfast at {addr} has ended ({cause}): open a new session"
+                )
             }
         }
     }
@@ -105,16 +129,27 @@ impl Error {
     }
 
     pub(crate) fn config(option: impl Into<String>, cause: impl Into<String>) -> Self {
-        Error::Config { option: option.into(), cause: cause.into() }
+        Error::Config {
+            option: option.into(),
+            cause: cause.into(),
+        }
     }
 
     /// The error for a call's `status`: a transport failure becomes [`Error::Unavailable`] with
     /// its cause in words, anything else [`Error::Refused`] with the server's message.
     pub(crate) fn from_status(addr: &str, what: impl Into<String>, status: tonic::Status) -> Self {
         if let Some(cause) = transport_cause(&status) {
-            return Error::Unavailable { addr: addr.to_string(), cause };
+            return Error::Unavailable {
+                addr: addr.to_string(),
+                cause,
+            };
         }
-        Error::Refused { addr: addr.to_string(), what: what.into(), code: status.code(), message: status.message().to_string() }
+        Error::Refused {
+            addr: addr.to_string(),
+            what: what.into(),
+            code: status.code(),
+            message: status.message().to_string(),
+        }
     }
 }
 

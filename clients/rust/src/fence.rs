@@ -21,8 +21,16 @@ pub const GRPC_LOCK_KEY: &str = "holdfast-fence-lock";
 pub const GRPC_TOKEN_KEY: &str = "holdfast-fence-token";
 
 /// What `encodeURIComponent` leaves as it is: letters, digits and `-_.!~*'()`.
-const COMPONENT: &AsciiSet =
-    &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'!').remove(b'~').remove(b'*').remove(b'\'').remove(b'(').remove(b')');
+const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'!')
+    .remove(b'~')
+    .remove(b'*')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')');
 
 /// A lock's fence as it travels: the encoded name and the token, both plain ASCII.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,7 +44,10 @@ pub struct Fence {
 impl Fence {
     /// The wire form of `lock`'s fence with `fencing_token`.
     pub fn new(lock: &str, fencing_token: u64) -> Self {
-        Self { lock: utf8_percent_encode(lock, COMPONENT).to_string(), token: fencing_token.to_string() }
+        Self {
+            lock: utf8_percent_encode(lock, COMPONENT).to_string(),
+            token: fencing_token.to_string(),
+        }
     }
 
     /// Sets the two HTTP headers (replacing any there).

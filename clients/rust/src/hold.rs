@@ -16,7 +16,10 @@ type ReleaseReply = oneshot::Sender<Result<(), Error>>;
 
 pub(crate) async fn hold_stream(client: &Client, name: &str, options: &LockOptions) -> Result<Lease, Error> {
     let what = || format!("hold lock \"{name}\"");
-    let not_acquired = || Error::NotAcquired { name: name.to_string(), wait: options.wait };
+    let not_acquired = || Error::NotAcquired {
+        name: name.to_string(),
+        wait: options.wait,
+    };
     let sent_at = Instant::now(); // every lease time of the stream counts from here
     let mut lock = client.lock.clone();
     let request = options.hold_request(name);
@@ -31,10 +34,20 @@ pub(crate) async fn hold_stream(client: &Client, name: &str, options: &LockOptio
         Err(_) => return Err(not_acquired()),
         Ok(Err(status)) if status.code() == Code::DeadlineExceeded => return Err(not_acquired()),
         Ok(Err(status)) => return Err(client.fail(what(), status).await),
-        Ok(Ok((stream, Some(HoldResponse { event: Some(Event::Acquired(grant)) })))) => (stream, grant),
+        Ok(Ok((
+            stream,
+            Some(HoldResponse {
+                event: Some(Event::Acquired(grant)),
+            }),
+        ))) => (stream, grant),
         Ok(Ok((_, other))) => {
             let message = format!("the Hold stream's first event was {other:?}, not acquired");
-            return Err(Error::Refused { addr: client.addr.to_string(), what: what(), code: Code::Internal, message });
+            return Err(Error::Refused {
+                addr: client.addr.to_string(),
+                what: what(),
+                code: Code::Internal,
+                message,
+            });
         }
     };
     let shared = LeaseShared::new(name, &grant);
@@ -87,9 +100,16 @@ async fn keep(
         }
     };
     let result = if open && shared.ended().is_none() {
-        let request =
-            v1::ReleaseRequest { name: shared.name.clone(), token: shared.token.clone(), hold_id: shared.hold_id.clone() };
-        let answer = client.lock.clone().release(client.request(request, std::time::Duration::ZERO)).await;
+        let request = v1::ReleaseRequest {
+            name: shared.name.clone(),
+            token: shared.token.clone(),
+            hold_id: shared.hold_id.clone(),
+        };
+        let answer = client
+            .lock
+            .clone()
+            .release(client.request(request, std::time::Duration::ZERO))
+            .await;
         match answer {
             Ok(_) => Ok(()),
             Err(status) => Err(client.fail(format!("release lock \"{}\"", shared.name), status).await),

@@ -100,7 +100,11 @@ impl LeaseShared {
     }
 
     pub(crate) fn lost_with(&self, reason: String, code: LostReason) -> LostError {
-        LostError { name: self.name.clone(), reason, code }
+        LostError {
+            name: self.name.clone(),
+            reason,
+            code,
+        }
     }
 
     fn lost_locally(&self, reason: String) -> LostError {
@@ -112,7 +116,9 @@ impl LeaseShared {
 pub(crate) enum Keeper {
     /// A Hold stream of its own, kept by a background task; sending on `release` asks it to give
     /// the hold back and answer, dropping it asks the same without waiting.
-    Stream { release: oneshot::Sender<oneshot::Sender<Result<(), Error>>> },
+    Stream {
+        release: oneshot::Sender<oneshot::Sender<Result<(), Error>>>,
+    },
     /// A session's stream.
     Session(SessionHold),
 }
@@ -141,7 +147,10 @@ impl std::fmt::Debug for Lease {
 
 impl Lease {
     pub(crate) fn new(shared: Arc<LeaseShared>, keeper: Keeper) -> Self {
-        Self { shared, keeper: Some(keeper) }
+        Self {
+            shared,
+            keeper: Some(keeper),
+        }
     }
 
     /// The lock's name.
@@ -167,7 +176,9 @@ impl Lease {
 
     /// The conservative end of the lease: it counts as lost from then on unless a renewal moves it.
     pub fn deadline(&self) -> Instant {
-        self.shared.deadline().expect("a lease is confirmed before anyone holds it")
+        self.shared
+            .deadline()
+            .expect("a lease is confirmed before anyone holds it")
     }
 
     /// Whether the lease may be lost now (it checks the deadline first).
@@ -195,12 +206,19 @@ impl Lease {
         let result = match keeper {
             Some(Keeper::Stream { release }) => {
                 let (reply, answer) = oneshot::channel();
-                if release.send(reply).is_ok() { answer.await.unwrap_or(Ok(())) } else { Ok(()) }
+                if release.send(reply).is_ok() {
+                    answer.await.unwrap_or(Ok(()))
+                } else {
+                    Ok(())
+                }
             }
             Some(Keeper::Session(hold)) => hold.give_back(&self.shared, lost.is_none()).await,
             None => Ok(()),
         };
-        self.shared.end(self.shared.lost_with("it was released".to_string(), LostReason::Released));
+        self.shared.end(
+            self.shared
+                .lost_with("it was released".to_string(), LostReason::Released),
+        );
         match lost {
             Some(lost) => Err(Error::Lost(lost)),
             None => result,

@@ -41,7 +41,10 @@ pub struct SessionOptions {
 
 impl Default for SessionOptions {
     fn default() -> Self {
-        Self { call_timeout: Duration::ZERO, ping_interval: Duration::from_secs(60) }
+        Self {
+            call_timeout: Duration::ZERO,
+            ping_interval: Duration::from_secs(60),
+        }
     }
 }
 
@@ -67,7 +70,10 @@ pub struct Session {
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("addr", &self.shared.addr).field("stats", &self.stats()).finish()
+        f.debug_struct("Session")
+            .field("addr", &self.shared.addr)
+            .field("stats", &self.stats())
+            .finish()
     }
 }
 
@@ -79,7 +85,11 @@ pub(crate) struct Sender {
 impl Sender {
     /// Sends one request; false once the writing end is closed.
     fn send(&self, request: SessionRequest) -> bool {
-        self.tx.lock().expect("session sender").as_ref().is_some_and(|tx| tx.send(request).is_ok())
+        self.tx
+            .lock()
+            .expect("session sender")
+            .as_ref()
+            .is_some_and(|tx| tx.send(request).is_ok())
     }
 
     /// Half-closes the stream.
@@ -141,7 +151,11 @@ enum Answer {
 
 impl Session {
     pub(crate) async fn open(client: &Client, options: SessionOptions) -> Result<Self, Error> {
-        let call_timeout = if options.call_timeout.is_zero() { client.call_timeout } else { options.call_timeout };
+        let call_timeout = if options.call_timeout.is_zero() {
+            client.call_timeout
+        } else {
+            options.call_timeout
+        };
         let (tx, rx) = mpsc::unbounded_channel();
         let opened_at = Instant::now(); // every lease time of the session counts from no earlier than this
         let shared = Arc::new(Shared {
@@ -160,11 +174,17 @@ impl Session {
             cut_off: tokio::sync::Notify::new(),
             done: watch::Sender::new(false),
         });
-        let sender = Arc::new(Sender { tx: Mutex::new(Some(tx)) });
+        let sender = Arc::new(Sender {
+            tx: Mutex::new(Some(tx)),
+        });
         let mut lock = client.lock.clone();
         let call = async move { lock.session(UnboundedReceiverStream::new(rx)).await };
         tokio::spawn(reader::read(shared.clone(), Arc::downgrade(&sender), call));
-        tokio::spawn(ping_while_holding(shared.clone(), Arc::downgrade(&sender), options.ping_interval));
+        tokio::spawn(ping_while_holding(
+            shared.clone(),
+            Arc::downgrade(&sender),
+            options.ping_interval,
+        ));
         let session = Self { shared, sender };
         // The first ping finds out at once whether the server takes the session (an API key, a
         // server without sessions), and gives the first anchor.
@@ -172,7 +192,12 @@ impl Session {
             let status = session.shared.state().ended.as_ref().and_then(|e| e.status.clone());
             let addr = client.addr.to_string();
             return Err(match status {
-                Some((code, message)) => Error::Refused { addr, what: "open a session".to_string(), code, message },
+                Some((code, message)) => Error::Refused {
+                    addr,
+                    what: "open a session".to_string(),
+                    code,
+                    message,
+                },
                 None => match diagnose(&addr, client.tls.as_ref().as_ref()).await {
                     Some(cause) => Error::Unavailable { addr, cause },
                     None => err,
@@ -185,7 +210,10 @@ impl Session {
     /// What the session has received, and the locks it holds now.
     pub fn stats(&self) -> SessionStats {
         let state = self.shared.state();
-        SessionStats { holds: state.holds.len(), ..state.stats }
+        SessionStats {
+            holds: state.holds.len(),
+            ..state.stats
+        }
     }
 
     /// Whether the session is still open.
@@ -216,17 +244,31 @@ impl Session {
             }
         };
         if let Some(op_id) = op_id {
-            self.sender.send(SessionRequest { op_id, op: Some(Op::Close(Default::default())), deadline_ms: 0 });
+            self.sender.send(SessionRequest {
+                op_id,
+                op: Some(Op::Close(Default::default())),
+                deadline_ms: 0,
+            });
             self.sender.close();
         }
         let mut done = self.shared.done.subscribe();
-        if tokio::time::timeout(self.shared.call_timeout, done.wait_for(|done| *done)).await.is_ok() {
+        if tokio::time::timeout(self.shared.call_timeout, done.wait_for(|done| *done))
+            .await
+            .is_ok()
+        {
             return Ok(());
         }
-        let cause = format!("it did not end within {} of close: cancelled", millis(self.shared.call_timeout));
+        let cause = format!(
+            "it did not end within {} of close: cancelled",
+            millis(self.shared.call_timeout)
+        );
         self.shared.cut(&self.sender, cause.clone());
         let _ = done.wait_for(|done| *done).await;
-        Err(Error::SessionEnded { addr: self.shared.addr.to_string(), cause, in_flight: false })
+        Err(Error::SessionEnded {
+            addr: self.shared.addr.to_string(),
+            cause,
+            in_flight: false,
+        })
     }
 }
 
@@ -250,7 +292,11 @@ impl Shared {
             (None, true) => "it is closing".to_string(),
             (None, false) => "it is ending".to_string(),
         };
-        Error::SessionEnded { addr: self.addr.to_string(), cause, in_flight }
+        Error::SessionEnded {
+            addr: self.addr.to_string(),
+            cause,
+            in_flight,
+        }
     }
 
     /// Stops keeping the hold taken by `op_id`; `None` when the session no longer keeps it.
@@ -271,7 +317,10 @@ async fn ping_while_holding(shared: Arc<Shared>, sender: Weak<Sender>, interval:
             continue;
         }
         let Some(sender) = sender.upgrade() else { return };
-        let session = Session { shared: shared.clone(), sender };
+        let session = Session {
+            shared: shared.clone(),
+            sender,
+        };
         let _ = session.ping().await; // an unanswered ping cuts the session off
     }
 }

@@ -16,7 +16,12 @@ use crate::v1::{self, SessionRequest, session_request::Op, session_response::Res
 
 impl Session {
     /// Registers an operation under a new op_id and sends it; a session that has ended refuses it.
-    fn start(&self, op: Op, kind: Kind, what: String) -> Result<(u64, oneshot::Receiver<Result<Answer, Error>>), Error> {
+    fn start(
+        &self,
+        op: Op,
+        kind: Kind,
+        what: String,
+    ) -> Result<(u64, oneshot::Receiver<Result<Answer, Error>>), Error> {
         let (reply, answer) = oneshot::channel();
         let op_id = {
             let mut state = self.shared.state();
@@ -30,7 +35,11 @@ impl Session {
             op_id
         };
         // A send that fails means the stream is ending: the reader then fails the operation.
-        self.sender.send(SessionRequest { op_id, op: Some(op), deadline_ms: 0 });
+        self.sender.send(SessionRequest {
+            op_id,
+            op: Some(op),
+            deadline_ms: 0,
+        });
         Ok((op_id, answer))
     }
 
@@ -41,7 +50,11 @@ impl Session {
             state.next_op += 1;
             state.next_op
         };
-        self.sender.send(SessionRequest { op_id, op: Some(op), deadline_ms: 0 });
+        self.sender.send(SessionRequest {
+            op_id,
+            op: Some(op),
+            deadline_ms: 0,
+        });
     }
 
     /// Runs one operation: its answer, the server's error as the unary call's, or
@@ -80,7 +93,10 @@ impl Session {
             Ok(Ok(result)) => result.map(|_| ()),
             Ok(Err(_)) => Err(self.shared.ended_error(true)),
             Err(_) => {
-                let cause = format!("no pong within {}: the connection is cut off", millis(self.shared.call_timeout));
+                let cause = format!(
+                    "no pong within {}: the connection is cut off",
+                    millis(self.shared.call_timeout)
+                );
                 self.shared.cut(&self.sender, cause);
                 Err(self.shared.ended_error(true))
             }
@@ -94,15 +110,22 @@ impl Session {
     pub async fn hold(&self, name: &str, options: LockOptions) -> Result<Lease, Error> {
         let op = Op::Hold(options.hold_request(name));
         let what = format!("hold lock \"{name}\"");
-        match self.call(op, Kind::Hold { name: name.to_string() }, options.wait, what).await {
+        match self
+            .call(op, Kind::Hold { name: name.to_string() }, options.wait, what)
+            .await
+        {
             Ok(Answer::Lease(lease)) => match lease.lost_error() {
                 None => Ok(lease),
                 Some(lost) => Err(Error::Lost(lost)), // granted too late: dropping the lease gives it back
             },
             Ok(Answer::Result(other)) => Err(self.unexpected("hold", other)),
-            Err(Error::Refused { code: Code::DeadlineExceeded, .. }) => {
-                Err(Error::NotAcquired { name: name.to_string(), wait: options.wait })
-            }
+            Err(Error::Refused {
+                code: Code::DeadlineExceeded,
+                ..
+            }) => Err(Error::NotAcquired {
+                name: name.to_string(),
+                wait: options.wait,
+            }),
             Err(err) => Err(err),
         }
     }
@@ -112,10 +135,22 @@ impl Session {
     pub async fn acquire(&self, name: &str, options: &LockOptions) -> Result<Grant, Error> {
         let sent_at = Instant::now();
         let what = format!("acquire lock \"{name}\"");
-        let answer = self.call(Op::Acquire(options.acquire_request(name)), Kind::Acquire { name: name.to_string() }, options.wait, what).await?;
-        let Answer::Result(Reply::Acquire(answer)) = answer else { return Err(self.unexpected_answer("acquire", answer)) };
+        let answer = self
+            .call(
+                Op::Acquire(options.acquire_request(name)),
+                Kind::Acquire { name: name.to_string() },
+                options.wait,
+                what,
+            )
+            .await?;
+        let Answer::Result(Reply::Acquire(answer)) = answer else {
+            return Err(self.unexpected_answer("acquire", answer));
+        };
         if !answer.acquired {
-            return Err(Error::NotAcquired { name: name.to_string(), wait: options.wait });
+            return Err(Error::NotAcquired {
+                name: name.to_string(),
+                wait: options.wait,
+            });
         }
         // The session's times count from its start: the send time of this operation is no earlier.
         let deadline = lease_deadline(sent_at, Duration::ZERO, from_ms(answer.ttl_ms));
@@ -131,9 +166,16 @@ impl Session {
     /// Releases one hold of a grant over the session. A lease held under the session is given
     /// back with [`Lease::release`] instead.
     pub async fn release(&self, grant: &Grant) -> Result<v1::ReleaseResponse, Error> {
-        let request = v1::ReleaseRequest { name: grant.name.clone(), token: grant.token.clone(), hold_id: String::new() };
+        let request = v1::ReleaseRequest {
+            name: grant.name.clone(),
+            token: grant.token.clone(),
+            hold_id: String::new(),
+        };
         let what = format!("release lock \"{}\"", grant.name);
-        match self.call(Op::Release(request), Kind::Plain, Duration::ZERO, what).await? {
+        match self
+            .call(Op::Release(request), Kind::Plain, Duration::ZERO, what)
+            .await?
+        {
             Answer::Result(Reply::Release(answer)) => Ok(answer),
             other => Err(self.unexpected_answer("release", other)),
         }
@@ -142,7 +184,11 @@ impl Session {
     /// Renews a grant over the session for `ttl` from now (zero keeps its lease length).
     pub async fn renew(&self, grant: &mut Grant, ttl: Duration) -> Result<(), Error> {
         let sent_at = Instant::now();
-        let request = v1::RenewRequest { name: grant.name.clone(), token: grant.token.clone(), ttl_ms: ms(ttl) };
+        let request = v1::RenewRequest {
+            name: grant.name.clone(),
+            token: grant.token.clone(),
+            ttl_ms: ms(ttl),
+        };
         let what = format!("renew lock \"{}\"", grant.name);
         match self.call(Op::Renew(request), Kind::Plain, Duration::ZERO, what).await? {
             Answer::Result(Reply::Renew(answer)) => {
@@ -157,7 +203,10 @@ impl Session {
     pub async fn inspect(&self, name: &str) -> Result<v1::InspectResponse, Error> {
         let request = v1::InspectRequest { name: name.to_string() };
         let what = format!("inspect lock \"{name}\"");
-        match self.call(Op::Inspect(request), Kind::Plain, Duration::ZERO, what).await? {
+        match self
+            .call(Op::Inspect(request), Kind::Plain, Duration::ZERO, what)
+            .await?
+        {
             Answer::Result(Reply::Inspect(answer)) => Ok(answer),
             other => Err(self.unexpected_answer("inspect", other)),
         }
@@ -205,7 +254,11 @@ pub(crate) struct SessionHold {
 
 impl SessionHold {
     fn release_op(lease: &LeaseShared) -> Op {
-        Op::Release(v1::ReleaseRequest { name: lease.name.clone(), token: lease.token.clone(), hold_id: lease.hold_id.clone() })
+        Op::Release(v1::ReleaseRequest {
+            name: lease.name.clone(),
+            token: lease.token.clone(),
+            hold_id: lease.hold_id.clone(),
+        })
     }
 
     /// Gives back exactly this hold over the session, waiting for the answer when it is held.
@@ -219,7 +272,11 @@ impl SessionHold {
             return Ok(());
         }
         let what = format!("release lock \"{}\"", lease.name);
-        match self.session.call(Self::release_op(lease), Kind::Plain, Duration::ZERO, what).await {
+        match self
+            .session
+            .call(Self::release_op(lease), Kind::Plain, Duration::ZERO, what)
+            .await
+        {
             Err(Error::SessionEnded { .. }) if self.session.shared.state().closing => Ok(()), // closing frees every lock
             result => result.map(|_| ()),
         }

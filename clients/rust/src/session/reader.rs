@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 
 use tonic::{Response, Status, Streaming};
 
-use super::{Answer, Ended, Kind, Sender, Session, Shared, SessionHold};
+use super::{Answer, Ended, Kind, Sender, Session, SessionHold, Shared};
 use crate::client::from_ms;
 use crate::error::{Error, code_in_words};
 use crate::lease::{Keeper, Lease, LeaseShared};
@@ -40,8 +40,17 @@ fn dispatch(shared: &Arc<Shared>, sender: &Weak<Sender>, response: SessionRespon
             let (deadline, leases) = {
                 let mut state = shared.state();
                 state.stats.renewed += 1;
-                let deadline = state.anchors.deadline(from_ms(renewed.lease_started_after_ms), from_ms(renewed.ttl_ms));
-                (deadline, state.holds.iter().map(|(id, lease)| (*id, lease.clone())).collect::<Vec<_>>())
+                let deadline = state
+                    .anchors
+                    .deadline(from_ms(renewed.lease_started_after_ms), from_ms(renewed.ttl_ms));
+                (
+                    deadline,
+                    state
+                        .holds
+                        .iter()
+                        .map(|(id, lease)| (*id, lease.clone()))
+                        .collect::<Vec<_>>(),
+                )
             };
             for (id, lease) in leases {
                 if !lease.confirm(deadline, "a renewal")
@@ -62,14 +71,19 @@ fn dispatch(shared: &Arc<Shared>, sender: &Weak<Sender>, response: SessionRespon
 }
 
 fn handle(shared: &Arc<Shared>, sender: &Weak<Sender>) -> Option<Session> {
-    Some(Session { shared: shared.clone(), sender: sender.upgrade()? })
+    Some(Session {
+        shared: shared.clone(),
+        sender: sender.upgrade()?,
+    })
 }
 
 /// Hands an answer to its operation. A pong adds an anchor; a hold's lease is built and registered
 /// here, before the next message is read, so that every later renewal covers it.
 fn answered(shared: &Arc<Shared>, sender: &Weak<Sender>, op_id: u64, result: Reply) {
     let mut state = shared.state();
-    let Some(pending) = state.pending.remove(&op_id) else { return };
+    let Some(pending) = state.pending.remove(&op_id) else {
+        return;
+    };
     let answer = match (pending.kind, result) {
         (_, Reply::Error(error)) => Err(Error::Refused {
             addr: shared.addr.to_string(),
@@ -86,17 +100,26 @@ fn answered(shared: &Arc<Shared>, sender: &Weak<Sender>, op_id: u64, result: Rep
             let Some(session) = handle(shared, sender) else { return }; // the stream is half-closed: the server frees it
             let lease = LeaseShared::new(&name, &grant);
             state.holds.insert(op_id, lease.clone());
-            let deadline = state.anchors.deadline(from_ms(grant.lease_started_after_ms), from_ms(grant.ttl_ms));
+            let deadline = state
+                .anchors
+                .deadline(from_ms(grant.lease_started_after_ms), from_ms(grant.ttl_ms));
             drop(state);
             lease.confirm(deadline, "the grant");
             // A lease nobody takes (the caller stopped waiting) is dropped, which gives it back.
-            Ok(Answer::Lease(Lease::new(lease, Keeper::Session(SessionHold { session, op_id }))))
+            Ok(Answer::Lease(Lease::new(
+                lease,
+                Keeper::Session(SessionHold { session, op_id }),
+            )))
         }
         (Kind::Acquire { name }, Reply::Acquire(grant)) if grant.acquired && pending.reply.is_closed() => {
             // The caller stopped waiting: nobody else would give this grant back.
             drop(state);
             if let Some(session) = handle(shared, sender) {
-                session.send_quietly(Op::Release(ReleaseRequest { name, token: grant.token, hold_id: String::new() }));
+                session.send_quietly(Op::Release(ReleaseRequest {
+                    name,
+                    token: grant.token,
+                    hold_id: String::new(),
+                }));
             }
             return;
         }
@@ -114,11 +137,23 @@ fn finish(shared: &Arc<Shared>, sender: &Weak<Sender>, end: Option<Result<(), St
         let mut state = shared.state();
         let closing = state.closing;
         let ended = match end {
-            None => Ended { cause: state.cut_cause.clone().unwrap_or_else(|| "it was cut off".to_string()), status: None },
-            Some(Ok(())) if closing => Ended { cause: "it was closed".to_string(), status: None },
-            Some(Ok(())) => Ended { cause: "the server ended the stream".to_string(), status: None },
+            None => Ended {
+                cause: state.cut_cause.clone().unwrap_or_else(|| "it was cut off".to_string()),
+                status: None,
+            },
+            Some(Ok(())) if closing => Ended {
+                cause: "it was closed".to_string(),
+                status: None,
+            },
+            Some(Ok(())) => Ended {
+                cause: "the server ended the stream".to_string(),
+                status: None,
+            },
             Some(Err(status)) => match Error::from_status(&shared.addr, "keep the session", status.clone()) {
-                Error::Unavailable { cause, .. } => Ended { cause: format!("unavailable: {cause}"), status: None },
+                Error::Unavailable { cause, .. } => Ended {
+                    cause: format!("unavailable: {cause}"),
+                    status: None,
+                },
                 _ => Ended {
                     cause: format!("{}: {}", code_in_words(status.code()), status.message()),
                     status: Some((status.code(), status.message().to_string())),
@@ -131,12 +166,21 @@ fn finish(shared: &Arc<Shared>, sender: &Weak<Sender>, end: Option<Result<(), St
             format!("the session with holdfast at {} ended ({})", shared.addr, ended.cause)
         };
         state.ended.get_or_insert(ended);
-        (std::mem::take(&mut state.pending), std::mem::take(&mut state.holds), closing, reason)
+        (
+            std::mem::take(&mut state.pending),
+            std::mem::take(&mut state.holds),
+            closing,
+            reason,
+        )
     };
     for (_, op) in pending {
         let _ = op.reply.send(Err(shared.ended_error(true)));
     }
-    let code = if closing { LostReason::Released } else { LostReason::Unspecified };
+    let code = if closing {
+        LostReason::Released
+    } else {
+        LostReason::Unspecified
+    };
     for (_, lease) in holds {
         lease.end(lease.lost_with(reason.clone(), code));
     }
