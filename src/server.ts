@@ -7,7 +7,7 @@ import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import { AdminServiceService } from '../clients/ts/gen/holdfast/v1/admin';
 import type { Backend, BackendConfig } from './backend/backend';
-import { startRedisBackend } from './backend/redis';
+import { startRedisBackend, usesEmbeddedRedis } from './backend/redis';
 import { startRedlockBackend } from './backend/redlock';
 import type { LockBackend } from './engine/backend';
 import type { EngineObserver } from './engine/observer';
@@ -24,7 +24,10 @@ import type { AbnormalHoldEnd } from './transport/hold';
 import { readRequestShapes } from './transport/wire';
 import { CallLimits, DEFAULT_LIMITS, serverOptionsFor, type ServerLimits } from './transport/limits';
 import { enforcePingPolicy } from './transport/ping-policy';
-import { startHttpListener, type HttpListener } from './http/listener';
+import { startHttpListener, type HttpListener, type HttpRoutes } from './http/listener';
+import { listenError } from './net/listen';
+import { lockDataDir } from './redis/data-dir-lock';
+import { StartGate } from './transport/start-gate';
 import { dashboardHandler } from './dashboard/routes';
 import { countGrants, GrantRate } from './overview/grant-rate';
 import { Metrics } from './observability/metrics';
@@ -82,6 +85,8 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       onReloaded: () => log.info('TLS certificate files changed: new connections get the new certificate'),
       onReloadFailed: (problem) => log.warn({ problem }, 'TLS certificate files changed but cannot be used yet; still serving the previous ones'),
     });
+  // Then the data dir the embedded Redis keeps its data in: refused while another server holds it.
+  const dataDirLock = usesEmbeddedRedis(config) ? lockDataDir(config.dataDir, config.listen) : undefined;
   const logError = (err: unknown) => log.error({ err }, 'unexpected error');
   const limits: ServerLimits = { ...DEFAULT_LIMITS, ...config.limits };
   const health = new HealthImplementation({ '': 'NOT_SERVING', [SERVICE]: 'NOT_SERVING' });
@@ -99,27 +104,19 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const tracing = startTracing(config.tracerProvider);
   const grants = new GrantRate(); // for the dashboard: a few empty calls per grant when nobody looks
   const observer = [metrics, tracing?.observer].reduce<EngineObserver>((both, one) => (one ? bothObservers(both, one) : both), countGrants(grants));
-  backend = config.redlock
-    ? await startRedlockBackend(config, refreshHealth, observer)
-    : await startRedisBackend(config, limits.maxWaitersPerLock, refreshHealth, observer);
-  refreshHealth();
-  const { engine } = backend;
-  const running = backend;
-  metrics?.watch({
-    stats: () => namespaces.stats(),
-    redisUp: () => running.redisUp?.() ?? running.serving(),
-    grantsBlocked: () => !!running.grantsBlocked?.(),
-  });
 
+  const gate = new StartGate();
   const calls = new CallCounter();
   const auth = new AuthGate(config.credentials ?? new Credentials());
   const callLimits = new CallLimits(limits, (metadata) => namespaceLabel(auth.namespaceOf(metadata)), metrics && ((limit) => metrics.limitRefused(limit)));
   const server = new Server({
     // grpc-js hands a call's metadata and messages to these in order, and a status sent by one
-    // reaches only those before it: RPC metrics and traces first (they see every status, refusals
-    // included), the count of calls in flight, authentication, then the caps on waiters and Hold
-    // streams (per namespace: known once authenticated; a refused call is never counted).
+    // reaches only those before it: the start gate first (a call while the backend starts is
+    // answered UNAVAILABLE, by nothing else), RPC metrics and traces (they see every status,
+    // refusals included), the count of calls in flight, authentication, then the caps on waiters
+    // and Hold streams (per namespace: known once authenticated; a refused call is never counted).
     interceptors: [
+      gate.interceptor,
       ...(metrics ? [metrics.rpcInterceptor] : []),
       ...(tracing ? [tracing.interceptor] : []),
       calls.interceptor,
@@ -133,6 +130,74 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const protoDir = join(packageRoot(), 'proto');
   // One line per call refused before its handler (undecodable, or a string that is not UTF-8); a metrics counter goes here too.
   const onRejected = (rejection: Rejection) => log.debug(rejection, 'refused a request that is not a valid message');
+  // Registered now, served once the backend is up (the gate): they need its engine.
+  const guarded = guardRequests(LockServiceService, gate.later(LockServiceService), {
+    shapes: readRequestShapes('holdfast/v1/lock.proto', [protoDir]),
+    onRejected,
+  });
+  server.addService(guarded.service, guarded.implementation);
+  const admin = guardRequests(AdminServiceService, gate.later(AdminServiceService), {
+    shapes: readRequestShapes('holdfast/v1/admin.proto', [protoDir]),
+    onRejected,
+  });
+  server.addService(admin.service, admin.implementation);
+  addHealthService(server, health, { shapes: readRequestShapes(healthProtoPath, []), onRejected });
+  const descriptors = protoLoader.loadSync([join(protoDir, 'holdfast/v1/lock.proto'), join(protoDir, 'holdfast/v1/admin.proto'), healthProtoPath], {
+    includeDirs: [protoDir],
+    keepCase: true, // reflection serves the proto's field names (ttl_ms), as grpcurl's JSON expects
+  });
+  new ReflectionService(descriptors).addToServer(server);
+
+  // The ports before the backend: one in use is refused before a redis-server is started, and
+  // each is ours from here on (a probe let go again could be taken before the real bind).
+  let namespaces: Namespaces | undefined;
+  let port: number;
+  let http: HttpListener | undefined;
+  try {
+    port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(config.listen, tls?.credentials ?? ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    ).catch((err: unknown) => {
+      throw listenError(config.listen, '--listen', err);
+    });
+    if (config.httpListen && metrics) {
+      const httpRoutes = httpRoutesFor(metrics, {
+        serving: () => serving,
+        backend: () => backend,
+        namespaces: () => namespaces,
+        grants,
+        principalOfKey: (key) => auth.principalOfKey(key),
+      });
+      http = await startHttpListener(config.httpListen, httpRoutes);
+    }
+  } catch (err) {
+    server.forceShutdown();
+    dataDirLock?.release();
+    throw err;
+  }
+  dataDirLock?.update(config.listen.replace(/:0$/, `:${port}`));
+  enforcePingPolicy(server, {
+    ...limits,
+    connection: (session) => callLimits.connection(session),
+    onTooManyPings: (session) => {
+      metrics?.limitRefused('min-ping-interval-ms');
+      log.warn({ peer: `${session.socket?.remoteAddress}:${session.socket?.remotePort}` }, 'closed a connection that pinged too often (GOAWAY too_many_pings)');
+    },
+  });
+
+  try {
+    backend = config.redlock
+      ? await startRedlockBackend(config, refreshHealth, observer)
+      : await startRedisBackend(config, limits.maxWaitersPerLock, refreshHealth, observer);
+  } catch (err) {
+    // Leave nothing behind: the ports, the data dir.
+    server.forceShutdown();
+    await http?.close();
+    dataDirLock?.release();
+    throw err;
+  }
+  refreshHealth();
+  const { engine } = backend;
+  const running = backend;
   const serviceOptions = (namespace: string) => ({
     defaultTtlMs: config.defaultTtlMs,
     deadlineMarginMs: config.deadlineMarginMs,
@@ -157,78 +222,22 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       log.warn({ lock: name, ...where, holdId, reason, detail: message }, reason === 'stream_lost' ? 'hold stream ended without a cancel' : 'lease lost');
     },
   });
-  const namespaces = new Namespaces(
+  const tenants = new Namespaces(
     engine,
     (namespace) => running.engineForNamespace(namespace),
     (e, namespace) => lockService(e, serviceOptions(namespace)) as unknown as UntypedServiceImplementation,
   );
-  const guarded = guardRequests(
-    LockServiceService,
-    namespaces.dispatch(LockServiceService, (call) => auth.namespaceOf(call.metadata)),
-    {
-      shapes: readRequestShapes('holdfast/v1/lock.proto', [protoDir]),
-      onRejected,
-    },
-  );
-  server.addService(guarded.service, guarded.implementation);
-  const admin = guardRequests(AdminServiceService, adminService(namespaces, calls), {
-    shapes: readRequestShapes('holdfast/v1/admin.proto', [protoDir]),
-    onRejected,
+  namespaces = tenants;
+  metrics?.watch({
+    stats: () => tenants.stats(),
+    redisUp: () => running.redisUp?.() ?? running.serving(),
+    grantsBlocked: () => !!running.grantsBlocked?.(),
   });
-  server.addService(admin.service, admin.implementation);
-  addHealthService(server, health, { shapes: readRequestShapes(healthProtoPath, []), onRejected });
-  const descriptors = protoLoader.loadSync([join(protoDir, 'holdfast/v1/lock.proto'), join(protoDir, 'holdfast/v1/admin.proto'), healthProtoPath], {
-    includeDirs: [protoDir],
-    keepCase: true, // reflection serves the proto's field names (ttl_ms), as grpcurl's JSON expects
-  });
-  new ReflectionService(descriptors).addToServer(server);
-
-  let port: number;
-  try {
-    port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync(config.listen, tls?.credentials ?? ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
-    );
-  } catch (err) {
-    // Leave nothing behind: an embedded redis-server would outlive us as an orphan.
-    server.forceShutdown();
-    await namespaces.close();
-    await running.close();
-    throw new Error(`cannot listen on ${config.listen}: ${(err as Error).message}`);
-  }
-  enforcePingPolicy(server, {
-    ...limits,
-    connection: (session) => callLimits.connection(session),
-    onTooManyPings: (session) => {
-      metrics?.limitRefused('min-ping-interval-ms');
-      log.warn({ peer: `${session.socket?.remoteAddress}:${session.socket?.remotePort}` }, 'closed a connection that pinged too often (GOAWAY too_many_pings)');
-    },
-  });
-  let http: HttpListener | undefined;
-  if (config.httpListen && metrics) {
-    const notReady = () => {
-      if (serving) return null;
-      if (running.redisUp?.() === false) return 'Redis is not reachable';
-      return running.grantsBlocked?.() ?? 'the server is starting or stopping, or cannot grant now';
-    };
-    try {
-      const backendState = () => ({ serving, redisReachable: running.redisUp?.() ?? running.serving(), quarantine: running.grantsBlocked?.() ?? null });
-      const dashboard = dashboardHandler({
-        sourceFor: (namespace) => ({ engine: namespaces.engineOf(namespace), grants, backendState }),
-        principalOfKey: (key) => auth.principalOfKey(key),
-      });
-      http = await startHttpListener(config.httpListen, {
-        metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
-        notReady,
-        mounted: dashboard,
-      });
-    } catch (err) {
-      server.forceShutdown();
-      await engine.close();
-      await running.close();
-      throw err;
-    }
-    log.info({ httpListen: config.httpListen, port: http.port }, 'serving the dashboard, /metrics, /healthz and /readyz');
-  }
+  gate.open([
+    [LockServiceService, tenants.dispatch(LockServiceService, (call) => auth.namespaceOf(call.metadata))],
+    [AdminServiceService, adminService(tenants, calls)],
+  ]);
+  if (http) log.info({ httpListen: config.httpListen, port: http.port }, 'serving the dashboard, /metrics, /healthz and /readyz');
   if (tracing && !config.tracerProvider) log.info('exporting traces over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT)');
   log.info({ version: holdfastVersion(), listen: config.listen, port, tls: tls ? (tls.mutual ? 'mutual' : 'server') : 'off' }, 'holdfast listening');
 
@@ -237,7 +246,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     (stopping ??= (async () => {
       log.info('stopping: ending waits and holds, releasing their locks');
       setHealth(false);
-      await namespaces.close();
+      await tenants.close();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
           server.forceShutdown();
@@ -251,7 +260,46 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       await http?.close();
       await tracing?.shutdown().catch(() => {});
       await running.close();
+      dataDirLock?.release();
     })());
   const updateCredentials = (credentials: Credentials) => auth.update(credentials);
   return { port, redisUrl: running.description, engine, httpPort: http?.port, updateCredentials, stop };
+}
+
+interface HttpState {
+  serving(): boolean;
+  /** Absent while the server starts. */
+  backend(): Backend | undefined;
+  namespaces(): Namespaces | undefined;
+  grants: GrantRate;
+  principalOfKey: Parameters<typeof dashboardHandler>[0]['principalOfKey'];
+}
+
+/** The HTTP listener's routes: bound before the backend is up, so each asks for it when called. */
+function httpRoutesFor(metrics: Metrics, state: HttpState): HttpRoutes {
+  const notReady = () => {
+    const running = state.backend();
+    if (state.serving()) return null;
+    if (!running) return 'the server is starting';
+    if (running.redisUp?.() === false) return 'Redis is not reachable';
+    return running.grantsBlocked?.() ?? 'the server is starting or stopping, or cannot grant now';
+  };
+  const backendState = () => {
+    const running = state.backend()!;
+    return { serving: state.serving(), redisReachable: running.redisUp?.() ?? running.serving(), quarantine: running.grantsBlocked?.() ?? null };
+  };
+  const dashboard = dashboardHandler({
+    sourceFor: (namespace) => ({ engine: state.namespaces()!.engineOf(namespace), grants: state.grants, backendState }),
+    principalOfKey: state.principalOfKey,
+  });
+  return {
+    metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
+    notReady,
+    mounted: (req, res, path) => {
+      if (state.namespaces()) return dashboard(req, res, path);
+      res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end('holdfast is starting\n');
+      return true;
+    },
+  };
 }

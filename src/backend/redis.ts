@@ -48,6 +48,11 @@ function redisTarget(config: BackendConfig): RedisTarget | undefined {
   return config.redisUrl ? { url: config.redisUrl } : undefined;
 }
 
+/** Whether `config` names no Redis, so that the embedded redis-server keeps its data in config.dataDir. */
+export function usesEmbeddedRedis(config: BackendConfig): boolean {
+  return !config.redlock?.length && !(config.redisUrl ?? config.redisClusterNodes?.join(',') ?? config.redisSentinels?.join(','));
+}
+
 /** Connects (or starts) Redis and the engine; `onChange` is called whenever serving() may have changed. */
 export async function startRedisBackend(config: BackendConfig, maxWaitersPerLock: number, onChange: () => void, observer?: EngineObserver): Promise<Backend> {
   const log = config.logger;

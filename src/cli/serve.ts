@@ -1,5 +1,7 @@
 import { Command, Option } from 'commander';
 import { RedisBinaryMissing } from '../redis/embedded';
+import { DataDirInUse } from '../redis/data-dir-lock';
+import { ListenError } from '../net/listen';
 import type { SyncReplicas } from '../redis/replica-acks';
 import { startServer } from '../server';
 import { DEFAULT_LIMITS } from '../transport/limits';
@@ -10,13 +12,23 @@ import { Credentials } from '../auth/credentials';
 import type { RedisSecurity } from '../redis/connect';
 import { readOptionFile, TlsFilesError } from '../tls/option-file';
 import { count, millis, wholeNumber } from './options';
-import { serverLogger } from './logger';
+import { routeGrpcLogs, serverLogger } from './logger';
 import { announceListening, runsWorkers, runWorkers, workerCount } from './workers';
 import { protectedModeRefusal } from './protected-mode';
 
 function refuseToStart(message: string): never {
   process.stderr.write(`holdfast: ${message}\n`);
   process.exit(EXIT_BAD_CONFIG);
+}
+
+/**
+ * What cannot be had at start (redis-server missing, the data dir or a port in use): one line,
+ * exit 1. Anything else is thrown on (cli.ts prints it).
+ */
+function refuseToRun(err: unknown): never {
+  if (!(err instanceof RedisBinaryMissing || err instanceof DataDirInUse || err instanceof ListenError)) throw err;
+  process.stderr.write(`holdfast: ${err.message}\n`);
+  process.exit(1);
 }
 
 /** The TLS files to serve with, or undefined for plaintext; refuses a half-given pair. */
@@ -284,6 +296,7 @@ export function serveCommand(): Command {
       const opts = await settingsOrExit(command);
       if (opts.printConfig) return;
       const logger = serverLogger(opts.logLevel);
+      routeGrpcLogs(logger);
       const tls = tlsFiles(opts);
       const credentials = new Credentials(opts.apiKeys, opts.clientCertificates);
 
@@ -295,9 +308,11 @@ export function serveCommand(): Command {
           workers: opts.workers,
           optimizeForSize: opts.optimizeForSize,
           embeddedRedisDir: givenRedis ? undefined : opts.dataDir,
+          listen: opts.listen,
+          httpListen: httpListen(opts),
           keyPrefix: opts.keyPrefix,
           logger,
-        });
+        }).catch(refuseToRun);
         return;
       }
       // SIGTERM/SIGINT are caught from here on: one that comes while the server starts (or right
@@ -355,11 +370,7 @@ export function serveCommand(): Command {
         });
       } catch (err) {
         if (err instanceof TlsFilesError) refuseToStart(err.message);
-        if (err instanceof RedisBinaryMissing) {
-          process.stderr.write(`holdfast: ${err.message}\n`);
-          process.exit(1);
-        }
-        throw err;
+        refuseToRun(err);
       }
       const running = server;
       let stopWatching = () => {};

@@ -7,7 +7,9 @@ import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { lockDataDir, type DataDirLock } from '../redis/data-dir-lock';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../redis/embedded';
+import { probeListen } from '../net/listen';
 import { recordCompleteMaster } from '../redis/vouch';
 import { wholeNumber } from './options';
 
@@ -46,6 +48,9 @@ export interface WorkersOptions {
   optimizeForSize: boolean;
   /** No --redis, --redis-cluster or --redis-sentinels: the primary starts the embedded Redis. */
   embeddedRedisDir?: string;
+  /** The workers' --listen and --http-listen: the primary checks them before it starts the embedded Redis. */
+  listen: string;
+  httpListen?: string;
   /** The servers' --key-prefix, where the embedded Redis's epoch record goes. */
   keyPrefix: string;
   logger: Logger;
@@ -55,9 +60,21 @@ export async function runWorkers(options: WorkersOptions): Promise<void> {
   const { logger } = options;
   const workers = resolveWorkers(options.workers);
   let embedded: EmbeddedRedis | undefined;
+  let dataDirLock: DataDirLock | undefined;
   const env: Record<string, string> = {};
-  if (options.embeddedRedisDir) {
-    embedded = await startEmbeddedRedis({ dataDir: join(options.embeddedRedisDir, 'redis'), durable: true });
+  // As one server does (src/server.ts): the data dir, then the ports, then the redis-server. The
+  // workers bind the ports themselves, so the primary can only probe them: one taken in between
+  // makes the first worker fail, and the primary stop the redis-server and exit.
+  if (options.embeddedRedisDir) dataDirLock = lockDataDir(options.embeddedRedisDir, options.listen);
+  try {
+    await probeListen(options.listen, '--listen');
+    if (options.httpListen) await probeListen(options.httpListen, '--http-listen');
+    if (options.embeddedRedisDir) embedded = await startEmbeddedRedis({ dataDir: join(options.embeddedRedisDir, 'redis'), durable: true });
+  } catch (err) {
+    dataDirLock?.release();
+    throw err;
+  }
+  if (embedded) {
     // The workers meet it as a Redis given by URL: tell them, through its epoch record, what the
     // primary knows (a new data dir, or every write fsynced: no grant lost), or let them quarantine.
     if (embedded.holdsEveryGrant) await recordCompleteMaster(embedded.url, options.keyPrefix);
@@ -86,6 +103,7 @@ export async function runWorkers(options: WorkersOptions): Promise<void> {
     );
     await Promise.all(exits);
     await embedded?.stop();
+    dataDirLock?.release();
     process.exit(code);
   };
   cluster.on('exit', (worker, code, signal) => {

@@ -3,6 +3,7 @@
 // whatever is mounted on it (the dashboard, src/dashboard). GET and HEAD only: it changes nothing.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { listenError } from '../net/listen';
 
 /** Answers the paths it knows (and returns true); false leaves the request to the listener's 404. */
 export type HttpHandler = (req: IncomingMessage, res: ServerResponse, path: string) => boolean;
@@ -33,7 +34,7 @@ export async function startHttpListener(listen: string, routes: HttpRoutes): Pro
   const server = createServer((req, res) => void answer(req, res, routes));
   server.keepAliveTimeout = 65_000; // longer than Prometheus's scrape interval: a scraper keeps its connection
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (err) => reject(new Error(`cannot listen on ${listen} for HTTP: ${err.message}`)));
+    server.once('error', (err) => reject(listenError(listen, '--http-listen', err)));
     server.listen(port, host, () => resolve());
   });
   return {

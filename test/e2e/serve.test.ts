@@ -1,7 +1,8 @@
 // `holdfast serve` as a user runs it: the embedded redis-server child, env configuration,
 // a missing redis-server binary.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -24,9 +25,9 @@ const alive = (pid: number) => {
 };
 
 /** `holdfast serve` with the embedded Redis, configured through env; resolves once it listens. */
-async function serveEmbedded(port: number) {
+async function serveEmbedded(port: number, dir = dataDir) {
   const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...process.env, HOLDFAST_LISTEN: `127.0.0.1:${port}`, HOLDFAST_DATA_DIR: dataDir },
+    env: { ...process.env, HOLDFAST_LISTEN: `127.0.0.1:${port}`, HOLDFAST_DATA_DIR: dir },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
@@ -37,7 +38,43 @@ async function serveEmbedded(port: number) {
     .split('\n')
     .map((l) => (l.startsWith('{') ? JSON.parse(l) : {}))
     .find((l) => /embedded redis-server/.test(l.msg));
-  return { child, exited, started, output: () => output };
+  return { child, exited, started, addr: `127.0.0.1:${port}`, output: () => output };
+}
+
+/** `holdfast serve ARGS` run to its exit (it is expected to refuse to start). */
+async function refusedServe(args: string[]) {
+  const child = spawn(process.execPath, [CLI, 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => {
+    stdout += d.toString();
+    if (/holdfast (workers )?listening/.test(stdout)) child.kill('SIGTERM'); // not refused: stop it, the test fails
+  });
+  child.stderr!.on('data', (d) => (stderr += d.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  return { code, stdout, stderr };
+}
+
+/** The redis-server processes (zombies aside) whose command line names `dir`. */
+function redisServersIn(dir: string): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+        return cmdline.startsWith('redis-server') && cmdline.includes(dir) && alive(Number(pid));
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
+}
+
+/** Holds a loopback port, as another program would; resolves with it. */
+async function takenPort(): Promise<{ port: number; close(): Promise<void> }> {
+  const other = createServer();
+  await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+  return { port: (other.address() as AddressInfo).port, close: () => new Promise<void>((resolve) => other.close(() => resolve())) };
 }
 
 describe('holdfast serve', () => {
@@ -94,5 +131,66 @@ describe('holdfast serve', () => {
     expect(code).toBe(1);
     expect(stderr.trim().split('\n')).toHaveLength(1);
     expect(stderr).toMatch(/redis-server not found.*apt-get install -y redis-server/);
+  });
+  it('refuses a second server on its data dir in one line naming the first, which goes on serving; a SIGKILLed one blocks nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'holdfast-serve-lock-'));
+    const first = await serveEmbedded(await freePort(), dir);
+    let third: Awaited<ReturnType<typeof serveEmbedded>> | undefined;
+    try {
+      for (const extra of [[], ['--workers', '2']]) {
+        const second = await refusedServe(['--listen', `127.0.0.1:${await freePort()}`, '--data-dir', dir, ...extra]);
+        expect(second.code).toBe(1);
+        expect(second.stderr).toBe(
+          `holdfast: data dir ${dir} is in use by another holdfast serve (pid ${first.child.pid}, listening on ${first.addr}): stop that server, or give this one another --data-dir\n`,
+        );
+        expect(second.stdout).not.toMatch(/embedded redis-server/);
+      }
+      // The first server and its redis-server were not touched: it still grants.
+      expect(alive(first.started.redisPid)).toBe(true);
+      const client = connect(first.addr);
+      expect((await client.acquire({ name: uniqueName() })).acquired).toBe(true);
+      client.close();
+
+      // A crash leaves the lock file and the redis-server behind; the next server takes both over.
+      first.child.kill('SIGKILL');
+      await first.exited;
+      expect(alive(first.started.redisPid)).toBe(true);
+      expect(readFileSync(join(dir, 'holdfast.lock'), 'utf8')).toContain(`"pid":${first.child.pid}`);
+      const port = await freePort();
+      third = await serveEmbedded(port, dir);
+      expect(alive(first.started.redisPid)).toBe(false); // the leftover, stopped as before
+      const again = connect(`127.0.0.1:${port}`);
+      expect((await again.acquire({ name: uniqueName() })).acquired).toBe(true);
+      again.close();
+      third.child.kill('SIGTERM');
+      expect(await third.exited).toBe(0);
+      expect(existsSync(join(dir, 'holdfast.lock'))).toBe(false); // given up on a clean stop
+    } finally {
+      first.child.kill('SIGKILL');
+      third?.child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.each([
+    ['--listen', (port: number) => ['--listen', `127.0.0.1:${port}`]],
+    ['--http-listen', (port: number) => ['--listen', '127.0.0.1:0', '--http-listen', `127.0.0.1:${port}`]],
+    ['--listen, under --workers', (port: number) => ['--listen', `127.0.0.1:${port}`, '--workers', '2']],
+  ])('refuses a %s port in use in one line, before it starts a redis-server', async (option, args) => {
+    const other = await takenPort();
+    const dir = mkdtempSync(join(tmpdir(), 'holdfast-serve-port-'));
+    try {
+      const run = await refusedServe([...args(other.port), '--data-dir', dir]);
+      expect(run.code).toBe(1);
+      const flag = option.split(',')[0];
+      expect(run.stderr).toBe(`holdfast: cannot listen on 127.0.0.1:${other.port} (${flag}): the port is in use by another process\n`);
+      // Nothing was started: no redis-server ran on the data dir (it would have made redis/), none is left.
+      expect(run.stdout).not.toMatch(/embedded redis-server/);
+      expect(readdirSync(dir)).toEqual([]);
+      expect(redisServersIn(dir)).toEqual([]);
+    } finally {
+      await other.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
