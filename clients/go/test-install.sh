@@ -42,14 +42,22 @@ mkdir -p "$scratch/home"
 
 # The release folder; package.sh prints each module's go.sum line.
 bash "$here/package.sh" "$scratch/release" | tee "$scratch/sums"
-proxy="file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)"
+# released_sum PATH: the go.sum line of the module PATH's released zip.
+released_sum() { grep "^$1 $version h1:" "$scratch/sums" || die "package.sh released no $1"; }
+proxy="$(go env GOPROXY)"
+downloads="$(go env GOMODCACHE)/cache/download"
+[ ! -d "$downloads" ] || proxy="file://$downloads,$proxy"
 cache="$(go env GOCACHE)"
 
 # as_user DIR SCRIPT: runs SCRIPT with bash in DIR as a user with a fresh HOME and no Go settings
-# but the caches above.
+# but the caches above (and this machine's way to the network: its CA and proxy variables).
 as_user() {
-  (cd "$1" && env -i PATH="$PATH" HOME="$scratch/home" GOMODCACHE="$modcache" GOCACHE="$cache" \
-    GOPROXY="$proxy" HOLDFAST_RELEASE="$scratch/release" HOLDFAST_SRC="$scratch/src" \
+  local name passed=()
+  for name in SSL_CERT_FILE SSL_CERT_DIR HTTPS_PROXY https_proxy HTTP_PROXY http_proxy NO_PROXY no_proxy; do
+    [ -z "${!name:-}" ] || passed+=("$name=${!name}")
+  done
+  (cd "$1" && env -i "${passed[@]}" PATH="$PATH" HOME="$scratch/home" GOMODCACHE="$modcache" \
+    GOCACHE="$cache" GOPROXY="$proxy" HOLDFAST_RELEASE="$scratch/release" HOLDFAST_SRC="$scratch/src" \
     HOLDFAST_ADDR="$HOLDFAST_ADDR" bash -euo pipefail -c "$2")
 }
 # new_module NAME GO_SOURCE: a module example.com/NAME in the scratch folder with GO_SOURCE as main.go.
@@ -70,7 +78,8 @@ takes_lock() {
 echo "== 1. the release route"
 new_module lockdemo "$program"
 as_user "$scratch/lockdemo" "$from_release"
-grep -qxF "$(grep "^$module " "$scratch/sums")" "$scratch/lockdemo/go.sum" || die "lockdemo: go.sum does not hold the released zip's hash"
+sum="$(released_sum "$module")"
+grep -qxF "$sum" "$scratch/lockdemo/go.sum" || die "lockdemo: go.sum does not hold the released zip's hash"
 takes_lock lockdemo
 
 echo "== 2. the checkout route (an unpacked copy of the client's module zip)"
@@ -90,5 +99,6 @@ import \"github.com/holdfast/holdfast/clients/go/fencing/fenceredis\"
 func main() { _ = fenceredis.New }"
 as_user "$scratch/fencedemo" "${from_release//"$module@"/"$module/fencing/fenceredis@"} && go build ./..."
 [ "$(drivers fencedemo)" = github.com/gomodule/redigo ] || die "fencedemo: go.mod and go.sum should name redigo, and only it: $(drivers fencedemo)"
-grep -qxF "$(grep "^$module/fencing/fenceredis " "$scratch/sums")" "$scratch/fencedemo/go.sum" || die "fencedemo: go.sum does not hold the released zip's hash"
+sum="$(released_sum "$module/fencing/fenceredis")"
+grep -qxF "$sum" "$scratch/fencedemo/go.sum" || die "fencedemo: go.sum does not hold the released zip's hash"
 echo "test-install.sh: the Go client installs from its release folder and from a checkout"
