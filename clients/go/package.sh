@@ -17,7 +17,7 @@ stamp="$(git -C "$repo" log -1 --format=%cI HEAD)"
 # The modproxy tool is built once, outside the modules it packs.
 tool="$(mktemp -d)"
 trap 'rm -rf "$tool"' EXIT
-go -C "$here/internal/modproxy" build -o "$tool/modproxy" .
+go -C "$here/internal/modproxy" build -buildvcs=false -o "$tool/modproxy" .
 
 # module folder (relative to clients/go), name of its zip in OUTDIR
 while read -r folder name; do
