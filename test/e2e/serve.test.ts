@@ -1,13 +1,15 @@
 // `holdfast serve` as a user runs it: the embedded redis-server child, env configuration,
 // a missing redis-server binary.
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect as tcpConnect, createServer, type AddressInfo } from 'node:net';
+import { type ServiceError, status } from '@grpc/grpc-js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/redis/embedded';
 import { connect } from '../support/client';
+import { healthStatus } from '../support/health';
 import { uniqueName } from '../support/redis';
 import { CLI } from '../support/server';
 import { waitFor } from '../support/wait';
@@ -68,6 +70,18 @@ function redisServersIn(dir: string): number[] {
       }
     })
     .map(Number);
+}
+
+/** Whether something accepts connections on the loopback port. */
+function isListening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = tcpConnect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }
 
 /** Holds a loopback port, as another program would; resolves with it. */
@@ -190,6 +204,49 @@ describe('holdfast serve', () => {
       expect(redisServersIn(dir)).toEqual([]);
     } finally {
       await other.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  it('holds its port while the embedded Redis starts: health NOT_SERVING, lock calls UNAVAILABLE, then it serves', async () => {
+    // A redis-server that starts only when the test says so: the start lasts as long as the test needs.
+    const dir = mkdtempSync(join(tmpdir(), 'holdfast-serve-start-'));
+    const realRedis = execFileSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).trim();
+    const go = join(dir, 'go');
+    execFileSync('mkfifo', [go]);
+    mkdirSync(join(dir, 'bin'));
+    writeFileSync(
+      join(dir, 'bin', 'redis-server'),
+      `#!/bin/sh\n[ "$1" = --version ] && exec ${realRedis} --version\nread line < ${go}\nexec ${realRedis} "$@"\n`,
+      { mode: 0o755 },
+    );
+    const port = await freePort();
+    const child = spawn(process.execPath, [CLI, 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', join(dir, 'data')], {
+      env: { ...process.env, PATH: `${join(dir, 'bin')}:${process.env.PATH}` },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let output = '';
+    child.stdout!.on('data', (d) => (output += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const client = connect(`127.0.0.1:${port}`);
+    try {
+      await waitFor('the port to be bound', () => isListening(port));
+      expect(await healthStatus(`127.0.0.1:${port}`)).toBe('NOT_SERVING');
+      const early = await client.inspect({ name: uniqueName() }).then(
+        () => undefined,
+        (err: ServiceError) => err,
+      );
+      expect(early).toMatchObject({ code: status.UNAVAILABLE, details: 'holdfast is starting: try again in a moment' });
+      expect(output).not.toMatch(/holdfast listening/);
+
+      writeFileSync(go, 'go\n'); // the redis-server starts
+      await waitFor('the server to listen', () => output.includes('holdfast listening'), 20_000);
+      expect((await client.acquire({ name: uniqueName() })).acquired).toBe(true);
+      expect(await healthStatus(`127.0.0.1:${port}`)).toBe('SERVING');
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      client.close();
+      child.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     }
   });
