@@ -3,11 +3,23 @@
 // - every relative link leads to a file or folder, and an #anchor to a heading of that page;
 // - every repository path written in backticks (src/…, test/…, lua/…) exists;
 // - every `npm run X` is a script of package.json;
-// - every --flag given to a holdfast command is in that command's --help (the built CLI's).
+// - every --flag the pages name is a real one, checked against the commander definitions the built
+//   CLI is made of (dist/src/cli/program.js, beside --cli), never a list kept here:
+//   * on a line that runs a holdfast command (`holdfast CMD`, `npx holdfast CMD`,
+//     `node dist/src/cli.js CMD`; a code block's backslash-continued lines are one), every flag
+//     up to a comment, a pipe, `;`, `&&` or ` -- ` (what follows belongs to another program) must be
+//     CMD's, and so must every flag of a listing block that opens with `holdfast CMD [options]`;
+//   * a flag named on its own (a backtick span that starts with --, or bare in prose) must be some
+//     holdfast command's, or another program's: one shown in use on a code-block line of the same
+//     page that runs no holdfast command (grpcurl, redis-server, npm, go, mvn, pip, cargo, ...), or
+//     one of OTHER_FLAGS, whose defining file must still mention it;
+//   * an option kept only as an old name (hidden from --help) may be named only on a line that also
+//     names the option that replaced it (the first flag its description names).
 // Usage: node scripts/check-docs.mjs [--root DIR] [--cli dist/src/cli.js]. Exit 1 on any problem.
 // Node built-ins only: the markdown it needs (fences, inline code, links, headings) is small.
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -36,6 +48,7 @@ const OTHER_FLAGS = {
   '--samples': 'bench/dashboard.ts',
   '--seconds': 'bench/support.ts',
   '--cpu-prof': 'node',
+  '--cpu-prof-dir': 'node',
   '--max-semi-space-size': 'node',
 };
 
@@ -105,7 +118,7 @@ function parse(text) {
     }
   });
   if (block) blocks.push(block);
-  return { prose, spans, blocks, anchors };
+  return { prose, spans, blocks, anchors, lines: text.split('\n') };
 }
 
 function checkLinks(root, page, doc, docs, problems) {
@@ -150,19 +163,27 @@ function checkNpmScripts(page, doc, scripts, problems) {
   }
 }
 
-/** The subcommands and their flags, as the built CLI's --help lists them. */
-async function cliFlags(cli) {
-  const help = async (...args) => (await run(process.execPath, [cli, ...args, '--help'], { maxBuffer: 1 << 20 })).stdout;
-  const top = await help();
-  const commands = [...top.split(/^Commands:/m)[1].matchAll(/^\s{2}([a-z][\w-]*)/gm)].map((m) => m[1]).filter((c) => c !== 'help');
+/**
+ * Each subcommand's flags, and the options kept only as old names (hidden from --help) with the
+ * flag that replaced them, read from the commander definitions of the built CLI.
+ */
+function cliFlags(cli) {
+  const programFile = join(dirname(cli), 'cli', 'program.js');
+  const { holdfastProgram } = createRequire(programFile)(programFile);
+  const program = holdfastProgram();
+  const flagsOf = (command) => command.options.flatMap((o) => [o.long, o.short]).filter((f) => f?.startsWith('--'));
   const flags = new Map();
-  await Promise.all(
-    commands.map(async (command) => {
-      const text = await help(command);
-      flags.set(command, new Set([...text.matchAll(/(?<![\w-])--[a-z0-9][\w-]*/g)].map((m) => m[0]).concat('--help')));
-    }),
-  );
-  return flags;
+  const replacedBy = new Map();
+  for (const command of program.commands) {
+    flags.set(command.name(), new Set([...flagsOf(command), '--help']));
+    for (const option of command.options.filter((o) => o.hidden)) {
+      const replacement = /(?<![\w-])--[a-z0-9][\w-]*/.exec(option.description)?.[0];
+      if (!replacement)
+        throw new Error(`check-docs: ${command.name()} ${option.long} is hidden from --help but its description names no flag that replaced it`);
+      replacedBy.set(option.long, replacement);
+    }
+  }
+  return { flags, replacedBy, programFlags: new Set([...flagsOf(program), '--help']) };
 }
 
 const FLAG = /(?<![\w-])--[a-z0-9][\w-]*/g;
@@ -178,12 +199,20 @@ function commandUses(line, commands) {
   return uses;
 }
 
-async function checkFlags(root, page, doc, flagsOf, problems) {
-  const known = new Set([...flagsOf.values()].flatMap((s) => [...s]));
+async function checkFlags(root, page, doc, cliOptions, problems) {
+  const { flags: flagsOf, replacedBy, programFlags } = cliOptions;
+  const known = new Set([...programFlags, ...[...flagsOf.values()].flatMap((s) => [...s])]);
   const commands = new Set(flagsOf.keys());
   const otherUses = new Set();
+  const oldName = (n, flag) => {
+    const replacement = replacedBy.get(flag);
+    if (!replacement || doc.lines[n - 1].includes(replacement)) return false;
+    problems.push(`${page}:${n}: ${flag} is only kept as an old name of ${replacement}: name ${replacement}, or both on one line`);
+    return true;
+  };
   const check = (n, command, flag) => {
-    if (!flagsOf.get(command).has(flag)) problems.push(`${page}:${n}: holdfast ${command} has no flag ${flag} (not in its --help)`);
+    if (!flagsOf.get(command).has(flag)) problems.push(`${page}:${n}: holdfast ${command} has no flag ${flag} (not in its definition)`);
+    else oldName(n, flag);
   };
   // Code blocks: backslash-continued lines are one; a block that opens with `holdfast CMD [options]` lists CMD's flags.
   for (const block of doc.blocks) {
@@ -209,13 +238,15 @@ async function checkFlags(root, page, doc, flagsOf, problems) {
     const uses = commandUses(text, commands);
     for (const use of uses) for (const f of use.flags) check(n, use.command, f);
     if (uses.length) continue;
-    if (/^--[a-z0-9]/.test(text)) alone.push({ n, flag: text.match(FLAG)[0] });
+    if (/^--[a-z0-9]/.test(text)) for (const f of text.matchAll(FLAG)) alone.push({ n, flag: f[0] });
     else for (const f of text.matchAll(FLAG)) otherUses.add(f[0]);
   }
-  // A flag named on its own in prose: holdfast's, another program's shown on this page, or a known other.
+  for (const { n, text } of doc.prose) for (const f of text.matchAll(FLAG)) alone.push({ n, flag: f[0] });
+  // A flag named on its own: holdfast's, another program's shown on this page, or a known other.
   for (const { n, flag } of alone) {
-    if (known.has(flag) || otherUses.has(flag) || (await isOtherProgramsFlag(root, flag))) continue;
-    problems.push(`${page}:${n}: flag ${flag} is no holdfast command's (not in any --help) nor another program's the docs know`);
+    if (known.has(flag)) oldName(n, flag);
+    else if (!otherUses.has(flag) && !(await isOtherProgramsFlag(root, flag)))
+      problems.push(`${page}:${n}: flag ${flag} is no holdfast command's (not in any definition) nor another program's the docs know`);
   }
 }
 
@@ -232,16 +263,17 @@ async function isOtherProgramsFlag(root, flag) {
 }
 
 export async function checkDocs({ root, cli }) {
-  if (!existsSync(cli)) return [`${relative(root, cli)}: missing; build first (npx tsc -p .)`];
+  const programFile = join(dirname(cli), 'cli', 'program.js');
+  if (!existsSync(programFile)) return [`${relative(root, programFile)}: missing; build first (npx tsc -p .)`];
   const scripts = new Set(Object.keys(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts ?? {}));
-  const flagsOf = await cliFlags(cli);
+  const cliOptions = cliFlags(cli);
   const docs = new Map(pages(root).map((p) => [p, parse(readFileSync(join(root, p), 'utf8'))]));
   const problems = [];
   for (const [page, doc] of docs) {
     checkLinks(root, page, doc, docs, problems);
     checkPaths(root, page, doc, problems);
     checkNpmScripts(page, doc, scripts, problems);
-    await checkFlags(root, page, doc, flagsOf, problems);
+    await checkFlags(root, page, doc, cliOptions, problems);
   }
   return problems;
 }

@@ -227,7 +227,9 @@ export function serveCommand(): Command {
         'HOLDFAST_HTTP_LISTEN',
       ),
     )
-    .addOption(new Option('--metrics-listen <host:port>', 'the same as --http-listen (its first name)').env('HOLDFAST_METRICS_LISTEN'))
+    .addOption(
+      new Option('--metrics-listen <host:port>', 'the same as --http-listen (its first name, kept for old configs)').env('HOLDFAST_METRICS_LISTEN').hideHelp(),
+    )
     .addOption(
       new Option('--max-message-bytes <n>', 'largest request message accepted (RESOURCE_EXHAUSTED above)')
         .argParser(count)
