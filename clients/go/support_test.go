@@ -21,6 +21,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	holdfastv1 "github.com/holdfast/holdfast/clients/go/gen/holdfast/v1"
 	"github.com/holdfast/holdfast/clients/go/internal/testrepo"
@@ -119,8 +120,30 @@ func startProcessesDialing(t testing.TB, readyOpts []grpc.DialOption, serverArgs
 	if err := p.server.Start(); err != nil {
 		t.Fatal(err)
 	}
-	dial(t, p.addr, readyOpts...).Close()
+	waitServing(t, p.addr, readyOpts...)
 	return p
+}
+
+// waitServing waits until the server at addr says SERVING on the gRPC health service: it binds
+// its port before its backend is up, and answers lock calls UNAVAILABLE until then.
+func waitServing(t testing.TB, addr string, opts ...grpc.DialOption) {
+	conn := dial(t, addr, opts...)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	watch, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatalf("health of %s: %v", addr, err)
+	}
+	for {
+		reply, err := watch.Recv()
+		if err != nil {
+			t.Fatalf("%s did not say SERVING: %v", addr, err)
+		}
+		if reply.Status == healthpb.HealthCheckResponse_SERVING {
+			return
+		}
+	}
 }
 
 func (p *processes) pause(t testing.TB) {
