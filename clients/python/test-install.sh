@@ -64,13 +64,26 @@ installed() {
   "$venv/bin/python" async_example.py --addr "$addr" "$name-$label"
 }
 
-installed py39 "$python39" "$wheel"
-installed py39-floors "$python39" "$wheel" "${floors[@]}"
-installed py39-sdist "$python39" "$sdist"
-installed py313 "$python313" "$wheel"
-installed debian "$debian" "$wheel"
-# The fencing kit's store extras, into the 3.13 venv: the stores import their drivers.
-"$scratch/py313/bin/pip" install --quiet "$wheel[redis,postgres]"
-"$scratch/py313/bin/python" -c 'import redis, psycopg2, holdfast.fencing.postgres, holdfast.fencing.redis_store'
-"$scratch/py313/bin/python" fenced_storage.py demo --addr "$addr" "$name-fenced"
+# Two lanes at once (pip mostly waits on unpacking and compiling); each lane's output is printed
+# when both have ended.
+(
+  installed py39 "$python39" "$wheel"
+  installed py39-floors "$python39" "$wheel" "${floors[@]}"
+  installed py39-sdist "$python39" "$sdist"
+) >"$scratch/lane-1.log" 2>&1 &
+lane1=$!
+(
+  installed py313 "$python313" "$wheel"
+  # The fencing kit's store extras, into the 3.13 venv: the stores import their drivers.
+  "$scratch/py313/bin/pip" install --quiet "$wheel[redis,postgres]"
+  "$scratch/py313/bin/python" -c 'import redis, psycopg2, holdfast.fencing.postgres, holdfast.fencing.redis_store'
+  "$scratch/py313/bin/python" fenced_storage.py demo --addr "$addr" "$name-fenced"
+  installed debian "$debian" "$wheel"
+) >"$scratch/lane-2.log" 2>&1 &
+lane2=$!
+failed=0
+wait "$lane1" || failed=1
+wait "$lane2" || failed=1
+cat "$scratch/lane-1.log" "$scratch/lane-2.log"
+((failed == 0)) || die "an install or a program failed (above)"
 say "the wheel installed into fresh venvs from Python 3.9, 3.13 and $debian, the sdist from 3.9, and the programs ran"
