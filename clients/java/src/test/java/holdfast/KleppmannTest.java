@@ -89,8 +89,8 @@ class KleppmannTest {
   private static String scenario(Counter counter) throws Exception {
     String name = Support.randomName();
     Path java = Paths.get(System.getProperty("java.home"), "bin", "java");
-    Process stale = new ProcessBuilder(java.toString(), "-cp",
-        System.getProperty("holdfast.test.classpath", System.getProperty("java.class.path")),
+    // java.class.path: the test classpath (Surefire sets it so in the test JVM).
+    Process stale = new ProcessBuilder(java.toString(), "-cp", System.getProperty("java.class.path"),
         StaleHolder.class.getName(), processes.addr, name, counter.url()).redirectError(ProcessBuilder.Redirect.INHERIT).start();
     try {
       BufferedReader out = new BufferedReader(new InputStreamReader(stale.getInputStream(), StandardCharsets.UTF_8));

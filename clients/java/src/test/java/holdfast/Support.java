@@ -1,9 +1,12 @@
 package holdfast;
 
-import holdfast.v1.Lock.InspectRequest;
-import holdfast.v1.LockServiceGrpc;
+import io.grpc.Context;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
+import io.grpc.StatusRuntimeException;
+import io.grpc.health.v1.HealthCheckRequest;
+import io.grpc.health.v1.HealthCheckResponse;
+import io.grpc.health.v1.HealthGrpc;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -18,6 +21,7 @@ import java.nio.file.Paths;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -112,12 +116,26 @@ final class Support {
     }
   }
 
-  /** A channel that is ready: the first call waits for the server to listen. */
+  /**
+   * A channel to a server that grants: the server listens before its backend is up (lock calls are
+   * UNAVAILABLE until then), so this watches its health until it says SERVING.
+   */
   static ManagedChannel readyChannel(String addr) {
     ManagedChannel channel = ManagedChannelBuilder.forTarget(addr).usePlaintext().build();
-    LockServiceGrpc.newBlockingStub(channel).withWaitForReady()
-        .withDeadlineAfter(START_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
-        .inspect(InspectRequest.newBuilder().setName("java-ready-check").build());
+    try (Context.CancellableContext watch = Context.current().withCancellation()) {
+      watch.run(() -> {
+        Iterator<HealthCheckResponse> statuses = HealthGrpc.newBlockingStub(channel).withWaitForReady()
+            .withDeadlineAfter(START_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
+            .watch(HealthCheckRequest.getDefaultInstance());
+        while (statuses.next().getStatus() != HealthCheckResponse.ServingStatus.SERVING) {
+          // the next status change
+        }
+      });
+    } catch (StatusRuntimeException e) {
+      channel.shutdownNow();
+      throw new IllegalStateException("the holdfast server at " + addr + " did not report SERVING within "
+          + START_TIMEOUT.toSeconds() + " s: " + e.getStatus(), e);
+    }
     return channel;
   }
 
