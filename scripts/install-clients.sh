@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { echo "install-clients: $*" >&2; }
 need() { command -v "$1" >/dev/null || { say "$1 is missing: $2"; exit 1; }; }
-need go "install Go 1.22 or newer"
+need go "install Go 1.25 or newer"
 need mvn "install Maven 3.8 or newer and a JDK 17"
 need cargo "install Rust with rustup"
 need python3 "install CPython 3.9 or newer"
