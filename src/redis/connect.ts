@@ -45,13 +45,41 @@ function hostPort(node: string): { host: string; port: number } {
 }
 
 /**
+ * A Sentinel client that connects again whenever it ends without being closed. ioredis (5.11 and
+ * 6.0 alike) ends one for good when its failover detector hears +switch-master while the client
+ * is asking a Sentinel for the master (after the old master's connection dropped): the detector's
+ * disconnect aborts that attempt, and the client gives up instead of asking again. On a busy
+ * machine asking takes long enough for that to happen in a failover (test/e2e/failover-stress:
+ * one of a server's connections never came back).
+ */
+class SentinelRedis extends Redis {
+  private closing = false;
+
+  constructor(options: RedisOptions) {
+    super(options);
+    this.on('end', () => {
+      if (!this.closing) setTimeout(() => !this.closing && this.status === 'end' && this.connect().catch(() => {}), 50).unref();
+    });
+  }
+
+  override disconnect(reconnect = false): void {
+    if (!reconnect) this.closing = true;
+    super.disconnect(reconnect);
+  }
+
+  override duplicate(override: Partial<RedisOptions> = {}): Redis {
+    return new SentinelRedis({ ...this.options, ...override });
+  }
+}
+
+/**
  * Follows the master that the Sentinels name: asks them on every (re)connect, and listens for
  * +switch-master so a failover drops the connection to the old master at once, even one that
  * hangs (SIGSTOP, partition) instead of closing. A write refused with READONLY (a demoted
  * master) reconnects too.
  */
 function sentinelClient(sentinels: string[], masterName: string, options: RedisOptions, name: string, security: RedisSecurity): Redis {
-  return new Redis({
+  return new SentinelRedis({
     ...options,
     sentinels: sentinels.map(hostPort),
     sentinelUsername: security.sentinelUsername,

@@ -19,7 +19,7 @@ export interface Contention {
   windows: GrantWindow[];
   /** UNAVAILABLE answers (Redis away, failover, quarantine, unconfirmed grants). */
   unavailable: number;
-  /** Stops the workers and resolves with the windows sorted by arrival. */
+  /** Stops the workers and resolves with the windows sorted by arrival (rejects with a worker's failure, once all have ended). */
   stop(): Promise<GrantWindow[]>;
 }
 
@@ -33,7 +33,8 @@ export function contend(clients: TestClient[], name: string, ttlMs: number): Con
     unavailable: 0,
     async stop() {
       running = false;
-      await Promise.all(workers);
+      const failed = (await settled).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
       return contention.windows.sort((x, y) => x.from - y.from);
     },
   };
@@ -56,6 +57,8 @@ export function contend(clients: TestClient[], name: string, ttlMs: number): Con
     }
   };
   const workers = clients.map((client, id) => worker(id, client));
+  // Watched from the start, so a worker that fails before stop() is never an unhandled rejection: stop() throws it.
+  const settled = Promise.allSettled(workers);
   return contention;
 }
 
