@@ -25,7 +25,9 @@ block() {
     found && inside { print }' "$readme"
 }
 install_files="$(block install-files)" pom="$(block install-pom)" program="$(block install-example)" run="$(block install-run)"
-[ -n "$install_files" ] && [ -n "$pom" ] && [ -n "$run" ] || fail "a marked block of README.md is missing"
+if [ -z "$install_files" ] || [ -z "$pom" ] || [ -z "$run" ]; then
+  fail "a marked block of README.md is missing"
+fi
 grep -q 'class FirstLock' <<<"$program" || fail "no FirstLock program in README.md"
 grep -q '127.0.0.1:50051' <<<"$run" || fail "the run block of README.md names no 127.0.0.1:50051 to replace"
 
@@ -45,7 +47,9 @@ if [ -d "$cache" ]; then
   tar -C "$cache" --exclude=./dev/holdfast -cf - . | tar -C "$m2" -xf -
 fi
 (cd "$scratch/files" && bash -euo pipefail -c "$install_files")
-[ -f "$m2/dev/holdfast/holdfast-client/0.1.0/holdfast-client-0.1.0.jar" ] || fail "install-file put no jar in $m2"
+pom_file="$(cd "$scratch/files" && ls holdfast-client-*.pom)"
+version="${pom_file#holdfast-client-}" version="${version%.pom}"
+[ -f "$m2/dev/holdfast/holdfast-client/$version/holdfast-client-$version.jar" ] || fail "install-file put no $version jar in $m2"
 
 cd "$scratch/project"
 printf '%s\n' "$pom" >pom.xml
