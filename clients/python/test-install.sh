@@ -5,7 +5,8 @@
 #   python -m venv venv; venv/bin/pip install holdfast-0.1.0-py3-none-any.whl
 # with grpcio and protobuf from PyPI; then README.md's first program (its block between the
 # first-program markers) and examples/async_example.py run, and the import must come from that
-# venv. Also: the sdist installed once (pip builds it), the wheel once with the lowest grpcio and
+# venv (a negative control shows the check sees a holdfast from the checkout put first). Also: the
+# sdist installed once (pip builds it), the wheel once with the lowest grpcio and
 # protobuf it declares (3.9), and `pip install "<wheel>[redis,postgres]"` once, running
 # examples/fenced_storage.py demo.
 #   test-install.sh HOST:PORT      (a running holdfast server)
@@ -20,7 +21,9 @@ die() { say "$*"; exit 1; }
 python39="$(pyenv_python 3.9)" python313="$(pyenv_python 3.13)" debian=/usr/bin/python3
 [ -x "$debian" ] || die "$debian is missing (Debian's python3, with python3-venv)"
 scratch="$(mktemp -d)"
-trap 'rm -rf "$scratch"' EXIT
+# pip keeps the wheel it builds from the sdist in its cache: the shared cache keeps registry
+# downloads only.
+trap 'rm -rf "$scratch"; find "$py_cache/pip" -name "holdfast-*.whl" -delete 2>/dev/null || true' EXIT
 case "$scratch/" in "$repo"/*) die "the scratch folder $scratch is inside the repository" ;; esac
 
 bash "$client_dir/package.sh" "$scratch/dist"
@@ -46,19 +49,22 @@ mkdir -p "$HOME"
 cd "$scratch"
 name="pyinst-$RANDOM$RANDOM"
 
+# from_venv VENV: whether VENV's python imports holdfast from VENV's site-packages ($where: from where).
+from_venv() {
+  where="$("$1/bin/python" -c 'import holdfast, pathlib; print(pathlib.Path(holdfast.__file__).resolve())')"
+  case "$where" in "$1"/lib/python3.*/site-packages/holdfast/__init__.py) return 0 ;; esac
+  return 1
+}
+
 # installed VENV PYTHON PIP-ARGS...: a new venv from PYTHON, `pip install PIP-ARGS` into it, then
 # the first program and the asyncio example with the holdfast that venv imports.
 installed() {
-  local label="$1" venv="$scratch/$1" python="$2" where
+  local label="$1" venv="$scratch/$1" python="$2"
   shift 2
   say "$venv: $("$python" --version) -m venv; pip install ${*##*/}"
   "$python" -m venv "$venv"
   "$venv/bin/pip" install --quiet "$@"
-  where="$("$venv/bin/python" -c 'import holdfast, pathlib; print(pathlib.Path(holdfast.__file__).resolve())')"
-  case "$where" in
-  "$venv"/lib/python3.*/site-packages/holdfast/__init__.py) ;;
-  *) die "holdfast was imported from $where, not from $venv" ;;
-  esac
+  from_venv "$venv" || die "holdfast was imported from $where, not from $venv"
   "$venv/bin/python" -c 'import grpc, google.protobuf as p; print(f"test-install: grpcio {grpc.__version__}, protobuf {p.__version__}")'
   HOLDFAST_ADDR="$addr" "$venv/bin/python" first_program.py
   "$venv/bin/python" async_example.py --addr "$addr" "$name-$label"
@@ -68,6 +74,8 @@ installed() {
 # when both have ended.
 (
   installed py39 "$python39" "$wheel"
+  # Negative control: the check sees a holdfast from the checkout put before the venv's.
+  if PYTHONPATH="$client_dir" from_venv "$scratch/py39"; then die "the import check missed $where"; fi
   installed py39-floors "$python39" "$wheel" "${floors[@]}"
   installed py39-sdist "$python39" "$sdist"
 ) >"$scratch/lane-1.log" 2>&1 &
