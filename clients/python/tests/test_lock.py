@@ -31,9 +31,11 @@ class LockTest(support.ServerTestCase):
 
     def test_renewals_keep_the_lease(self):
         name = support.random_name()
-        with holdfast.lock(self.channel, name, ttl_ms=300, wait_ms=1000) as lease:
+        # A ttl long enough that a loaded 2-core machine renews in time; the deadline must move past a
+        # whole ttl, which takes several renewals.
+        with holdfast.lock(self.channel, name, ttl_ms=1500, wait_ms=1000) as lease:
             first_deadline = lease.deadline
-            self.wait_until(lambda: lease.deadline > first_deadline + 0.3, "two renewals")
+            self.wait_until(lambda: lease.deadline > first_deadline + 1.5, "renewals over a whole ttl")
             self.assertFalse(lease.lost.is_set(), lease.lost_reason)
             lease.check()
 
