@@ -3,7 +3,7 @@
 // whatever is mounted on it (the dashboard, src/dashboard). GET and HEAD only: it changes nothing.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { listenError } from '../net/listen';
+import { hostAndPort, listenError } from '../net/listen';
 
 /** Answers the paths it knows (and returns true); false leaves the request to the listener's 404. */
 export type HttpHandler = (req: IncomingMessage, res: ServerResponse, path: string) => boolean;
@@ -24,9 +24,9 @@ export interface HttpListener {
 
 /** host:port, [v6]:port. */
 export function parseHostPort(listen: string): { host: string; port: number } {
-  const match = /^\[?([^\]]*?)\]?:(\d+)$/.exec(listen);
-  if (!match || Number(match[2]) > 65535) throw new Error(`--http-listen must be HOST:PORT, got "${listen}"`);
-  return { host: match[1] || '0.0.0.0', port: Number(match[2]) };
+  const at = hostAndPort(listen);
+  if (!at) throw new Error(`--http-listen must be HOST:PORT, got "${listen}"`);
+  return at;
 }
 
 export async function startHttpListener(listen: string, routes: HttpRoutes): Promise<HttpListener> {

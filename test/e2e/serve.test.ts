@@ -57,14 +57,14 @@ async function refusedServe(args: string[]) {
   return { code, stdout, stderr };
 }
 
-/** The redis-server processes (zombies aside) whose command line names `dir`. */
-function redisServersIn(dir: string): number[] {
+/** The processes (zombies aside) whose command line names `dir`, and `program` first when given. */
+function processesIn(dir: string, program = ''): number[] {
   return readdirSync('/proc')
     .filter((entry) => /^\d+$/.test(entry))
     .filter((pid) => {
       try {
         const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-        return cmdline.startsWith('redis-server') && cmdline.includes(dir) && alive(Number(pid));
+        return cmdline.startsWith(program) && cmdline.includes(dir) && alive(Number(pid));
       } catch {
         return false; // gone meanwhile
       }
@@ -201,7 +201,7 @@ describe('holdfast serve', () => {
       // Nothing was started: no redis-server ran on the data dir (it would have made redis/), none is left.
       expect(run.stdout).not.toMatch(/embedded redis-server/);
       expect(readdirSync(dir)).toEqual([]);
-      expect(redisServersIn(dir)).toEqual([]);
+      expect(processesIn(dir, 'redis-server')).toEqual([]);
     } finally {
       await other.close();
       rmSync(dir, { recursive: true, force: true });
@@ -247,6 +247,7 @@ describe('holdfast serve', () => {
     } finally {
       client.close();
       child.kill('SIGKILL');
+      for (const pid of processesIn(dir)) process.kill(pid, 'SIGKILL'); // a redis-server still held back
       rmSync(dir, { recursive: true, force: true });
     }
   });
