@@ -111,8 +111,8 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const callLimits = new CallLimits(limits, (metadata) => namespaceLabel(auth.namespaceOf(metadata)), metrics && ((limit) => metrics.limitRefused(limit)));
   const server = new Server({
     // grpc-js hands a call's metadata and messages to these in order, and a status sent by one
-    // reaches only those before it: the start gate first (a call while the backend starts is
-    // answered UNAVAILABLE, by nothing else), RPC metrics and traces (they see every status,
+    // reaches only those before it: the start gate first (a call that comes while the backend
+    // starts waits there, seen by no other), RPC metrics and traces (they see every status,
     // refusals included), the count of calls in flight, authentication, then the caps on waiters
     // and Hold streams (per namespace: known once authenticated; a refused call is never counted).
     interceptors: [

@@ -1,12 +1,12 @@
 // The server binds its port before it starts its backend (the embedded redis-server, the Redis
 // connections), so that a port in use is found before anything is started, and nothing can take
 // the port in between. Until the backend is up the services that need it are registered (a call
-// would otherwise be UNIMPLEMENTED) but closed: this gate answers their calls UNAVAILABLE, which
-// clients retry. Health and reflection answer meanwhile (health says NOT_SERVING).
+// would otherwise be UNIMPLEMENTED) behind this gate: a call to them waits here, unread, until the
+// server is ready, as it would have waited for a connection to a server not yet listening; its own
+// deadline or cancel ends the wait (grpc-js then never starts it). Health and reflection pass at
+// once (health says NOT_SERVING).
 import {
-  Metadata,
   ServerInterceptingCall,
-  status,
   type ServerInterceptingCallInterface,
   type ServerInterceptor,
   type ServiceDefinition,
@@ -19,21 +19,15 @@ const GATED = /^\/holdfast\./;
 
 export class StartGate {
   private readonly implementations = new Map<ServiceDefinition, UntypedServiceImplementation>();
+  private readonly waiting: (() => void)[] = [];
   private opened = false;
 
-  /** Outermost: a call refused here reaches no other interceptor, no handler. */
+  /** Outermost: until open(), a gated call reaches no other interceptor, no handler. */
   readonly interceptor: ServerInterceptor = (definition, call: ServerInterceptingCallInterface) => {
     if (this.opened || !GATED.test(definition.path)) return new ServerInterceptingCall(call);
-    const intercepting: ServerInterceptingCall = new ServerInterceptingCall(call, {
-      start: (next) =>
-        next({
-          onReceiveMetadata: () =>
-            intercepting.sendStatus({ code: status.UNAVAILABLE, details: 'holdfast is starting: try again in a moment', metadata: new Metadata() }),
-          onReceiveMessage: () => {},
-          onReceiveHalfClose: () => {},
-        }),
+    return new ServerInterceptingCall(call, {
+      start: (next) => (this.opened ? next() : this.waiting.push(() => next())),
     });
-    return intercepting;
   };
 
   /** An implementation of `service` to register now: each call goes to the one open() gives. */
@@ -50,9 +44,10 @@ export class StartGate {
     return delegate;
   }
 
-  /** Lets calls through, each service's to the implementation given here. */
+  /** Lets calls through, each service's to the implementation given here; the waiting ones first. */
   open(implementations: [ServiceDefinition, UntypedServiceImplementation][]): void {
     for (const [service, implementation] of implementations) this.implementations.set(service, implementation);
     this.opened = true;
+    for (const start of this.waiting.splice(0)) start();
   }
 }
