@@ -9,8 +9,9 @@ use tonic::Code;
 
 use crate::v1::LostReason;
 
-/// What went wrong, in words. Each variant keeps the parts a program may look at.
-#[derive(Debug, Clone)]
+/// What went wrong, in words. Each variant keeps the parts a program may look at; `Debug` shows
+/// the same words as `Display`, so that `fn main() -> Result<(), holdfast::Error>` prints them.
+#[derive(Clone)]
 #[non_exhaustive]
 pub enum Error {
     /// An option (or the environment variable that sets it) is wrong: `option` names it.
@@ -103,6 +104,12 @@ impl fmt::Display for Error {
                 )
             }
         }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
