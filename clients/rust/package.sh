@@ -22,4 +22,4 @@ diff -rq "$repo/proto/holdfast/v1" "$here/proto/holdfast/v1" >/dev/null || {
 target="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/holdfast/rust-target}"
 mkdir -p "$out"
 cp "$target/package/holdfast-$version.crate" "$out/"
-echo "package.sh: wrote $out/holdfast-$version.crate"
+echo "package.sh: wrote $out/holdfast-$version.crate" >&2

@@ -94,7 +94,7 @@ pub(crate) fn from_ms(ms: i64) -> Duration {
 /// A one-shot grant from [`Client::acquire`]: nothing renews it. Its `deadline` is when the
 /// Acquire (or the latest [`Client::renew`]) was sent, plus the lease it reported, less the drift
 /// allowance.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Grant {
     /// The lock's name.
     pub name: String,
@@ -106,6 +106,18 @@ pub struct Grant {
     pub hold_count: u32,
     /// The conservative end of the lease.
     pub deadline: Instant,
+}
+
+// Hand-written so that the token never reaches a log.
+impl std::fmt::Debug for Grant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Grant")
+            .field("name", &self.name)
+            .field("fencing_token", &self.fencing_token)
+            .field("hold_count", &self.hold_count)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A connection to one holdfast server. Cheap to clone: clones share the connection.

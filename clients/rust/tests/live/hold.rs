@@ -161,7 +161,9 @@ async fn a_held_lock_is_renewed_past_several_ttls() {
 async fn a_lease_whose_state_is_deleted_is_reported_lost() {
     let client = client().await;
     let name = random_name("deleted");
-    let lease = client.hold(&name, options(600, 1_000)).await.unwrap();
+    // A ttl long enough that the server's next renewal (at about a third of it) finds the state
+    // gone well before the local deadline, even on a busy machine.
+    let lease = client.hold(&name, options(3_000, 1_000)).await.unwrap();
     delete_lock_state(&name);
     let lost = wait_lost(&lease).await;
     assert_eq!(lost.code, LostReason::Expired, "{lost}");
