@@ -108,6 +108,26 @@ pub struct Grant {
     pub deadline: Instant,
 }
 
+impl Grant {
+    pub(crate) fn new(name: &str, answer: v1::AcquireResponse, deadline: Instant) -> Self {
+        Self {
+            name: name.to_string(),
+            token: answer.token,
+            fencing_token: answer.fencing_token,
+            hold_count: answer.hold_count,
+            deadline,
+        }
+    }
+
+    pub(crate) fn release_request(&self) -> v1::ReleaseRequest {
+        v1::ReleaseRequest {
+            name: self.name.clone(),
+            token: self.token.clone(),
+            hold_id: String::new(),
+        }
+    }
+}
+
 // Hand-written so that the token never reaches a log.
 impl std::fmt::Debug for Grant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -204,23 +224,16 @@ impl Client {
             });
         }
         let deadline = lease_deadline(sent_at, from_ms(answer.lease_started_after_ms), from_ms(answer.ttl_ms));
-        Ok(Grant {
-            name: name.to_string(),
-            token: answer.token,
-            fencing_token: answer.fencing_token,
-            hold_count: answer.hold_count,
-            deadline,
-        })
+        Ok(Grant::new(name, answer, deadline))
     }
 
     /// Releases one hold of a grant; the answer says whether the lock was freed.
     pub async fn release(&self, grant: &Grant) -> Result<v1::ReleaseResponse, Error> {
-        let request = v1::ReleaseRequest {
-            name: grant.name.clone(),
-            token: grant.token.clone(),
-            hold_id: String::new(),
-        };
-        let answer = self.lock.clone().release(self.request(request, Duration::ZERO)).await;
+        let answer = self
+            .lock
+            .clone()
+            .release(self.request(grant.release_request(), Duration::ZERO))
+            .await;
         match answer {
             Ok(answer) => Ok(answer.into_inner()),
             Err(status) => Err(self.fail(format!("release lock \"{}\"", grant.name), status).await),

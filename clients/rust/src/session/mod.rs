@@ -299,6 +299,11 @@ impl Shared {
         }
     }
 
+    /// The conservative end of a lease (re)started `started` after the stream's start, for `ttl`.
+    pub(crate) fn deadline(&self, started: Duration, ttl: Duration) -> Instant {
+        self.state().anchors.deadline(started, ttl)
+    }
+
     /// Stops keeping the hold taken by `op_id`; `None` when the session no longer keeps it.
     fn forget(&self, op_id: u64) -> Option<Arc<LeaseShared>> {
         self.state().holds.remove(&op_id)

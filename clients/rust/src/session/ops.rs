@@ -133,7 +133,6 @@ impl Session {
     /// Takes a grant over the session, with its own lease that nothing renews (it outlives the
     /// session, like [`Client::acquire`](crate::Client::acquire)'s).
     pub async fn acquire(&self, name: &str, options: &LockOptions) -> Result<Grant, Error> {
-        let sent_at = Instant::now();
         let what = format!("acquire lock \"{name}\"");
         let answer = self
             .call(
@@ -152,25 +151,17 @@ impl Session {
                 wait: options.wait,
             });
         }
-        // The session's times count from its start: the send time of this operation is no earlier.
-        let deadline = lease_deadline(sent_at, Duration::ZERO, from_ms(answer.ttl_ms));
-        Ok(Grant {
-            name: name.to_string(),
-            token: answer.token,
-            fencing_token: answer.fencing_token,
-            hold_count: answer.hold_count,
-            deadline,
-        })
+        // Its lease time counts from the session's start, as a hold's does.
+        let deadline = self
+            .shared
+            .deadline(from_ms(answer.lease_started_after_ms), from_ms(answer.ttl_ms));
+        Ok(Grant::new(name, answer, deadline))
     }
 
     /// Releases one hold of a grant over the session. A lease held under the session is given
     /// back with [`Lease::release`] instead.
     pub async fn release(&self, grant: &Grant) -> Result<v1::ReleaseResponse, Error> {
-        let request = v1::ReleaseRequest {
-            name: grant.name.clone(),
-            token: grant.token.clone(),
-            hold_id: String::new(),
-        };
+        let request = grant.release_request();
         let what = format!("release lock \"{}\"", grant.name);
         match self
             .call(Op::Release(request), Kind::Plain, Duration::ZERO, what)
