@@ -81,7 +81,7 @@ async function lostWriteScenario(syncArgs: string[]) {
     await group.failedOverFrom(master);
 
     const second = await acquireAfterFailover(b, name);
-    const keptAgain = await b.acquire({ name: kept });
+    const keptAgain = await onceAvailable('the surviving grant through the second server', () => b.acquire({ name: kept }));
     // After the failover: release the surviving grant and take it again, for its next fencing token.
     await onceAvailable('the release through the first server', () => a.release({ name: kept, token: keptGrant.token }));
     const keptNext = await b.acquire({ name: kept, ttlMs: '5000' });
