@@ -62,19 +62,23 @@ pub(crate) async fn hold_stream(client: &Client, name: &str, options: &LockOptio
 }
 
 /// Reads the stream's renewals until the guard asks for the release (or is dropped), then gives
-/// the hold back when it is still held, and ends the stream.
+/// the hold back when it is still held, and ends the stream. A lease found lost (its deadline
+/// passed with no renewal confirmed, or a confirmation came too late) ends its stream at once:
+/// nobody counts on the hold any more.
 async fn keep(
     client: Client,
     shared: Arc<LeaseShared>,
-    mut stream: Streaming<HoldResponse>,
+    stream: Streaming<HoldResponse>,
     sent_at: Instant,
     mut release_asked: oneshot::Receiver<ReleaseReply>,
 ) {
-    let mut open = true;
+    let mut stream = Some(stream);
     let reply = loop {
+        let deadline = shared.deadline().expect("a lease is confirmed before it is kept");
         tokio::select! {
             asked = &mut release_asked => break asked.ok(),
-            message = stream.message(), if open => match message {
+            () = tokio::time::sleep_until(deadline.into()), if stream.is_some() => {}
+            message = next(&mut stream), if stream.is_some() => match message {
                 Ok(Some(HoldResponse { event: Some(Event::Renewed(renewed)) })) => {
                     let deadline = lease_deadline(sent_at, from_ms(renewed.lease_started_after_ms), from_ms(renewed.ttl_ms));
                     shared.confirm(deadline, "a renewal");
@@ -83,12 +87,8 @@ async fn keep(
                     shared.end(shared.lost_with(lost.reason, v1::LostReason::try_from(lost.code).unwrap_or_default()));
                 }
                 Ok(Some(_)) => {}
-                Ok(None) => {
-                    open = false;
-                    shared.end(shared.lost_with("the Hold stream ended".to_string(), v1::LostReason::Unspecified));
-                }
+                Ok(None) => shared.end(shared.lost_with("the Hold stream ended".to_string(), v1::LostReason::Unspecified)),
                 Err(status) => {
-                    open = false;
                     let why = Error::from_status(&client.addr, "keep the Hold stream", status.clone());
                     let reason = match why {
                         Error::Unavailable { cause, .. } => format!("the Hold stream ended: {cause}"),
@@ -98,8 +98,11 @@ async fn keep(
                 }
             },
         }
+        if shared.ended().is_some() {
+            stream = None; // cancels it: frees the hold on a live connection
+        }
     };
-    let result = if open && shared.ended().is_none() {
+    let result = if stream.is_some() && shared.ended().is_none() {
         let request = v1::ReleaseRequest {
             name: shared.name.clone(),
             token: shared.token.clone(),
@@ -120,5 +123,12 @@ async fn keep(
     drop(stream); // cancels it: frees the hold on a live connection if the Release did not get through
     if let Some(reply) = reply {
         let _ = reply.send(result);
+    }
+}
+
+async fn next(stream: &mut Option<Streaming<HoldResponse>>) -> Result<Option<HoldResponse>, tonic::Status> {
+    match stream {
+        Some(stream) => stream.message().await,
+        None => std::future::pending().await,
     }
 }
