@@ -237,6 +237,11 @@ pub(crate) fn cause_in_words(err: &(dyn StdError + 'static)) -> String {
 }
 
 fn known_cause(e: &(dyn StdError + 'static)) -> Option<String> {
+    if e.downcast_ref::<tonic::TimeoutExpired>().is_some() {
+        return Some(
+            "no answer within the call timeout (ConnectOptions::call_timeout, plus the wait asked for)".to_string(),
+        );
+    }
     if let Some(tls) = e.downcast_ref::<rustls::Error>() {
         return Some(tls_cause(tls));
     }

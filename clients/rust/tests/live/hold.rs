@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use holdfast::v1::LostReason;
-use holdfast::{Error, LockOptions};
+use holdfast::{Client, ConnectOptions, Error, LockOptions};
 
 use crate::support::*;
 
@@ -258,4 +258,18 @@ async fn a_lease_is_lost_at_its_local_deadline_when_the_server_freezes() {
     assert_eq!(lost.code, LostReason::Unspecified);
     assert!(lost.reason.contains("local deadline"), "{lost}");
     assert!(std::time::Instant::now() >= lease.deadline());
+    // A call to the frozen server ends at the call timeout, said in words.
+    let options = ConnectOptions {
+        call_timeout: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let impatient = Client::connect(&processes.addr, options).await.unwrap();
+    let err = impatient.inspect("x").await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "holdfast at {} is unavailable: no answer within the call timeout (ConnectOptions::call_timeout, plus the wait asked for)",
+            processes.addr
+        )
+    );
 }
