@@ -119,6 +119,19 @@ impl Grant {
         }
     }
 
+    pub(crate) fn renew_request(&self, ttl: Duration) -> v1::RenewRequest {
+        v1::RenewRequest {
+            name: self.name.clone(),
+            token: self.token.clone(),
+            ttl_ms: ms(ttl),
+        }
+    }
+
+    /// Moves the deadline to what a renewal sent at `sent_at` vouches for.
+    pub(crate) fn renewed(&mut self, sent_at: Instant, answer: &v1::RenewResponse) {
+        self.deadline = lease_deadline(sent_at, Duration::ZERO, from_ms(answer.ttl_ms));
+    }
+
     pub(crate) fn release_request(&self) -> v1::ReleaseRequest {
         v1::ReleaseRequest {
             name: self.name.clone(),
@@ -243,17 +256,16 @@ impl Client {
     /// Renews a grant's lease for `ttl` from now (zero keeps its lease length) and moves its deadline.
     pub async fn renew(&self, grant: &mut Grant, ttl: Duration) -> Result<(), Error> {
         let sent_at = Instant::now();
-        let request = v1::RenewRequest {
-            name: grant.name.clone(),
-            token: grant.token.clone(),
-            ttl_ms: ms(ttl),
-        };
-        let answer = self.lock.clone().renew(self.request(request, Duration::ZERO)).await;
+        let answer = self
+            .lock
+            .clone()
+            .renew(self.request(grant.renew_request(ttl), Duration::ZERO))
+            .await;
         let answer = match answer {
             Ok(answer) => answer.into_inner(),
             Err(status) => return Err(self.fail(format!("renew lock \"{}\"", grant.name), status).await),
         };
-        grant.deadline = lease_deadline(sent_at, Duration::ZERO, from_ms(answer.ttl_ms));
+        grant.renewed(sent_at, &answer);
         Ok(())
     }
 

@@ -8,8 +8,7 @@ use tokio::sync::oneshot;
 use tonic::Code;
 
 use super::{Answer, Kind, Pending, Session};
-use crate::client::{Grant, LockOptions, from_ms, ms};
-use crate::deadline::lease_deadline;
+use crate::client::{Grant, LockOptions, from_ms};
 use crate::error::{Error, millis};
 use crate::lease::{Lease, LeaseShared};
 use crate::v1::{self, SessionRequest, session_request::Op, session_response::Result as Reply};
@@ -175,15 +174,13 @@ impl Session {
     /// Renews a grant over the session for `ttl` from now (zero keeps its lease length).
     pub async fn renew(&self, grant: &mut Grant, ttl: Duration) -> Result<(), Error> {
         let sent_at = Instant::now();
-        let request = v1::RenewRequest {
-            name: grant.name.clone(),
-            token: grant.token.clone(),
-            ttl_ms: ms(ttl),
-        };
         let what = format!("renew lock \"{}\"", grant.name);
-        match self.call(Op::Renew(request), Kind::Plain, Duration::ZERO, what).await? {
+        match self
+            .call(Op::Renew(grant.renew_request(ttl)), Kind::Plain, Duration::ZERO, what)
+            .await?
+        {
             Answer::Result(Reply::Renew(answer)) => {
-                grant.deadline = lease_deadline(sent_at, Duration::ZERO, from_ms(answer.ttl_ms));
+                grant.renewed(sent_at, &answer);
                 Ok(())
             }
             other => Err(self.unexpected_answer("renew", other)),
