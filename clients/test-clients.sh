@@ -102,6 +102,9 @@ for language in "${languages[@]}"; do
   # shellcheck source=/dev/null
   source "clients/$language/steps.sh"
 done
+if [ -z "${HOLDFAST_CLIENTS:-}" ]; then
+  step "npm run package: every client's artifact at one version, with SHA256SUMS" bash scripts/test-package.sh
+fi
 
 for pid in $server_pid $tls_server_pid; do
   if ! kill -0 "$pid" 2>/dev/null; then
