@@ -32,6 +32,10 @@ npm install --no-audit --no-fund --loglevel=error --prefer-offline --fetch-retri
 # node_modules/.package-lock.json lists every package npm placed in node_modules.
 packages="$(node -p 'Object.keys(require("./node_modules/.package-lock.json").packages).length')"
 say "installed into an empty project: $packages packages, $(du -sk node_modules | cut -f1) kB in node_modules"
+# The SDK's weight is part of its promise: 35 packages (itself, @grpc/grpc-js, @bufbuild/protobuf
+# and what they bring) when this was written. A new dependency must raise this on purpose.
+max_packages=35
+((packages <= max_packages)) || { say "the SDK now installs $packages packages, more than $max_packages"; exit 1; }
 
 cp "$sdk/install-test/take-lock.ts" .
 node "$repo/node_modules/typescript/bin/tsc" --strict --target ES2022 --module commonjs --moduleResolution node \
