@@ -27,24 +27,28 @@ trap 'rm -rf "$scratch"; find "$py_cache/pip" -name "holdfast-*.whl" -delete 2>/
 case "$scratch/" in "$repo"/*) die "the scratch folder $scratch is inside the repository" ;; esac
 
 bash "$client_dir/package.sh" "$scratch/dist"
-wheel="$scratch/dist/holdfast-0.1.0-py3-none-any.whl" sdist="$scratch/dist/holdfast-0.1.0.tar.gz"
+version="$(node -p 'require(process.argv[1]).version' "$client_dir/../../package.json")"
+wheel="$scratch/dist/holdfast-$version-py3-none-any.whl" sdist="$scratch/dist/holdfast-$version.tar.gz"
 [ -f "$wheel" ] && [ -f "$sdist" ] || die "package.sh did not write $wheel and $sdist"
 awk '/<!-- first-program -->/ { on = 1; next } /<!-- \/first-program -->/ { on = 0 } on && !/^```/' \
   "$client_dir/README.md" >"$scratch/first_program.py"
 grep -q holdfast "$scratch/first_program.py" || die "README.md has no first-program block"
 cp "$client_dir/examples/async_example.py" "$client_dir/examples/fenced_storage.py" "$scratch/"
 # The lowest versions the wheel allows, read from its metadata: "grpcio==1.72.1 protobuf==6.30.0".
-read -r -a floors < <("$python39" - "$wheel" <<'EOF'
+read -r -a floors < <("$python39" - "$wheel" "$version" <<'EOF'
 import re, sys, zipfile
 with zipfile.ZipFile(sys.argv[1]) as wheel:
-    metadata = wheel.read("holdfast-0.1.0.dist-info/METADATA").decode()
+    metadata = wheel.read(f"holdfast-{sys.argv[2]}.dist-info/METADATA").decode()
 print(" ".join(f"{name}=={floor}" for name, floor in re.findall(r"^Requires-Dist: (\S+)>=([^;\s,]+)$", metadata, re.M)))
 EOF
 )
 [ "${#floors[@]}" = 2 ] || die "could not read the wheel's grpcio and protobuf floors (got: ${floors[*]})"
 
-export PIP_CACHE_DIR="$py_cache/pip" HOME="$scratch/home" PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1
-unset PIP_FIND_LINKS PIP_NO_INDEX PYTHONPATH
+# The machine's own pip settings (/etc/pip.conf: the certificate authority its network needs,
+# which pip older than 24.2 has no other way to learn) stay, as for any user of this machine; the
+# user's own are the fresh HOME's (none), and no local wheel folder or index switch passes through.
+export PIP_CACHE_DIR="$py_cache/pip" HOME="$scratch/home" PIP_DISABLE_PIP_VERSION_CHECK=1
+unset PIP_FIND_LINKS PIP_NO_INDEX PIP_INDEX_URL PIP_EXTRA_INDEX_URL PYTHONPATH
 mkdir -p "$HOME"
 cd "$scratch"
 name="pyinst-$RANDOM$RANDOM"
