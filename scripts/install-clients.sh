@@ -3,7 +3,8 @@
 # registry (nothing from Debian's gRPC packages): `npm run install:clients`.
 #   Go      go mod download, in every module under clients/go
 #   Python  the dev venv (clients/python/dev-venv.sh: pip, in ~/.cache/holdfast-dev)
-#   Java    Maven: the build's plugins and dependencies, then the client built (no tests)
+#   Java    Maven: the build's plugins and dependencies, then `mvn install` (no tests): the client
+#           in the local Maven repository as dev.holdfast:holdfast-client, for other builds here
 #   Rust    cargo fetch
 # The TypeScript SDK's come with the server's (`npm ci`). Safe to run again: each tool skips
 # what it already has.
@@ -22,8 +23,8 @@ while read -r module; do
 done < <(find clients/go -name go.mod | sort)
 say "python: the dev venv (pip)"
 bash clients/python/dev-venv.sh >/dev/null
-say "java: mvn (dependencies and plugins, then the client without its tests)"
-mvn -B -q -f clients/java/pom.xml -DskipTests package >/dev/null
+say "java: mvn install (dependencies and plugins, then the client without its tests)"
+mvn -B -q -f clients/java/pom.xml -DskipTests install >/dev/null
 say "rust: cargo fetch"
 cargo fetch --quiet --manifest-path clients/rust/Cargo.toml
 say "done"
