@@ -9,6 +9,7 @@ import io.grpc.ForwardingClientCallListener;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
+import java.io.IOException;
 import java.net.ConnectException;
 import java.net.UnknownHostException;
 import java.util.regex.Pattern;
@@ -122,10 +123,20 @@ final class ConnectErrors {
                 + why + ")" : why);
       }
     }
+    // A TLS server may end a plaintext hello with a reset or a broken pipe instead of a close
+    // (grpc-java's "io exception"; it varies run to run): the same symptom as "Network closed".
+    // A server that went away mid-call looks the same, so these words name both.
     if (!tls && description.contains("Network closed for unknown reason")) {
-      return "the connection to " + target + " closed before any answer: if that server uses TLS, connect with TLS "
-          + "(ConnectOptions.builder().caFile(...) or tls())";
+      return "the connection to " + target + " closed before any answer: " + TLS_HINT;
+    }
+    Throwable cause = status.getCause();
+    if (!tls && cause instanceof IOException && !(cause instanceof SSLException)) {
+      return "the connection to " + target + " was cut (" + cause.getMessage() + "): the server went away, or "
+          + TLS_HINT;
     }
     return null;
   }
+
+  private static final String TLS_HINT = "if that server uses TLS, connect with TLS "
+      + "(ConnectOptions.builder().caFile(...) or tls())";
 }
