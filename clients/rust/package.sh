@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes the crate's release artifact, OUTDIR/holdfast-VERSION.crate (cargo package: the sources,
-# the proto copy, the README; cargo builds it from the packed files alone before writing it).
+# a copy of proto/holdfast/v1, the README; cargo builds it from the packed files alone before writing it).
 # Its version must be the root package.json's.
 #   clients/rust/package.sh OUTDIR
 set -euo pipefail
@@ -13,10 +13,11 @@ crate_version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$here/Cargo.toml" | head 
   echo "package.sh: clients/rust/Cargo.toml has version $crate_version, package.json $version: make them equal" >&2
   exit 1
 }
-diff -rq "$repo/proto/holdfast/v1" "$here/proto/holdfast/v1" >/dev/null || {
-  echo "package.sh: clients/rust/proto differs from proto/: run clients/rust/generate.sh" >&2
-  exit 1
-}
+# The packed crate must build on its own: it carries a copy of proto/holdfast/v1, made here and
+# removed again (build.rs reads the repository's own proto/ whenever it builds in the checkout).
+mkdir -p "$here/proto/holdfast/v1"
+trap 'rm -rf "$here/proto"' EXIT
+cp "$repo"/proto/holdfast/v1/*.proto "$here/proto/holdfast/v1/"
 # --allow-dirty: like npm pack, it packs the files as they are (cargo notes it in the crate).
 "$here/cargo.sh" package --quiet --allow-dirty
 target="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/holdfast/rust-target}"

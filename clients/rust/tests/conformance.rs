@@ -476,34 +476,3 @@ fn fencing_conformance_attach() {
         );
     }
 }
-
-// ---- the crate's copy of proto/holdfast/v1 ----
-
-#[test]
-fn proto_copy_is_the_repository_proto() {
-    let listing = |dir: &Path| {
-        let mut names: Vec<_> = std::fs::read_dir(dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
-            .filter(|name| name.ends_with(".proto"))
-            .collect();
-        names.sort();
-        names
-    };
-    let repo = repo_file("proto/holdfast/v1");
-    let copy = Path::new(env!("CARGO_MANIFEST_DIR")).join("proto/holdfast/v1");
-    let names = listing(&repo);
-    assert!(!names.is_empty(), "no proto files in {}", repo.display());
-    assert_eq!(
-        names,
-        listing(&copy),
-        "clients/rust/proto/holdfast/v1 lists other files than proto/holdfast/v1: run clients/rust/generate.sh"
-    );
-    for name in &names {
-        let same = std::fs::read(repo.join(name)).unwrap() == std::fs::read(copy.join(name)).unwrap();
-        assert!(
-            same,
-            "clients/rust/proto/holdfast/v1/{name} differs from proto/holdfast/v1/{name}: run clients/rust/generate.sh"
-        );
-    }
-}
