@@ -4,7 +4,7 @@
 // ("with Node 20") satisfies, as puppeteer-core 25 did (>=22.12.0: npm ci warned EBADENGINE).
 // Prints the lowest release of that major every package accepts, so the README can say it.
 // Usage: node scripts/check-engines.mjs [--root DIR]. Exit 1 on any problem.
-// Ranges are read by `semver`, npm's own range parser (installed here by @puppeteer/browsers).
+// Ranges are read by `semver`, npm's own range parser (a devDependency of its own for this).
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';

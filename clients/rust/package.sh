@@ -20,7 +20,7 @@ trap 'rm -rf "$here/proto"' EXIT
 cp "$repo"/proto/holdfast/v1/*.proto "$here/proto/holdfast/v1/"
 # --allow-dirty: like npm pack, it packs the files as they are (cargo notes it in the crate).
 "$here/cargo.sh" package --quiet --allow-dirty
-target="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/holdfast/rust-target}"
+target="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/holdfast-dev/rust-target}"
 mkdir -p "$out"
 cp "$target/package/holdfast-$version.crate" "$out/"
 echo "package.sh: wrote $out/holdfast-$version.crate" >&2

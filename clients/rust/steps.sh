@@ -1,5 +1,5 @@
 # The Rust client's steps of clients/test-clients.sh (sourced there; see its header for the
-# variables and the step/refused helpers). Builds go to ~/.cache/holdfast (clients/rust/cargo.sh).
+# variables and the step/refused helpers). Builds go to ~/.cache/holdfast-dev (clients/rust/cargo.sh).
 rust_tls_env=(HOLDFAST_ADDR="$tls_addr" HOLDFAST_TLS_CA="$certs/ca.crt" HOLDFAST_TLS_CERT="$certs/client.crt"
   HOLDFAST_TLS_KEY="$certs/client.key")
 step "rust lint (cargo fmt --check, cargo clippy -D warnings)" clients/rust/lint.sh

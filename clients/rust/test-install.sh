@@ -35,7 +35,7 @@ bash "$here/package.sh" "$scratch" >/dev/null
 version="$(node -p 'require(process.argv[1]).version' "$repo/package.json")"
 [ -f "$scratch/holdfast-$version.crate" ] || die "package.sh wrote no holdfast-$version.crate"
 
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/holdfast"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/holdfast-dev"
 registry="${CARGO_HOME:-$HOME/.cargo}/registry"
 install_home="$cache/rust-install-cargo-home"
 mkdir -p "$scratch/home" "$install_home" "$registry"
