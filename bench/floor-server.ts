@@ -20,12 +20,12 @@ interface FloorLock {
 
 const locks = new Map<string, FloorLock>();
 let nextToken = 0;
-const NOT_ACQUIRED: AcquireResponse = { acquired: false, token: '', fencingToken: '0', ttlMs: '0', holdCount: 0, leaseStartedAfterMs: '0' };
+const NOT_ACQUIRED: AcquireResponse = { acquired: false, token: '', fencingToken: '0', ttlMs: '0', holdCount: 0, leaseStartedAfterMs: '0', signedFence: '' };
 
 function granted(lock: FloorLock, token: string, ttlMs: string): AcquireResponse {
   lock.token = token;
   lock.fence++;
-  return { acquired: true, token, fencingToken: String(lock.fence), ttlMs, holdCount: 1, leaseStartedAfterMs: '0' };
+  return { acquired: true, token, fencingToken: String(lock.fence), ttlMs, holdCount: 1, leaseStartedAfterMs: '0', signedFence: '' };
 }
 
 function acquire(call: ServerUnaryCall<AcquireRequest, AcquireResponse>, callback: sendUnaryData<AcquireResponse>): void {

@@ -88,6 +88,7 @@ export class LeaseSet extends Lease {
       ttlMs: String(Math.min(...members.map((m) => m.ttlMs))),
       holdCount: 1,
       leaseStartedAfterMs: acquired.leaseStartedAfterMs,
+      signedFence: '',
     };
     super(call, rpc, members.map((m) => m.name).join(','), asOne, clock, reset);
     this.members = members;

@@ -341,7 +341,7 @@ export class SessionConnection {
 
   private onMessage(session: OpenSession, response: SessionResponse): void {
     if (response.renewed) {
-      const renewed = { ttlMs: response.renewed.ttlMs, leaseStartedAfterMs: response.renewed.leaseStartedAfterMs };
+      const renewed = { ttlMs: response.renewed.ttlMs, leaseStartedAfterMs: response.renewed.leaseStartedAfterMs, signedFences: [] };
       for (const held of session.holds.values()) held.holder?.onEvent({ renewed });
       return;
     }

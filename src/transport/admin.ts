@@ -50,5 +50,7 @@ export function adminService(engine: Pick<LockBackend, 'stats'>, calls: CallCoun
         callsInFlight: calls.inFlight,
       });
     },
+    // Signing is not configured yet: no key signs and none is published.
+    getFenceKeys: (_call, callback) => callback(null, { signingKeyId: '', keys: [] }),
   };
 }

@@ -103,7 +103,7 @@ async function hold(engine: LockBackend, options: HoldOptions, call: HoldCall): 
       releaseOnDisconnect: options.releaseOnDisconnect || call.request.releaseOnDisconnect,
     },
     {
-      onRenewed: (ttlMs, leaseStart) => call.write({ renewed: { ttlMs: String(ttlMs), leaseStartedAfterMs: sinceRequest(leaseStart) } }),
+      onRenewed: (ttlMs, leaseStart) => call.write({ renewed: { ttlMs: String(ttlMs), leaseStartedAfterMs: sinceRequest(leaseStart), signedFences: [] } }),
       onLost: (reason, message) => {
         finish(); // the lease is over: closing the stream must not give anything back again
         if (reason === 'released') {

@@ -26,7 +26,7 @@ import { lostLeaseError, toServiceError } from './status';
 
 export function memberFields(member: SetMemberGrant) {
   const { name, grant, holdId } = member;
-  return { name, token: grant.token, fencingToken: grant.fencingToken, ttlMs: String(grant.ttlMs), holdId };
+  return { name, token: grant.token, fencingToken: grant.fencingToken, ttlMs: String(grant.ttlMs), holdId, signedFence: '' };
 }
 
 const NOT_ACQUIRED: AcquireSetResponse = { acquired: false, members: [], leaseStartedAfterMs: '0' };
@@ -150,7 +150,7 @@ async function holdSet(backend: LockBackend, options: HoldOptions, call: HoldSet
           const earliest = [...ends.values()].reduce((a, b) => (a.leaseStart + a.ttlMs <= b.leaseStart + b.ttlMs ? a : b));
           if (earliest.leaseStart + earliest.ttlMs <= reported) return;
           reported = earliest.leaseStart + earliest.ttlMs;
-          call.write({ renewed: { ttlMs: String(earliest.ttlMs), leaseStartedAfterMs: sinceRequest(earliest.leaseStart) } });
+          call.write({ renewed: { ttlMs: String(earliest.ttlMs), leaseStartedAfterMs: sinceRequest(earliest.leaseStart), signedFences: [] } });
         },
         onLost: (reason, message) => {
           if (over) return;

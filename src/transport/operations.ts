@@ -20,7 +20,7 @@ import type { AcquireParams } from '../engine/types';
 import { checkFencingToken, checkHoldId, checkName, checkToken, checkTtl, checkValue } from './requests';
 import { grantFields, holderFields } from './responses';
 
-export const NOT_ACQUIRED: AcquireResponse = { acquired: false, token: '', fencingToken: '0', ttlMs: '0', holdCount: 0, leaseStartedAfterMs: '0' };
+export const NOT_ACQUIRED: AcquireResponse = { acquired: false, token: '', fencingToken: '0', ttlMs: '0', holdCount: 0, leaseStartedAfterMs: '0', signedFence: '' };
 
 /** Milliseconds from `from` to `at` (performance.now() values), as an int64 field. */
 export function msSince(from: number, at: number): string {
@@ -61,7 +61,7 @@ export async function renewLock(engine: LockBackend, req: RenewRequest): Promise
   const token = checkToken(req.token);
   const ttlMs = checkTtl(req.ttlMs, 0, "the grant's own lease length");
   const result = await engine.renew(name, token, ttlMs);
-  return { ttlMs: String(result.ttlMs) };
+  return { ttlMs: String(result.ttlMs), signedFence: '' };
 }
 
 export async function inspectLock(engine: LockBackend, req: InspectRequest): Promise<InspectResponse> {

@@ -2,7 +2,7 @@
 import type { Grant, HolderInfo } from '../engine/types';
 
 export function grantFields(grant: Grant) {
-  return { token: grant.token, fencingToken: grant.fencingToken, ttlMs: String(grant.ttlMs), holdCount: grant.holdCount };
+  return { token: grant.token, fencingToken: grant.fencingToken, ttlMs: String(grant.ttlMs), holdCount: grant.holdCount, signedFence: '' };
 }
 
 /** A holder as a Holder message: never a token. */

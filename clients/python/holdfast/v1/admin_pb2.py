@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17holdfast/v1/admin.proto\x12\x0bholdfast.v1\"\x17\n\x15GetServerStatsRequest\"\xff\x01\n\x16GetServerStatsResponse\x12\x0f\n\x07waiters\x18\x01 \x01(\r\x12\x12\n\nwait_lines\x18\x02 \x01(\r\x12\x15\n\rsubscriptions\x18\x03 \x01(\r\x12\x18\n\x10wait_line_timers\x18\x04 \x01(\r\x12\x18\n\x10\x63laims_in_flight\x18\x05 \x01(\r\x12\x13\n\x0bkept_leases\x18\x06 \x01(\r\x12\x13\n\x0bnamed_holds\x18\x07 \x01(\r\x12\x1c\n\x14watchdog_timer_armed\x18\x08 \x01(\x08\x12\x14\n\x0chold_streams\x18\t \x01(\r\x12\x17\n\x0f\x63\x61lls_in_flight\x18\n \x01(\r2i\n\x0c\x41\x64minService\x12Y\n\x0eGetServerStats\x12\".holdfast.v1.GetServerStatsRequest\x1a#.holdfast.v1.GetServerStatsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17holdfast/v1/admin.proto\x12\x0bholdfast.v1\"\x17\n\x15GetServerStatsRequest\"\xff\x01\n\x16GetServerStatsResponse\x12\x0f\n\x07waiters\x18\x01 \x01(\r\x12\x12\n\nwait_lines\x18\x02 \x01(\r\x12\x15\n\rsubscriptions\x18\x03 \x01(\r\x12\x18\n\x10wait_line_timers\x18\x04 \x01(\r\x12\x18\n\x10\x63laims_in_flight\x18\x05 \x01(\r\x12\x13\n\x0bkept_leases\x18\x06 \x01(\r\x12\x13\n\x0bnamed_holds\x18\x07 \x01(\r\x12\x1c\n\x14watchdog_timer_armed\x18\x08 \x01(\x08\x12\x14\n\x0chold_streams\x18\t \x01(\r\x12\x17\n\x0f\x63\x61lls_in_flight\x18\n \x01(\r\"\x15\n\x13GetFenceKeysRequest\"A\n\x08\x46\x65nceKey\x12\x0e\n\x06key_id\x18\x01 \x01(\t\x12\x11\n\talgorithm\x18\x02 \x01(\t\x12\x12\n\npublic_key\x18\x03 \x01(\x0c\"S\n\x14GetFenceKeysResponse\x12\x16\n\x0esigning_key_id\x18\x01 \x01(\t\x12#\n\x04keys\x18\x02 \x03(\x0b\x32\x15.holdfast.v1.FenceKey2\xbe\x01\n\x0c\x41\x64minService\x12Y\n\x0eGetServerStats\x12\".holdfast.v1.GetServerStatsRequest\x1a#.holdfast.v1.GetServerStatsResponse\x12S\n\x0cGetFenceKeys\x12 .holdfast.v1.GetFenceKeysRequest\x1a!.holdfast.v1.GetFenceKeysResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,6 +35,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETSERVERSTATSREQUEST']._serialized_end=63
   _globals['_GETSERVERSTATSRESPONSE']._serialized_start=66
   _globals['_GETSERVERSTATSRESPONSE']._serialized_end=321
-  _globals['_ADMINSERVICE']._serialized_start=323
-  _globals['_ADMINSERVICE']._serialized_end=428
+  _globals['_GETFENCEKEYSREQUEST']._serialized_start=323
+  _globals['_GETFENCEKEYSREQUEST']._serialized_end=344
+  _globals['_FENCEKEY']._serialized_start=346
+  _globals['_FENCEKEY']._serialized_end=411
+  _globals['_GETFENCEKEYSRESPONSE']._serialized_start=413
+  _globals['_GETFENCEKEYSRESPONSE']._serialized_end=496
+  _globals['_ADMINSERVICE']._serialized_start=499
+  _globals['_ADMINSERVICE']._serialized_end=689
 # @@protoc_insertion_point(module_scope)

@@ -40,6 +40,11 @@ class AdminServiceStub(object):
                 request_serializer=holdfast_dot_v1_dot_admin__pb2.GetServerStatsRequest.SerializeToString,
                 response_deserializer=holdfast_dot_v1_dot_admin__pb2.GetServerStatsResponse.FromString,
                 _registered_method=True)
+        self.GetFenceKeys = channel.unary_unary(
+                '/holdfast.v1.AdminService/GetFenceKeys',
+                request_serializer=holdfast_dot_v1_dot_admin__pb2.GetFenceKeysRequest.SerializeToString,
+                response_deserializer=holdfast_dot_v1_dot_admin__pb2.GetFenceKeysResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer(object):
@@ -54,6 +59,14 @@ class AdminServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetFenceKeys(self, request, context):
+        """Gets the public keys that guards accept signed fences from: the key this server signs with and the
+        other keys of its ring (--fence-verify-keys). Also served over HTTP at /fence-keys as a JWK set.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -61,6 +74,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.GetServerStats,
                     request_deserializer=holdfast_dot_v1_dot_admin__pb2.GetServerStatsRequest.FromString,
                     response_serializer=holdfast_dot_v1_dot_admin__pb2.GetServerStatsResponse.SerializeToString,
+            ),
+            'GetFenceKeys': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetFenceKeys,
+                    request_deserializer=holdfast_dot_v1_dot_admin__pb2.GetFenceKeysRequest.FromString,
+                    response_serializer=holdfast_dot_v1_dot_admin__pb2.GetFenceKeysResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -91,6 +109,33 @@ class AdminService(object):
             '/holdfast.v1.AdminService/GetServerStats',
             holdfast_dot_v1_dot_admin__pb2.GetServerStatsRequest.SerializeToString,
             holdfast_dot_v1_dot_admin__pb2.GetServerStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetFenceKeys(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/holdfast.v1.AdminService/GetFenceKeys',
+            holdfast_dot_v1_dot_admin__pb2.GetFenceKeysRequest.SerializeToString,
+            holdfast_dot_v1_dot_admin__pb2.GetFenceKeysResponse.FromString,
             options,
             channel_credentials,
             insecure,

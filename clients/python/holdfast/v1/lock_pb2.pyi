@@ -75,20 +75,22 @@ class AcquireRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., owner: _Optional[str] = ..., ttl_ms: _Optional[int] = ..., wait_timeout_ms: _Optional[int] = ..., mode: _Optional[_Union[LockMode, str]] = ..., limit: _Optional[int] = ..., request_id: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
 
 class AcquireResponse(_message.Message):
-    __slots__ = ("acquired", "token", "fencing_token", "ttl_ms", "hold_count", "lease_started_after_ms")
+    __slots__ = ("acquired", "token", "fencing_token", "ttl_ms", "hold_count", "lease_started_after_ms", "signed_fence")
     ACQUIRED_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
     TTL_MS_FIELD_NUMBER: _ClassVar[int]
     HOLD_COUNT_FIELD_NUMBER: _ClassVar[int]
     LEASE_STARTED_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
+    SIGNED_FENCE_FIELD_NUMBER: _ClassVar[int]
     acquired: bool
     token: str
     fencing_token: int
     ttl_ms: int
     hold_count: int
     lease_started_after_ms: int
-    def __init__(self, acquired: bool = ..., token: _Optional[str] = ..., fencing_token: _Optional[int] = ..., ttl_ms: _Optional[int] = ..., hold_count: _Optional[int] = ..., lease_started_after_ms: _Optional[int] = ...) -> None: ...
+    signed_fence: str
+    def __init__(self, acquired: bool = ..., token: _Optional[str] = ..., fencing_token: _Optional[int] = ..., ttl_ms: _Optional[int] = ..., hold_count: _Optional[int] = ..., lease_started_after_ms: _Optional[int] = ..., signed_fence: _Optional[str] = ...) -> None: ...
 
 class ReleaseRequest(_message.Message):
     __slots__ = ("name", "token", "hold_id")
@@ -119,10 +121,12 @@ class RenewRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., token: _Optional[str] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
 
 class RenewResponse(_message.Message):
-    __slots__ = ("ttl_ms",)
+    __slots__ = ("ttl_ms", "signed_fence")
     TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    SIGNED_FENCE_FIELD_NUMBER: _ClassVar[int]
     ttl_ms: int
-    def __init__(self, ttl_ms: _Optional[int] = ...) -> None: ...
+    signed_fence: str
+    def __init__(self, ttl_ms: _Optional[int] = ..., signed_fence: _Optional[str] = ...) -> None: ...
 
 class HoldRequest(_message.Message):
     __slots__ = ("name", "owner", "ttl_ms", "wait_timeout_ms", "mode", "limit", "max_hold_ms", "release_on_disconnect", "value")
@@ -157,28 +161,32 @@ class HoldResponse(_message.Message):
     def __init__(self, acquired: _Optional[_Union[HoldAcquired, _Mapping]] = ..., renewed: _Optional[_Union[HoldRenewed, _Mapping]] = ..., lost: _Optional[_Union[HoldLost, _Mapping]] = ...) -> None: ...
 
 class HoldAcquired(_message.Message):
-    __slots__ = ("token", "fencing_token", "ttl_ms", "hold_count", "lease_started_after_ms", "hold_id")
+    __slots__ = ("token", "fencing_token", "ttl_ms", "hold_count", "lease_started_after_ms", "hold_id", "signed_fence")
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
     TTL_MS_FIELD_NUMBER: _ClassVar[int]
     HOLD_COUNT_FIELD_NUMBER: _ClassVar[int]
     LEASE_STARTED_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
     HOLD_ID_FIELD_NUMBER: _ClassVar[int]
+    SIGNED_FENCE_FIELD_NUMBER: _ClassVar[int]
     token: str
     fencing_token: int
     ttl_ms: int
     hold_count: int
     lease_started_after_ms: int
     hold_id: str
-    def __init__(self, token: _Optional[str] = ..., fencing_token: _Optional[int] = ..., ttl_ms: _Optional[int] = ..., hold_count: _Optional[int] = ..., lease_started_after_ms: _Optional[int] = ..., hold_id: _Optional[str] = ...) -> None: ...
+    signed_fence: str
+    def __init__(self, token: _Optional[str] = ..., fencing_token: _Optional[int] = ..., ttl_ms: _Optional[int] = ..., hold_count: _Optional[int] = ..., lease_started_after_ms: _Optional[int] = ..., hold_id: _Optional[str] = ..., signed_fence: _Optional[str] = ...) -> None: ...
 
 class HoldRenewed(_message.Message):
-    __slots__ = ("ttl_ms", "lease_started_after_ms")
+    __slots__ = ("ttl_ms", "lease_started_after_ms", "signed_fences")
     TTL_MS_FIELD_NUMBER: _ClassVar[int]
     LEASE_STARTED_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
+    SIGNED_FENCES_FIELD_NUMBER: _ClassVar[int]
     ttl_ms: int
     lease_started_after_ms: int
-    def __init__(self, ttl_ms: _Optional[int] = ..., lease_started_after_ms: _Optional[int] = ...) -> None: ...
+    signed_fences: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, ttl_ms: _Optional[int] = ..., lease_started_after_ms: _Optional[int] = ..., signed_fences: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class HoldLost(_message.Message):
     __slots__ = ("reason", "code", "name")
@@ -305,18 +313,20 @@ class AcquireSetRequest(_message.Message):
     def __init__(self, names: _Optional[_Iterable[str]] = ..., owner: _Optional[str] = ..., ttl_ms: _Optional[int] = ..., wait_timeout_ms: _Optional[int] = ..., mode: _Optional[_Union[LockMode, str]] = ..., value: _Optional[str] = ...) -> None: ...
 
 class SetMember(_message.Message):
-    __slots__ = ("name", "token", "fencing_token", "ttl_ms", "hold_id")
+    __slots__ = ("name", "token", "fencing_token", "ttl_ms", "hold_id", "signed_fence")
     NAME_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
     TTL_MS_FIELD_NUMBER: _ClassVar[int]
     HOLD_ID_FIELD_NUMBER: _ClassVar[int]
+    SIGNED_FENCE_FIELD_NUMBER: _ClassVar[int]
     name: str
     token: str
     fencing_token: int
     ttl_ms: int
     hold_id: str
-    def __init__(self, name: _Optional[str] = ..., token: _Optional[str] = ..., fencing_token: _Optional[int] = ..., ttl_ms: _Optional[int] = ..., hold_id: _Optional[str] = ...) -> None: ...
+    signed_fence: str
+    def __init__(self, name: _Optional[str] = ..., token: _Optional[str] = ..., fencing_token: _Optional[int] = ..., ttl_ms: _Optional[int] = ..., hold_id: _Optional[str] = ..., signed_fence: _Optional[str] = ...) -> None: ...
 
 class AcquireSetResponse(_message.Message):
     __slots__ = ("acquired", "members", "lease_started_after_ms")

@@ -188,6 +188,162 @@ func (x *GetServerStatsResponse) GetCallsInFlight() uint32 {
 	return 0
 }
 
+// GetFenceKeysRequest asks for the fence verification keys; it has no fields.
+type GetFenceKeysRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetFenceKeysRequest) Reset() {
+	*x = GetFenceKeysRequest{}
+	mi := &file_holdfast_v1_admin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetFenceKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetFenceKeysRequest) ProtoMessage() {}
+
+func (x *GetFenceKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holdfast_v1_admin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetFenceKeysRequest.ProtoReflect.Descriptor instead.
+func (*GetFenceKeysRequest) Descriptor() ([]byte, []int) {
+	return file_holdfast_v1_admin_proto_rawDescGZIP(), []int{2}
+}
+
+// FenceKey is one public key that signed fences may be signed with.
+type FenceKey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key's id, as written in a signed fence: derived from the public key (docs/fencing.md).
+	KeyId string `protobuf:"bytes,1,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	// The signature algorithm: "Ed25519".
+	Algorithm string `protobuf:"bytes,2,opt,name=algorithm,proto3" json:"algorithm,omitempty"`
+	// The raw 32-byte Ed25519 public key.
+	PublicKey     []byte `protobuf:"bytes,3,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FenceKey) Reset() {
+	*x = FenceKey{}
+	mi := &file_holdfast_v1_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FenceKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FenceKey) ProtoMessage() {}
+
+func (x *FenceKey) ProtoReflect() protoreflect.Message {
+	mi := &file_holdfast_v1_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FenceKey.ProtoReflect.Descriptor instead.
+func (*FenceKey) Descriptor() ([]byte, []int) {
+	return file_holdfast_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *FenceKey) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *FenceKey) GetAlgorithm() string {
+	if x != nil {
+		return x.Algorithm
+	}
+	return ""
+}
+
+func (x *FenceKey) GetPublicKey() []byte {
+	if x != nil {
+		return x.PublicKey
+	}
+	return nil
+}
+
+// GetFenceKeysResponse lists the keys of the server's fence key ring.
+type GetFenceKeysResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The id of the key this server signs new fences with; empty when it signs none.
+	SigningKeyId string `protobuf:"bytes,1,opt,name=signing_key_id,json=signingKeyId,proto3" json:"signing_key_id,omitempty"`
+	// Every key a guard should accept, the signing key first.
+	Keys          []*FenceKey `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetFenceKeysResponse) Reset() {
+	*x = GetFenceKeysResponse{}
+	mi := &file_holdfast_v1_admin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetFenceKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetFenceKeysResponse) ProtoMessage() {}
+
+func (x *GetFenceKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_holdfast_v1_admin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetFenceKeysResponse.ProtoReflect.Descriptor instead.
+func (*GetFenceKeysResponse) Descriptor() ([]byte, []int) {
+	return file_holdfast_v1_admin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *GetFenceKeysResponse) GetSigningKeyId() string {
+	if x != nil {
+		return x.SigningKeyId
+	}
+	return ""
+}
+
+func (x *GetFenceKeysResponse) GetKeys() []*FenceKey {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
 var File_holdfast_v1_admin_proto protoreflect.FileDescriptor
 
 const file_holdfast_v1_admin_proto_rawDesc = "" +
@@ -208,9 +364,19 @@ const file_holdfast_v1_admin_proto_rawDesc = "" +
 	"\x14watchdog_timer_armed\x18\b \x01(\bR\x12watchdogTimerArmed\x12!\n" +
 	"\fhold_streams\x18\t \x01(\rR\vholdStreams\x12&\n" +
 	"\x0fcalls_in_flight\x18\n" +
-	" \x01(\rR\rcallsInFlight2i\n" +
+	" \x01(\rR\rcallsInFlight\"\x15\n" +
+	"\x13GetFenceKeysRequest\"^\n" +
+	"\bFenceKey\x12\x15\n" +
+	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x1c\n" +
+	"\talgorithm\x18\x02 \x01(\tR\talgorithm\x12\x1d\n" +
+	"\n" +
+	"public_key\x18\x03 \x01(\fR\tpublicKey\"g\n" +
+	"\x14GetFenceKeysResponse\x12$\n" +
+	"\x0esigning_key_id\x18\x01 \x01(\tR\fsigningKeyId\x12)\n" +
+	"\x04keys\x18\x02 \x03(\v2\x15.holdfast.v1.FenceKeyR\x04keys2\xbe\x01\n" +
 	"\fAdminService\x12Y\n" +
-	"\x0eGetServerStats\x12\".holdfast.v1.GetServerStatsRequest\x1a#.holdfast.v1.GetServerStatsResponseb\x06proto3"
+	"\x0eGetServerStats\x12\".holdfast.v1.GetServerStatsRequest\x1a#.holdfast.v1.GetServerStatsResponse\x12S\n" +
+	"\fGetFenceKeys\x12 .holdfast.v1.GetFenceKeysRequest\x1a!.holdfast.v1.GetFenceKeysResponseb\x06proto3"
 
 var (
 	file_holdfast_v1_admin_proto_rawDescOnce sync.Once
@@ -224,19 +390,25 @@ func file_holdfast_v1_admin_proto_rawDescGZIP() []byte {
 	return file_holdfast_v1_admin_proto_rawDescData
 }
 
-var file_holdfast_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_holdfast_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_holdfast_v1_admin_proto_goTypes = []any{
 	(*GetServerStatsRequest)(nil),  // 0: holdfast.v1.GetServerStatsRequest
 	(*GetServerStatsResponse)(nil), // 1: holdfast.v1.GetServerStatsResponse
+	(*GetFenceKeysRequest)(nil),    // 2: holdfast.v1.GetFenceKeysRequest
+	(*FenceKey)(nil),               // 3: holdfast.v1.FenceKey
+	(*GetFenceKeysResponse)(nil),   // 4: holdfast.v1.GetFenceKeysResponse
 }
 var file_holdfast_v1_admin_proto_depIdxs = []int32{
-	0, // 0: holdfast.v1.AdminService.GetServerStats:input_type -> holdfast.v1.GetServerStatsRequest
-	1, // 1: holdfast.v1.AdminService.GetServerStats:output_type -> holdfast.v1.GetServerStatsResponse
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	3, // 0: holdfast.v1.GetFenceKeysResponse.keys:type_name -> holdfast.v1.FenceKey
+	0, // 1: holdfast.v1.AdminService.GetServerStats:input_type -> holdfast.v1.GetServerStatsRequest
+	2, // 2: holdfast.v1.AdminService.GetFenceKeys:input_type -> holdfast.v1.GetFenceKeysRequest
+	1, // 3: holdfast.v1.AdminService.GetServerStats:output_type -> holdfast.v1.GetServerStatsResponse
+	4, // 4: holdfast.v1.AdminService.GetFenceKeys:output_type -> holdfast.v1.GetFenceKeysResponse
+	3, // [3:5] is the sub-list for method output_type
+	1, // [1:3] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_holdfast_v1_admin_proto_init() }
@@ -250,7 +422,7 @@ func file_holdfast_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_holdfast_v1_admin_proto_rawDesc), len(file_holdfast_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,6 +23,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	AdminService_GetServerStats_FullMethodName = "/holdfast.v1.AdminService/GetServerStats"
+	AdminService_GetFenceKeys_FullMethodName   = "/holdfast.v1.AdminService/GetFenceKeys"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -34,6 +35,9 @@ type AdminServiceClient interface {
 	// Gets this server's counts of what it keeps in memory for its clients right now.
 	// Every count is 0, and no timer is armed, when the server serves no call, wait or hold.
 	GetServerStats(ctx context.Context, in *GetServerStatsRequest, opts ...grpc.CallOption) (*GetServerStatsResponse, error)
+	// Gets the public keys that guards accept signed fences from: the key this server signs with and the
+	// other keys of its ring (--fence-verify-keys). Also served over HTTP at /fence-keys as a JWK set.
+	GetFenceKeys(ctx context.Context, in *GetFenceKeysRequest, opts ...grpc.CallOption) (*GetFenceKeysResponse, error)
 }
 
 type adminServiceClient struct {
@@ -54,6 +58,16 @@ func (c *adminServiceClient) GetServerStats(ctx context.Context, in *GetServerSt
 	return out, nil
 }
 
+func (c *adminServiceClient) GetFenceKeys(ctx context.Context, in *GetFenceKeysRequest, opts ...grpc.CallOption) (*GetFenceKeysResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetFenceKeysResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetFenceKeys_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -63,6 +77,9 @@ type AdminServiceServer interface {
 	// Gets this server's counts of what it keeps in memory for its clients right now.
 	// Every count is 0, and no timer is armed, when the server serves no call, wait or hold.
 	GetServerStats(context.Context, *GetServerStatsRequest) (*GetServerStatsResponse, error)
+	// Gets the public keys that guards accept signed fences from: the key this server signs with and the
+	// other keys of its ring (--fence-verify-keys). Also served over HTTP at /fence-keys as a JWK set.
+	GetFenceKeys(context.Context, *GetFenceKeysRequest) (*GetFenceKeysResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -75,6 +92,9 @@ type UnimplementedAdminServiceServer struct{}
 
 func (UnimplementedAdminServiceServer) GetServerStats(context.Context, *GetServerStatsRequest) (*GetServerStatsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetServerStats not implemented")
+}
+func (UnimplementedAdminServiceServer) GetFenceKeys(context.Context, *GetFenceKeysRequest) (*GetFenceKeysResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetFenceKeys not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -115,6 +135,24 @@ func _AdminService_GetServerStats_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_GetFenceKeys_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetFenceKeysRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetFenceKeys(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetFenceKeys_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetFenceKeys(ctx, req.(*GetFenceKeysRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -125,6 +163,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetServerStats",
 			Handler:    _AdminService_GetServerStats_Handler,
+		},
+		{
+			MethodName: "GetFenceKeys",
+			Handler:    _AdminService_GetFenceKeys_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -365,8 +365,15 @@ type AcquireResponse struct {
 	// The server made this grant this many ms after it received the request (its monotonic clock), for example
 	// after a wait. The lease ends no earlier than lease_started_after_ms + ttl_ms after the client sent the request.
 	LeaseStartedAfterMs int64 `protobuf:"varint,6,opt,name=lease_started_after_ms,json=leaseStartedAfterMs,proto3" json:"lease_started_after_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// A signed fence for this grant when the server has a fence signing key (--fence-signing-key), else empty.
+	// One compact string that names the namespace, the lock, the fencing token, the signing key's id and the
+	// lease's end by the server's clock, signed with Ed25519: send it to protected resources as header
+	// `Holdfast-Fence` or gRPC metadata `holdfast-fence`, whose guards check the signature and that it was
+	// issued for their lock before anything else. Format: clients/conformance/signed-fence.md. Treat it like the
+	// token: anyone holding it can write as this holder until a newer grant's fence is seen; never log it.
+	SignedFence   string `protobuf:"bytes,7,opt,name=signed_fence,json=signedFence,proto3" json:"signed_fence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AcquireResponse) Reset() {
@@ -439,6 +446,13 @@ func (x *AcquireResponse) GetLeaseStartedAfterMs() int64 {
 		return x.LeaseStartedAfterMs
 	}
 	return 0
+}
+
+func (x *AcquireResponse) GetSignedFence() string {
+	if x != nil {
+		return x.SignedFence
+	}
+	return ""
 }
 
 // ReleaseRequest releases one hold of a grant.
@@ -629,7 +643,9 @@ func (x *RenewRequest) GetTtlMs() int64 {
 type RenewResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The lease left, in milliseconds.
-	TtlMs         int64 `protobuf:"varint,1,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	TtlMs int64 `protobuf:"varint,1,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	// A fresh signed fence stating the renewed lease's end (as AcquireResponse.signed_fence); empty without a key.
+	SignedFence   string `protobuf:"bytes,2,opt,name=signed_fence,json=signedFence,proto3" json:"signed_fence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -669,6 +685,13 @@ func (x *RenewResponse) GetTtlMs() int64 {
 		return x.TtlMs
 	}
 	return 0
+}
+
+func (x *RenewResponse) GetSignedFence() string {
+	if x != nil {
+		return x.SignedFence
+	}
+	return ""
 }
 
 // HoldRequest asks for a lock held for as long as the stream is open.
@@ -913,7 +936,14 @@ type HoldAcquired struct {
 	// The lease ends no earlier than lease_started_after_ms + ttl_ms after the client sent the request, less clock drift.
 	LeaseStartedAfterMs int64 `protobuf:"varint,5,opt,name=lease_started_after_ms,json=leaseStartedAfterMs,proto3" json:"lease_started_after_ms,omitempty"`
 	// Names this stream's hold of the grant: ReleaseRequest.hold_id gives back exactly this hold.
-	HoldId        string `protobuf:"bytes,6,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	HoldId string `protobuf:"bytes,6,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	// A signed fence for this grant, stating the first lease's end, when the server has a fence signing key (--fence-signing-key), else empty.
+	// One compact string that names the namespace, the lock, the fencing token, the signing key's id and the
+	// lease's end by the server's clock, signed with Ed25519: send it to protected resources as header
+	// `Holdfast-Fence` or gRPC metadata `holdfast-fence`, whose guards check the signature and that it was
+	// issued for their lock before anything else. Format: clients/conformance/signed-fence.md. Treat it like the
+	// token: anyone holding it can write as this holder until a newer grant's fence is seen; never log it.
+	SignedFence   string `protobuf:"bytes,7,opt,name=signed_fence,json=signedFence,proto3" json:"signed_fence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -990,6 +1020,13 @@ func (x *HoldAcquired) GetHoldId() string {
 	return ""
 }
 
+func (x *HoldAcquired) GetSignedFence() string {
+	if x != nil {
+		return x.SignedFence
+	}
+	return ""
+}
+
 // HoldRenewed reports a confirmed renewal.
 type HoldRenewed struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -998,8 +1035,12 @@ type HoldRenewed struct {
 	// The server started this renewal this many ms after it received the Hold request (its monotonic clock).
 	// The renewed lease ends no earlier than lease_started_after_ms + ttl_ms after the client sent the request, less clock drift.
 	LeaseStartedAfterMs int64 `protobuf:"varint,2,opt,name=lease_started_after_ms,json=leaseStartedAfterMs,proto3" json:"lease_started_after_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Fresh signed fences stating the renewed lease's end, when the server has a fence signing key: a Hold's one
+	// fence, or a HoldSet's members' fences in canonical order. Empty under a Session, whose renewals are not
+	// re-signed (a session's fences state no lease end; see docs/fencing.md).
+	SignedFences  []string `protobuf:"bytes,3,rep,name=signed_fences,json=signedFences,proto3" json:"signed_fences,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HoldRenewed) Reset() {
@@ -1044,6 +1085,13 @@ func (x *HoldRenewed) GetLeaseStartedAfterMs() int64 {
 		return x.LeaseStartedAfterMs
 	}
 	return 0
+}
+
+func (x *HoldRenewed) GetSignedFences() []string {
+	if x != nil {
+		return x.SignedFences
+	}
+	return nil
 }
 
 // HoldLost says that the lease was lost and why.
@@ -1827,7 +1875,9 @@ type SetMember struct {
 	// The member's lease left in milliseconds when the set was complete.
 	TtlMs int64 `protobuf:"varint,4,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
 	// HoldSet only: this stream's hold of the member.
-	HoldId        string `protobuf:"bytes,5,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	HoldId string `protobuf:"bytes,5,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	// The member's signed fence, as AcquireResponse.signed_fence; empty without a fence signing key.
+	SignedFence   string `protobuf:"bytes,6,opt,name=signed_fence,json=signedFence,proto3" json:"signed_fence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1893,6 +1943,13 @@ func (x *SetMember) GetTtlMs() int64 {
 func (x *SetMember) GetHoldId() string {
 	if x != nil {
 		return x.HoldId
+	}
+	return ""
+}
+
+func (x *SetMember) GetSignedFence() string {
+	if x != nil {
+		return x.SignedFence
 	}
 	return ""
 }
@@ -3185,7 +3242,7 @@ const file_holdfast_v1_lock_proto_rawDesc = "" +
 	"\x05limit\x18\x06 \x01(\rR\x05limit\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\a \x01(\tR\trequestId\x12\x14\n" +
-	"\x05value\x18\b \x01(\tR\x05value\"\xd3\x01\n" +
+	"\x05value\x18\b \x01(\tR\x05value\"\xf6\x01\n" +
 	"\x0fAcquireResponse\x12\x1a\n" +
 	"\bacquired\x18\x01 \x01(\bR\bacquired\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\tR\x05token\x12#\n" +
@@ -3193,7 +3250,8 @@ const file_holdfast_v1_lock_proto_rawDesc = "" +
 	"\x06ttl_ms\x18\x04 \x01(\x03R\x05ttlMs\x12\x1d\n" +
 	"\n" +
 	"hold_count\x18\x05 \x01(\rR\tholdCount\x123\n" +
-	"\x16lease_started_after_ms\x18\x06 \x01(\x03R\x13leaseStartedAfterMs\"S\n" +
+	"\x16lease_started_after_ms\x18\x06 \x01(\x03R\x13leaseStartedAfterMs\x12!\n" +
+	"\fsigned_fence\x18\a \x01(\tR\vsignedFence\"S\n" +
 	"\x0eReleaseRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\tR\x05token\x12\x17\n" +
@@ -3205,9 +3263,10 @@ const file_holdfast_v1_lock_proto_rawDesc = "" +
 	"\fRenewRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\tR\x05token\x12\x15\n" +
-	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\"&\n" +
+	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\"I\n" +
 	"\rRenewResponse\x12\x15\n" +
-	"\x06ttl_ms\x18\x01 \x01(\x03R\x05ttlMs\"\xa1\x02\n" +
+	"\x06ttl_ms\x18\x01 \x01(\x03R\x05ttlMs\x12!\n" +
+	"\fsigned_fence\x18\x02 \x01(\tR\vsignedFence\"\xa1\x02\n" +
 	"\vHoldRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x15\n" +
@@ -3222,7 +3281,7 @@ const file_holdfast_v1_lock_proto_rawDesc = "" +
 	"\bacquired\x18\x01 \x01(\v2\x19.holdfast.v1.HoldAcquiredH\x00R\bacquired\x124\n" +
 	"\arenewed\x18\x02 \x01(\v2\x18.holdfast.v1.HoldRenewedH\x00R\arenewed\x12+\n" +
 	"\x04lost\x18\x03 \x01(\v2\x15.holdfast.v1.HoldLostH\x00R\x04lostB\a\n" +
-	"\x05event\"\xcd\x01\n" +
+	"\x05event\"\xf0\x01\n" +
 	"\fHoldAcquired\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12#\n" +
 	"\rfencing_token\x18\x02 \x01(\x04R\ffencingToken\x12\x15\n" +
@@ -3230,10 +3289,12 @@ const file_holdfast_v1_lock_proto_rawDesc = "" +
 	"\n" +
 	"hold_count\x18\x04 \x01(\rR\tholdCount\x123\n" +
 	"\x16lease_started_after_ms\x18\x05 \x01(\x03R\x13leaseStartedAfterMs\x12\x17\n" +
-	"\ahold_id\x18\x06 \x01(\tR\x06holdId\"Y\n" +
+	"\ahold_id\x18\x06 \x01(\tR\x06holdId\x12!\n" +
+	"\fsigned_fence\x18\a \x01(\tR\vsignedFence\"~\n" +
 	"\vHoldRenewed\x12\x15\n" +
 	"\x06ttl_ms\x18\x01 \x01(\x03R\x05ttlMs\x123\n" +
-	"\x16lease_started_after_ms\x18\x02 \x01(\x03R\x13leaseStartedAfterMs\"c\n" +
+	"\x16lease_started_after_ms\x18\x02 \x01(\x03R\x13leaseStartedAfterMs\x12#\n" +
+	"\rsigned_fences\x18\x03 \x03(\tR\fsignedFences\"c\n" +
 	"\bHoldLost\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12+\n" +
 	"\x04code\x18\x02 \x01(\x0e2\x17.holdfast.v1.LostReasonR\x04code\x12\x12\n" +
@@ -3286,13 +3347,14 @@ const file_holdfast_v1_lock_proto_rawDesc = "" +
 	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12&\n" +
 	"\x0fwait_timeout_ms\x18\x04 \x01(\x03R\rwaitTimeoutMs\x12)\n" +
 	"\x04mode\x18\x05 \x01(\x0e2\x15.holdfast.v1.LockModeR\x04mode\x12\x14\n" +
-	"\x05value\x18\x06 \x01(\tR\x05value\"\x8a\x01\n" +
+	"\x05value\x18\x06 \x01(\tR\x05value\"\xad\x01\n" +
 	"\tSetMember\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\tR\x05token\x12#\n" +
 	"\rfencing_token\x18\x03 \x01(\x04R\ffencingToken\x12\x15\n" +
 	"\x06ttl_ms\x18\x04 \x01(\x03R\x05ttlMs\x12\x17\n" +
-	"\ahold_id\x18\x05 \x01(\tR\x06holdId\"\x97\x01\n" +
+	"\ahold_id\x18\x05 \x01(\tR\x06holdId\x12!\n" +
+	"\fsigned_fence\x18\x06 \x01(\tR\vsignedFence\"\x97\x01\n" +
 	"\x12AcquireSetResponse\x12\x1a\n" +
 	"\bacquired\x18\x01 \x01(\bR\bacquired\x120\n" +
 	"\amembers\x18\x02 \x03(\v2\x16.holdfast.v1.SetMemberR\amembers\x123\n" +

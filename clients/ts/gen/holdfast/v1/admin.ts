@@ -51,6 +51,28 @@ export interface GetServerStatsResponse {
   callsInFlight: number;
 }
 
+/** GetFenceKeysRequest asks for the fence verification keys; it has no fields. */
+export interface GetFenceKeysRequest {
+}
+
+/** FenceKey is one public key that signed fences may be signed with. */
+export interface FenceKey {
+  /** The key's id, as written in a signed fence: derived from the public key (docs/fencing.md). */
+  keyId: string;
+  /** The signature algorithm: "Ed25519". */
+  algorithm: string;
+  /** The raw 32-byte Ed25519 public key. */
+  publicKey: Buffer;
+}
+
+/** GetFenceKeysResponse lists the keys of the server's fence key ring. */
+export interface GetFenceKeysResponse {
+  /** The id of the key this server signs new fences with; empty when it signs none. */
+  signingKeyId: string;
+  /** Every key a guard should accept, the signing key first. */
+  keys: FenceKey[];
+}
+
 function createBaseGetServerStatsRequest(): GetServerStatsRequest {
   return {};
 }
@@ -359,6 +381,256 @@ export const GetServerStatsResponse: MessageFns<GetServerStatsResponse> = {
   },
 };
 
+function createBaseGetFenceKeysRequest(): GetFenceKeysRequest {
+  return {};
+}
+
+export const GetFenceKeysRequest: MessageFns<GetFenceKeysRequest> = {
+  encode(_: GetFenceKeysRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetFenceKeysRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetFenceKeysRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): GetFenceKeysRequest {
+    return {};
+  },
+
+  toJSON(_: GetFenceKeysRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetFenceKeysRequest>): GetFenceKeysRequest {
+    return GetFenceKeysRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<GetFenceKeysRequest>): GetFenceKeysRequest {
+    const message = createBaseGetFenceKeysRequest();
+    return message;
+  },
+};
+
+function createBaseFenceKey(): FenceKey {
+  return { keyId: "", algorithm: "", publicKey: Buffer.alloc(0) };
+}
+
+export const FenceKey: MessageFns<FenceKey> = {
+  encode(message: FenceKey, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.algorithm !== "") {
+      writer.uint32(18).string(message.algorithm);
+    }
+    if (message.publicKey.length !== 0) {
+      writer.uint32(26).bytes(message.publicKey);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FenceKey {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFenceKey();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.algorithm = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.publicKey = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FenceKey {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      algorithm: isSet(object.algorithm) ? globalThis.String(object.algorithm) : "",
+      publicKey: isSet(object.publicKey)
+        ? Buffer.from(bytesFromBase64(object.publicKey))
+        : isSet(object.public_key)
+        ? Buffer.from(bytesFromBase64(object.public_key))
+        : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: FenceKey): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.algorithm !== "") {
+      obj.algorithm = message.algorithm;
+    }
+    if (message.publicKey.length !== 0) {
+      obj.publicKey = base64FromBytes(message.publicKey);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<FenceKey>): FenceKey {
+    return FenceKey.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<FenceKey>): FenceKey {
+    const message = createBaseFenceKey();
+    message.keyId = object.keyId ?? "";
+    message.algorithm = object.algorithm ?? "";
+    message.publicKey = object.publicKey ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseGetFenceKeysResponse(): GetFenceKeysResponse {
+  return { signingKeyId: "", keys: [] };
+}
+
+export const GetFenceKeysResponse: MessageFns<GetFenceKeysResponse> = {
+  encode(message: GetFenceKeysResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.signingKeyId !== "") {
+      writer.uint32(10).string(message.signingKeyId);
+    }
+    for (const v of message.keys) {
+      FenceKey.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetFenceKeysResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetFenceKeysResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.signingKeyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keys.push(FenceKey.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetFenceKeysResponse {
+    return {
+      signingKeyId: isSet(object.signingKeyId)
+        ? globalThis.String(object.signingKeyId)
+        : isSet(object.signing_key_id)
+        ? globalThis.String(object.signing_key_id)
+        : "",
+      keys: globalThis.Array.isArray(object?.keys) ? object.keys.map((e: any) => FenceKey.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: GetFenceKeysResponse): unknown {
+    const obj: any = {};
+    if (message.signingKeyId !== "") {
+      obj.signingKeyId = message.signingKeyId;
+    }
+    if (message.keys?.length) {
+      obj.keys = message.keys.map((e) => FenceKey.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetFenceKeysResponse>): GetFenceKeysResponse {
+    return GetFenceKeysResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetFenceKeysResponse>): GetFenceKeysResponse {
+    const message = createBaseGetFenceKeysResponse();
+    message.signingKeyId = object.signingKeyId ?? "";
+    message.keys = object.keys?.map((e) => FenceKey.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 /** AdminService reports on one server process itself, not on the locks it serves. */
 export type AdminServiceService = typeof AdminServiceService;
 export const AdminServiceService = {
@@ -377,6 +649,20 @@ export const AdminServiceService = {
       Buffer.from(GetServerStatsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetServerStatsResponse => GetServerStatsResponse.decode(value),
   },
+  /**
+   * Gets the public keys that guards accept signed fences from: the key this server signs with and the
+   * other keys of its ring (--fence-verify-keys). Also served over HTTP at /fence-keys as a JWK set.
+   */
+  getFenceKeys: {
+    path: "/holdfast.v1.AdminService/GetFenceKeys" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetFenceKeysRequest): Buffer => Buffer.from(GetFenceKeysRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetFenceKeysRequest => GetFenceKeysRequest.decode(value),
+    responseSerialize: (value: GetFenceKeysResponse): Buffer =>
+      Buffer.from(GetFenceKeysResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetFenceKeysResponse => GetFenceKeysResponse.decode(value),
+  },
 } as const;
 
 export interface AdminServiceServer extends UntypedServiceImplementation {
@@ -385,6 +671,11 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
    * Every count is 0, and no timer is armed, when the server serves no call, wait or hold.
    */
   getServerStats: handleUnaryCall<GetServerStatsRequest, GetServerStatsResponse>;
+  /**
+   * Gets the public keys that guards accept signed fences from: the key this server signs with and the
+   * other keys of its ring (--fence-verify-keys). Also served over HTTP at /fence-keys as a JWK set.
+   */
+  getFenceKeys: handleUnaryCall<GetFenceKeysRequest, GetFenceKeysResponse>;
 }
 
 export interface AdminServiceClient extends Client {
@@ -407,6 +698,25 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetServerStatsResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Gets the public keys that guards accept signed fences from: the key this server signs with and the
+   * other keys of its ring (--fence-verify-keys). Also served over HTTP at /fence-keys as a JWK set.
+   */
+  getFenceKeys(
+    request: GetFenceKeysRequest,
+    callback: (error: ServiceError | null, response: GetFenceKeysResponse) => void,
+  ): ClientUnaryCall;
+  getFenceKeys(
+    request: GetFenceKeysRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetFenceKeysResponse) => void,
+  ): ClientUnaryCall;
+  getFenceKeys(
+    request: GetFenceKeysRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetFenceKeysResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const AdminServiceClient = makeGenericClientConstructor(
@@ -417,6 +727,14 @@ export const AdminServiceClient = makeGenericClientConstructor(
   service: typeof AdminServiceService;
   serviceName: string;
 };
+
+function bytesFromBase64(b64: string): Uint8Array {
+  return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
+}
+
+function base64FromBytes(arr: Uint8Array): string {
+  return globalThis.Buffer.from(arr).toString("base64");
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

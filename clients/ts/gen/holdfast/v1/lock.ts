@@ -290,6 +290,15 @@ export interface AcquireResponse {
    * after a wait. The lease ends no earlier than lease_started_after_ms + ttl_ms after the client sent the request.
    */
   leaseStartedAfterMs: string;
+  /**
+   * A signed fence for this grant when the server has a fence signing key (--fence-signing-key), else empty.
+   * One compact string that names the namespace, the lock, the fencing token, the signing key's id and the
+   * lease's end by the server's clock, signed with Ed25519: send it to protected resources as header
+   * `Holdfast-Fence` or gRPC metadata `holdfast-fence`, whose guards check the signature and that it was
+   * issued for their lock before anything else. Format: clients/conformance/signed-fence.md. Treat it like the
+   * token: anyone holding it can write as this holder until a newer grant's fence is seen; never log it.
+   */
+  signedFence: string;
 }
 
 /** ReleaseRequest releases one hold of a grant. */
@@ -327,6 +336,8 @@ export interface RenewRequest {
 export interface RenewResponse {
   /** The lease left, in milliseconds. */
   ttlMs: string;
+  /** A fresh signed fence stating the renewed lease's end (as AcquireResponse.signed_fence); empty without a key. */
+  signedFence: string;
 }
 
 /** HoldRequest asks for a lock held for as long as the stream is open. */
@@ -391,6 +402,15 @@ export interface HoldAcquired {
   leaseStartedAfterMs: string;
   /** Names this stream's hold of the grant: ReleaseRequest.hold_id gives back exactly this hold. */
   holdId: string;
+  /**
+   * A signed fence for this grant, stating the first lease's end, when the server has a fence signing key (--fence-signing-key), else empty.
+   * One compact string that names the namespace, the lock, the fencing token, the signing key's id and the
+   * lease's end by the server's clock, signed with Ed25519: send it to protected resources as header
+   * `Holdfast-Fence` or gRPC metadata `holdfast-fence`, whose guards check the signature and that it was
+   * issued for their lock before anything else. Format: clients/conformance/signed-fence.md. Treat it like the
+   * token: anyone holding it can write as this holder until a newer grant's fence is seen; never log it.
+   */
+  signedFence: string;
 }
 
 /** HoldRenewed reports a confirmed renewal. */
@@ -402,6 +422,12 @@ export interface HoldRenewed {
    * The renewed lease ends no earlier than lease_started_after_ms + ttl_ms after the client sent the request, less clock drift.
    */
   leaseStartedAfterMs: string;
+  /**
+   * Fresh signed fences stating the renewed lease's end, when the server has a fence signing key: a Hold's one
+   * fence, or a HoldSet's members' fences in canonical order. Empty under a Session, whose renewals are not
+   * re-signed (a session's fences state no lease end; see docs/fencing.md).
+   */
+  signedFences: string[];
 }
 
 /** HoldLost says that the lease was lost and why. */
@@ -548,6 +574,8 @@ export interface SetMember {
   ttlMs: string;
   /** HoldSet only: this stream's hold of the member. */
   holdId: string;
+  /** The member's signed fence, as AcquireResponse.signed_fence; empty without a fence signing key. */
+  signedFence: string;
 }
 
 /** AcquireSetResponse says whether the whole set was granted. */
@@ -999,7 +1027,15 @@ export const AcquireRequest: MessageFns<AcquireRequest> = {
 };
 
 function createBaseAcquireResponse(): AcquireResponse {
-  return { acquired: false, token: "", fencingToken: "0", ttlMs: "0", holdCount: 0, leaseStartedAfterMs: "0" };
+  return {
+    acquired: false,
+    token: "",
+    fencingToken: "0",
+    ttlMs: "0",
+    holdCount: 0,
+    leaseStartedAfterMs: "0",
+    signedFence: "",
+  };
 }
 
 export const AcquireResponse: MessageFns<AcquireResponse> = {
@@ -1021,6 +1057,9 @@ export const AcquireResponse: MessageFns<AcquireResponse> = {
     }
     if (message.leaseStartedAfterMs !== "0") {
       writer.uint32(48).int64(message.leaseStartedAfterMs);
+    }
+    if (message.signedFence !== "") {
+      writer.uint32(58).string(message.signedFence);
     }
     return writer;
   },
@@ -1086,6 +1125,14 @@ export const AcquireResponse: MessageFns<AcquireResponse> = {
             message.leaseStartedAfterMs = reader.int64().toString();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.signedFence = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1122,6 +1169,11 @@ export const AcquireResponse: MessageFns<AcquireResponse> = {
         : isSet(object.lease_started_after_ms)
         ? globalThis.String(object.lease_started_after_ms)
         : "0",
+      signedFence: isSet(object.signedFence)
+        ? globalThis.String(object.signedFence)
+        : isSet(object.signed_fence)
+        ? globalThis.String(object.signed_fence)
+        : "",
     };
   },
 
@@ -1145,6 +1197,9 @@ export const AcquireResponse: MessageFns<AcquireResponse> = {
     if (message.leaseStartedAfterMs !== "0") {
       obj.leaseStartedAfterMs = message.leaseStartedAfterMs;
     }
+    if (message.signedFence !== "") {
+      obj.signedFence = message.signedFence;
+    }
     return obj;
   },
 
@@ -1159,6 +1214,7 @@ export const AcquireResponse: MessageFns<AcquireResponse> = {
     message.ttlMs = object.ttlMs ?? "0";
     message.holdCount = object.holdCount ?? 0;
     message.leaseStartedAfterMs = object.leaseStartedAfterMs ?? "0";
+    message.signedFence = object.signedFence ?? "";
     return message;
   },
 };
@@ -1463,13 +1519,16 @@ export const RenewRequest: MessageFns<RenewRequest> = {
 };
 
 function createBaseRenewResponse(): RenewResponse {
-  return { ttlMs: "0" };
+  return { ttlMs: "0", signedFence: "" };
 }
 
 export const RenewResponse: MessageFns<RenewResponse> = {
   encode(message: RenewResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.ttlMs !== "0") {
       writer.uint32(8).int64(message.ttlMs);
+    }
+    if (message.signedFence !== "") {
+      writer.uint32(18).string(message.signedFence);
     }
     return writer;
   },
@@ -1495,6 +1554,14 @@ export const RenewResponse: MessageFns<RenewResponse> = {
             message.ttlMs = reader.int64().toString();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.signedFence = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1514,6 +1581,11 @@ export const RenewResponse: MessageFns<RenewResponse> = {
         : isSet(object.ttl_ms)
         ? globalThis.String(object.ttl_ms)
         : "0",
+      signedFence: isSet(object.signedFence)
+        ? globalThis.String(object.signedFence)
+        : isSet(object.signed_fence)
+        ? globalThis.String(object.signed_fence)
+        : "",
     };
   },
 
@@ -1521,6 +1593,9 @@ export const RenewResponse: MessageFns<RenewResponse> = {
     const obj: any = {};
     if (message.ttlMs !== "0") {
       obj.ttlMs = message.ttlMs;
+    }
+    if (message.signedFence !== "") {
+      obj.signedFence = message.signedFence;
     }
     return obj;
   },
@@ -1531,6 +1606,7 @@ export const RenewResponse: MessageFns<RenewResponse> = {
   fromPartial(object: DeepPartial<RenewResponse>): RenewResponse {
     const message = createBaseRenewResponse();
     message.ttlMs = object.ttlMs ?? "0";
+    message.signedFence = object.signedFence ?? "";
     return message;
   },
 };
@@ -1864,7 +1940,15 @@ export const HoldResponse: MessageFns<HoldResponse> = {
 };
 
 function createBaseHoldAcquired(): HoldAcquired {
-  return { token: "", fencingToken: "0", ttlMs: "0", holdCount: 0, leaseStartedAfterMs: "0", holdId: "" };
+  return {
+    token: "",
+    fencingToken: "0",
+    ttlMs: "0",
+    holdCount: 0,
+    leaseStartedAfterMs: "0",
+    holdId: "",
+    signedFence: "",
+  };
 }
 
 export const HoldAcquired: MessageFns<HoldAcquired> = {
@@ -1886,6 +1970,9 @@ export const HoldAcquired: MessageFns<HoldAcquired> = {
     }
     if (message.holdId !== "") {
       writer.uint32(50).string(message.holdId);
+    }
+    if (message.signedFence !== "") {
+      writer.uint32(58).string(message.signedFence);
     }
     return writer;
   },
@@ -1951,6 +2038,14 @@ export const HoldAcquired: MessageFns<HoldAcquired> = {
             message.holdId = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.signedFence = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1991,6 +2086,11 @@ export const HoldAcquired: MessageFns<HoldAcquired> = {
         : isSet(object.hold_id)
         ? globalThis.String(object.hold_id)
         : "",
+      signedFence: isSet(object.signedFence)
+        ? globalThis.String(object.signedFence)
+        : isSet(object.signed_fence)
+        ? globalThis.String(object.signed_fence)
+        : "",
     };
   },
 
@@ -2014,6 +2114,9 @@ export const HoldAcquired: MessageFns<HoldAcquired> = {
     if (message.holdId !== "") {
       obj.holdId = message.holdId;
     }
+    if (message.signedFence !== "") {
+      obj.signedFence = message.signedFence;
+    }
     return obj;
   },
 
@@ -2028,12 +2131,13 @@ export const HoldAcquired: MessageFns<HoldAcquired> = {
     message.holdCount = object.holdCount ?? 0;
     message.leaseStartedAfterMs = object.leaseStartedAfterMs ?? "0";
     message.holdId = object.holdId ?? "";
+    message.signedFence = object.signedFence ?? "";
     return message;
   },
 };
 
 function createBaseHoldRenewed(): HoldRenewed {
-  return { ttlMs: "0", leaseStartedAfterMs: "0" };
+  return { ttlMs: "0", leaseStartedAfterMs: "0", signedFences: [] };
 }
 
 export const HoldRenewed: MessageFns<HoldRenewed> = {
@@ -2043,6 +2147,9 @@ export const HoldRenewed: MessageFns<HoldRenewed> = {
     }
     if (message.leaseStartedAfterMs !== "0") {
       writer.uint32(16).int64(message.leaseStartedAfterMs);
+    }
+    for (const v of message.signedFences) {
+      writer.uint32(26).string(v!);
     }
     return writer;
   },
@@ -2076,6 +2183,14 @@ export const HoldRenewed: MessageFns<HoldRenewed> = {
             message.leaseStartedAfterMs = reader.int64().toString();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.signedFences.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2100,6 +2215,11 @@ export const HoldRenewed: MessageFns<HoldRenewed> = {
         : isSet(object.lease_started_after_ms)
         ? globalThis.String(object.lease_started_after_ms)
         : "0",
+      signedFences: globalThis.Array.isArray(object?.signedFences)
+        ? object.signedFences.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.signed_fences)
+        ? object.signed_fences.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -2111,6 +2231,9 @@ export const HoldRenewed: MessageFns<HoldRenewed> = {
     if (message.leaseStartedAfterMs !== "0") {
       obj.leaseStartedAfterMs = message.leaseStartedAfterMs;
     }
+    if (message.signedFences?.length) {
+      obj.signedFences = message.signedFences;
+    }
     return obj;
   },
 
@@ -2121,6 +2244,7 @@ export const HoldRenewed: MessageFns<HoldRenewed> = {
     const message = createBaseHoldRenewed();
     message.ttlMs = object.ttlMs ?? "0";
     message.leaseStartedAfterMs = object.leaseStartedAfterMs ?? "0";
+    message.signedFences = object.signedFences?.map((e) => e) || [];
     return message;
   },
 };
@@ -3399,7 +3523,7 @@ export const AcquireSetRequest: MessageFns<AcquireSetRequest> = {
 };
 
 function createBaseSetMember(): SetMember {
-  return { name: "", token: "", fencingToken: "0", ttlMs: "0", holdId: "" };
+  return { name: "", token: "", fencingToken: "0", ttlMs: "0", holdId: "", signedFence: "" };
 }
 
 export const SetMember: MessageFns<SetMember> = {
@@ -3418,6 +3542,9 @@ export const SetMember: MessageFns<SetMember> = {
     }
     if (message.holdId !== "") {
       writer.uint32(42).string(message.holdId);
+    }
+    if (message.signedFence !== "") {
+      writer.uint32(50).string(message.signedFence);
     }
     return writer;
   },
@@ -3475,6 +3602,14 @@ export const SetMember: MessageFns<SetMember> = {
             message.holdId = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.signedFence = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3506,6 +3641,11 @@ export const SetMember: MessageFns<SetMember> = {
         : isSet(object.hold_id)
         ? globalThis.String(object.hold_id)
         : "",
+      signedFence: isSet(object.signedFence)
+        ? globalThis.String(object.signedFence)
+        : isSet(object.signed_fence)
+        ? globalThis.String(object.signed_fence)
+        : "",
     };
   },
 
@@ -3526,6 +3666,9 @@ export const SetMember: MessageFns<SetMember> = {
     if (message.holdId !== "") {
       obj.holdId = message.holdId;
     }
+    if (message.signedFence !== "") {
+      obj.signedFence = message.signedFence;
+    }
     return obj;
   },
 
@@ -3539,6 +3682,7 @@ export const SetMember: MessageFns<SetMember> = {
     message.fencingToken = object.fencingToken ?? "0";
     message.ttlMs = object.ttlMs ?? "0";
     message.holdId = object.holdId ?? "";
+    message.signedFence = object.signedFence ?? "";
     return message;
   },
 };
