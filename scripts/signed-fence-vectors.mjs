@@ -57,7 +57,11 @@ const verify = [
   { name: 'truncated signature', fence: good.slice(0, -1), error: 'malformed' },
   { name: 'signature with padding', fence: `${good}==`, error: 'malformed' },
   { name: 'signature not base64url', fence: `${good.slice(0, -1)}+`, error: 'malformed' },
-  { name: 'signature not canonical base64url (last character has spare bits set)', fence: `${good.slice(0, -1)}${String.fromCharCode(good.charCodeAt(good.length - 1) + 1)}`, error: 'malformed' },
+  {
+    name: 'signature not canonical base64url (last character has spare bits set)',
+    fence: `${good.slice(0, -1)}${String.fromCharCode(good.charCodeAt(good.length - 1) + 1)}`,
+    error: 'malformed',
+  },
   { name: 'unknown version', fence: fence(ring, { version: 'v2', lock: 'orders', token: '7', leaseEndMs: '1' }), error: 'malformed' },
   { name: 'key id with a bad character', fence: fence(ring, { kid: 'bad.kid', lock: 'orders', token: '7', leaseEndMs: '1' }), error: 'malformed' },
   { name: 'empty key id', fence: fence(ring, { kid: '', lock: 'orders', token: '7', leaseEndMs: '1' }), error: 'malformed' },
@@ -73,14 +77,22 @@ const verify = [
   { name: 'lease end not a number', fence: fence(ring, { lock: 'orders', token: '7', leaseEndMs: 'soon' }), error: 'malformed' },
   { name: 'longer than 4096 characters', fence: fence(ring, { lock: 'x'.repeat(4000), token: '7', leaseEndMs: '1' }), error: 'malformed' },
   { name: 'key id not in the ring', fence: fence(outsider, { lock: 'orders', token: '7', leaseEndMs: '1795000000000' }), error: 'unknown_key' },
-  { name: 'signed by an outsider under a ring key id', fence: fence(outsider, { kid: ring.kid, lock: 'orders', token: '7', leaseEndMs: '1795000000000' }), error: 'bad_signature' },
+  {
+    name: 'signed by an outsider under a ring key id',
+    fence: fence(outsider, { kid: ring.kid, lock: 'orders', token: '7', leaseEndMs: '1795000000000' }),
+    error: 'bad_signature',
+  },
   { name: 'forged token (altered after signing)', fence: [gv, gk, gn, gl, '18446744073709551615', ge, gs].join(':'), error: 'bad_signature' },
   { name: 'altered lock', fence: [gv, gk, gn, 'orderz', gt, ge, gs].join(':'), error: 'bad_signature' },
   { name: 'altered lease end', fence: [gv, gk, gn, gl, gt, '1895000000000', gs].join(':'), error: 'bad_signature' },
   { name: 'lease end removed', fence: [gv, gk, gn, gl, gt, '', gs].join(':'), error: 'bad_signature' },
   { name: 'same lock written with another valid encoding', fence: [gv, gk, gn, '%6Frders', gt, ge, gs].join(':'), error: 'bad_signature' },
   { name: 'one signature character changed', fence: [gv, gk, gn, gl, gt, ge, flip(gs, 10)].join(':'), error: 'bad_signature' },
-  { name: 'signature of another fence', fence: [gv, gk, gn, gl, gt, ge, fence(ring, { lock: 'orders', token: '8', leaseEndMs: '1795000000000' }).split(':')[6]].join(':'), error: 'bad_signature' },
+  {
+    name: 'signature of another fence',
+    fence: [gv, gk, gn, gl, gt, ge, fence(ring, { lock: 'orders', token: '8', leaseEndMs: '1795000000000' }).split(':')[6]].join(':'),
+    error: 'bad_signature',
+  },
 ];
 
 const bind = [
@@ -101,11 +113,21 @@ const leaseEnd = [
 const both = { lock: 'orders', token: '7' };
 const headers = [
   { name: 'signed fence alone', headers: { fence: [good] }, acceptUnsigned: false, expect: 'signed' },
-  { name: 'signed fence with matching unsigned headers', headers: { fence: [good], lock: [both.lock], token: [both.token] }, acceptUnsigned: false, expect: 'signed' },
+  {
+    name: 'signed fence with matching unsigned headers',
+    headers: { fence: [good], lock: [both.lock], token: [both.token] },
+    acceptUnsigned: false,
+    expect: 'signed',
+  },
   { name: 'unsigned token disagrees', headers: { fence: [good], lock: ['orders'], token: ['8'] }, acceptUnsigned: false, error: 'malformed' },
   { name: 'unsigned lock disagrees', headers: { fence: [good], lock: ['payments'], token: ['7'] }, acceptUnsigned: false, error: 'malformed' },
   { name: 'signed fence twice', headers: { fence: [good, good] }, acceptUnsigned: false, error: 'malformed' },
-  { name: 'unsigned token twice beside a signed fence', headers: { fence: [good], lock: ['orders'], token: ['7', '7'] }, acceptUnsigned: false, error: 'malformed' },
+  {
+    name: 'unsigned token twice beside a signed fence',
+    headers: { fence: [good], lock: ['orders'], token: ['7', '7'] },
+    acceptUnsigned: false,
+    error: 'malformed',
+  },
   { name: 'unsigned only, signed required', headers: { lock: ['orders'], token: ['7'] }, acceptUnsigned: false, error: 'signed_required' },
   { name: 'unsigned only, unsigned accepted', headers: { lock: ['orders'], token: ['7'] }, acceptUnsigned: true, expect: 'unsigned' },
   { name: 'nothing', headers: {}, acceptUnsigned: true, error: 'missing' },
@@ -133,7 +155,10 @@ const data = {
   bind,
   leaseEnd,
   headers,
-  wire: { http: { fence: 'Holdfast-Fence', lock: 'Holdfast-Fence-Lock', token: 'Holdfast-Fence-Token' }, grpc: { fence: 'holdfast-fence', lock: 'holdfast-fence-lock', token: 'holdfast-fence-token' } },
+  wire: {
+    http: { fence: 'Holdfast-Fence', lock: 'Holdfast-Fence-Lock', token: 'Holdfast-Fence-Token' },
+    grpc: { fence: 'holdfast-fence', lock: 'holdfast-fence-lock', token: 'holdfast-fence-token' },
+  },
 };
 
 const text = `${JSON.stringify(data, null, 2)}\n`;
