@@ -71,6 +71,7 @@ func (h *holdStream) read() {
 			return
 		}
 		if renewed := event.GetRenewed(); renewed != nil {
+			h.lease.renewedFence(renewed.SignedFences)
 			h.confirm(renewed.LeaseStartedAfterMs, renewed.TtlMs, "a renewal")
 		} else if lost := event.GetLost(); lost != nil {
 			h.lease.end(&LostError{Name: h.lease.name, Reason: lost.Reason, Code: lost.Code})

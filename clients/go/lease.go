@@ -76,11 +76,12 @@ type Lease struct {
 	keeper       leaseKeeper
 	done         chan struct{}
 
-	mu        sync.Mutex
-	deadline  time.Time
-	timer     *time.Timer
-	err       error
-	releasing bool
+	mu          sync.Mutex
+	signedFence string // the newest signed fence (a Hold's renewals bring fresh ones)
+	deadline    time.Time
+	timer       *time.Timer
+	err         error
+	releasing   bool
 }
 
 // leaseKeeper is what keeps a lease's hold on the server: a Hold stream of its own, or a session.
@@ -95,7 +96,7 @@ type leaseKeeper interface {
 func newLease(client holdfastv1.LockServiceClient, name string, grant *holdfastv1.HoldAcquired, keeper leaseKeeper) *Lease {
 	return &Lease{
 		client: client, name: name, token: grant.Token, holdID: grant.HoldId, fencingToken: grant.FencingToken,
-		keeper: keeper, done: make(chan struct{}),
+		signedFence: grant.SignedFence, keeper: keeper, done: make(chan struct{}),
 	}
 }
 
@@ -134,6 +135,26 @@ func (l *Lease) HoldID() string { return l.holdID }
 
 // FencingToken is the grant's fencing token: pass it to whatever the lock protects.
 func (l *Lease) FencingToken() uint64 { return l.fencingToken }
+
+// SignedFence is the grant's signed fence ("" from a server without a fence signing key): the
+// namespace, lock, fencing token and lease end, signed by the server. A Hold's renewals replace
+// it with one stating the renewed lease's end; a lease under a Session keeps its grant's, which
+// states no end. FenceHeader and FenceContext send it.
+func (l *Lease) SignedFence() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.signedFence
+}
+
+// renewedFence keeps a renewal's fresh signed fence.
+func (l *Lease) renewedFence(fences []string) {
+	if len(fences) == 0 || fences[0] == "" {
+		return
+	}
+	l.mu.Lock()
+	l.signedFence = fences[0]
+	l.mu.Unlock()
+}
 
 // Done is closed when the lease ends: lost, released, or its context ended.
 func (l *Lease) Done() <-chan struct{} { return l.done }

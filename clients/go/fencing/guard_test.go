@@ -53,7 +53,7 @@ func TestHTTPGuard(t *testing.T) {
 	var reached int32
 	guard := fencing.Guard{Store: &fencing.MemoryStore{}}
 	server := httptest.NewServer(guard.HTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if f, ok := fencing.FenceFrom(r.Context()); !ok || f.Token == 0 {
+		if f, ok := fencing.FromContext(r.Context()); !ok || f.Token == 0 {
 			t.Errorf("the handler sees no fence: %+v", f)
 		}
 		atomic.AddInt32(&reached, 1)

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
+
+	"github.com/holdfast/holdfast/clients/go/fencing/internal/storecall"
 )
 
 // The fence table, created by NewPostgresStore when missing. numeric(20,0) holds any uint64.
@@ -28,8 +31,14 @@ type Querier interface {
 // through database/sql with any PostgreSQL driver (lib/pq, pgx's stdlib). Committed records
 // survive a PostgreSQL crash. Use Fenced (or CheckIn inside your own transaction) so the
 // resource's write and the fence commit or roll back together.
+//
+// Check (the guards' call) fails closed in bounded time: it gives its statement a context that
+// ends after Timeout (DefaultStoreTimeout, 1 s, when 0) and answers an *UnavailableError then,
+// even if the driver has not returned (the store takes your *sql.DB, so it bounds each call
+// rather than setting the driver's options).
 type PostgresStore struct {
-	DB *sql.DB
+	DB      *sql.DB
+	Timeout time.Duration
 }
 
 // NewPostgresStore creates the fence table if it is missing.
@@ -40,9 +49,17 @@ func NewPostgresStore(ctx context.Context, db *sql.DB) (*PostgresStore, error) {
 	return &PostgresStore{DB: db}, nil
 }
 
-// Check implements Store, in a statement of its own.
+// Check implements Store, in a statement of its own, within Timeout.
 func (s *PostgresStore) Check(ctx context.Context, lock string, token uint64) (Decision, error) {
-	return CheckIn(ctx, s.DB, lock, token)
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = DefaultStoreTimeout
+	}
+	d, err := storecall.Bounded(ctx, timeout, func(ctx context.Context) (Decision, error) { return CheckIn(ctx, s.DB, lock, token) })
+	if err != nil {
+		return Decision{}, &UnavailableError{Lock: lock, Cause: storecall.Cause(err, "its PostgreSQL", timeout, "PostgresStore.Timeout"), Err: err}
+	}
+	return d, nil
 }
 
 // CheckIn compares and records the token through q; inside a transaction, the record (and the

@@ -2,8 +2,15 @@ package fencing
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
 )
+
+// DefaultStoreTimeout bounds each call of the Redis and PostgreSQL stores unless their Timeout
+// says otherwise: a store whose backend does not answer by then answers an *UnavailableError
+// (the guard's HTTP 503 / gRPC UNAVAILABLE), failing closed.
+const DefaultStoreTimeout = time.Second
 
 // Decision is a store's answer: Accepted when the token is not older than the newest recorded
 // for the lock (it is then the newest), and Newest, the newest token after the check.
@@ -49,6 +56,20 @@ func (s *MemoryStore) Check(_ context.Context, lock string, token uint64) (Decis
 	s.newest[lock] = d.Newest
 	return d, nil
 }
+
+// UnavailableError is a store that could not answer (the guard's 503 fence_store_unavailable):
+// Cause says why in words; Err is the driver's error (errors.Unwrap), for your logs.
+type UnavailableError struct {
+	Lock  string
+	Cause string
+	Err   error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("fence store unavailable for lock %q: %s", e.Lock, e.Cause)
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // check runs the store and turns a refusal into a *StaleError.
 func check(ctx context.Context, store Store, f Fence) error {

@@ -1,9 +1,10 @@
 // Package fencing lets the resource a holdfast lock protects enforce the lock's fencing tokens:
-// a holder's requests carry its lock name and token (HTTP headers or gRPC metadata, the wire
-// convention of clients/conformance/fencing.json), and a guard in front of the resource refuses a
-// request whose token is older than the newest it has seen for that lock. The store that remembers
-// the newest token compares and records in one step (see Store), so two requests cannot both pass
-// with tokens out of order.
+// a holder's requests carry its fence (HTTP headers or gRPC metadata: the signed fence of
+// clients/conformance/signed-fence.md and the unsigned pair of clients/conformance/fencing.json),
+// and a guard in front of the resource refuses a fence holdfast did not sign for this resource's
+// lock before it asks its store, then a token older than the newest it has seen for that lock. The
+// store that remembers the newest token compares and records in one step (see Store), so two
+// requests cannot both pass with tokens out of order.
 package fencing
 
 import (
@@ -17,21 +18,33 @@ import (
 )
 
 // The wire names of a fence: HTTP headers and gRPC metadata keys (metadata keys are lower case).
+// HeaderFence and MetadataFence carry the signed fence, the others the unsigned pair.
 const (
+	HeaderFence   = "Holdfast-Fence"
 	HeaderLock    = "Holdfast-Fence-Lock"
 	HeaderToken   = "Holdfast-Fence-Token"
+	MetadataFence = "holdfast-fence"
 	MetadataLock  = "holdfast-fence-lock"
 	MetadataToken = "holdfast-fence-token"
 )
 
-// Fence is what a request carries: the lock it was made under and that grant's fencing token.
+// Fence is what a request carries, and what a guard admitted (FromContext): the lock and that
+// grant's fencing token; for a signed fence also the namespace, the key that signed it and the
+// lease's end (Unix ms by the server's clock) when the fence states one. An unsigned fence has no
+// namespace, key id or lease end, and Signed false.
 type Fence struct {
-	Lock  string
-	Token uint64
+	Namespace   string
+	Lock        string
+	Token       uint64
+	LeaseEndMs  uint64
+	HasLeaseEnd bool
+	KeyID       string
+	Signed      bool
 }
 
-// BadFenceError says why a request's fence cannot be read. Kind is "missing" or "malformed",
-// Field is "lock" or "token", Header the header or metadata key that was wrong.
+// BadFenceError says why a request's fence cannot be read (HTTP 400, gRPC INVALID_ARGUMENT).
+// Kind is "missing" or "malformed", Field is "fence" (the signed fence), "lock" or "token",
+// Header the header or metadata key that was wrong. Reason never quotes the value.
 type BadFenceError struct {
 	Kind, Field, Header string
 	Reason              string
@@ -39,7 +52,7 @@ type BadFenceError struct {
 
 func (e *BadFenceError) Error() string {
 	if e.Kind == "missing" {
-		return fmt.Sprintf("missing fence: %s is not set", e.Header)
+		return fmt.Sprintf("missing fence: header %s is required", e.Header)
 	}
 	return fmt.Sprintf("malformed fence: %s %s", e.Header, e.Reason)
 }
@@ -103,16 +116,25 @@ func parse(lockValues, tokenValues []string, lockHeader, tokenHeader string) (Fe
 	if err != nil {
 		return Fence{}, err
 	}
-	lock, err := url.PathUnescape(lockText)
-	switch {
-	case err != nil:
-		return Fence{}, &BadFenceError{Kind: "malformed", Field: "lock", Header: lockHeader, Reason: "is not valid percent-encoding"}
-	case !utf8.ValidString(lock):
-		return Fence{}, &BadFenceError{Kind: "malformed", Field: "lock", Header: lockHeader, Reason: "does not decode to UTF-8"}
-	case lock == "":
-		return Fence{}, &BadFenceError{Kind: "malformed", Field: "lock", Header: lockHeader, Reason: "is empty"}
+	lock, why := decodeName(lockText)
+	if why != "" {
+		return Fence{}, &BadFenceError{Kind: "malformed", Field: "lock", Header: lockHeader, Reason: why}
 	}
 	return Fence{Lock: lock, Token: token}, nil
+}
+
+// decodeName reads a percent-encoded name (a lock or a namespace); why says what is wrong.
+func decodeName(text string) (name, why string) {
+	name, err := url.PathUnescape(text)
+	switch {
+	case err != nil:
+		return "", "is not valid percent-encoding"
+	case !utf8.ValidString(name):
+		return "", "does not decode to UTF-8"
+	case name == "":
+		return "", "is empty"
+	}
+	return name, ""
 }
 
 func single(values []string, field, header string) (string, error) {

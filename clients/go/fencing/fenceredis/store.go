@@ -5,6 +5,12 @@
 //
 // The store is as durable as its Redis. New refuses a Redis that can lose acknowledged writes
 // (it wants appendonly yes and appendfsync always) unless Options.AllowLossyRedis is set.
+//
+// It fails closed in bounded time: each Check gets its connection and runs the script under a
+// context that ends after Options.Timeout (1 s by default; the script runs by DoContext), and
+// answers a *fencing.UnavailableError at that moment even if the pool's Dial ignores the
+// context. The store takes the pool you built, so it bounds each call rather than setting the
+// pool's timeouts (set redis.DialConnectTimeout and redis.DialReadTimeout there too).
 package fenceredis
 
 import (
@@ -18,6 +24,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/holdfast/holdfast/clients/go/fencing"
+	"github.com/holdfast/holdfast/clients/go/fencing/internal/storecall"
 )
 
 //go:embed fence-record-1.lua
@@ -38,6 +45,9 @@ type Options struct {
 	// or appendfsync everysec/no), or whose settings cannot be read. It gives up the guarantee
 	// that a restart of that Redis never lets a stale token through.
 	AllowLossyRedis bool
+	// Timeout bounds each Check: a Redis that has not answered by then (down, unreachable,
+	// stopped) makes the guard answer 503 / UNAVAILABLE. 0 means fencing.DefaultStoreTimeout (1 s).
+	Timeout time.Duration
 }
 
 // Pool hands out connections: a *redis.Pool is one.
@@ -47,8 +57,9 @@ type Pool interface {
 
 // Store is a fencing.Store in Redis.
 type Store struct {
-	pool   Pool
-	keepMs int64
+	pool    Pool
+	keepMs  int64
+	timeout time.Duration
 }
 
 // New checks the Redis's durability settings (see Options.AllowLossyRedis) and returns the store.
@@ -65,22 +76,33 @@ func New(ctx context.Context, pool Pool, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	return &Store{pool: pool, keepMs: keep.Milliseconds()}, nil
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = fencing.DefaultStoreTimeout
+	}
+	return &Store{pool: pool, keepMs: keep.Milliseconds(), timeout: timeout}, nil
 }
 
 // Key is the Redis key of a lock's fence record.
 func Key(lock string) string { return "holdfast-fence:{" + lock + "}" }
 
-// Check implements fencing.Store.
+// Check implements fencing.Store, within Options.Timeout.
 func (s *Store) Check(ctx context.Context, lock string, token uint64) (fencing.Decision, error) {
-	conn, err := s.pool.GetContext(ctx)
+	reply, err := storecall.Bounded(ctx, s.timeout, func(ctx context.Context) ([]interface{}, error) {
+		conn, err := s.pool.GetContext(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+		return redis.Values(record.DoContext(ctx, conn, Key(lock), fencing.FormatToken(token), s.keepMs))
+	})
 	if err != nil {
-		return fencing.Decision{}, fmt.Errorf("fenceredis: %w", err)
-	}
-	defer conn.Close()
-	reply, err := redis.Values(record.Do(conn, Key(lock), fencing.FormatToken(token), s.keepMs))
-	if err != nil {
-		return fencing.Decision{}, fmt.Errorf("fenceredis: fence-record-1: %w", err)
+		var replyErr redis.Error
+		cause := storecall.Cause(err, "its Redis", s.timeout, "fenceredis Options.Timeout")
+		if errors.As(err, &replyErr) {
+			cause = "its Redis refused the script fence-record-1: " + replyErr.Error()
+		}
+		return fencing.Decision{}, &fencing.UnavailableError{Lock: lock, Cause: cause, Err: err}
 	}
 	var accepted int
 	var newest string
