@@ -7,8 +7,9 @@
   hold of the same grant) may be counting on the current expiry. ttl 0 keeps the grant's lease
   length; holdId is a Hold stream's own hold ('' otherwise), renewed only while the grant has it.
 
-  Returns two values (not a table, so a batch builds none per lease):
-    1, leaseLeft    renewed: the lease now ends leaseLeft ms from now (at least ttl)
+  Returns two values (not a table, so a batch builds none per lease), and a third when renewed:
+    1, leaseLeft, fence   renewed: the lease now ends leaseLeft ms from now (at least ttl); fence is
+                    the grant's fencing token (renew-3 returns it when asked; a batch drops it)
     -1, why         nothing renewed: why is 1 when someone else holds the lock now, 2 when the
                     grant lives but this hold was given back (Release), 0 when it expired or was released
   Redis calls: ZSCORE, HGET, ZADD (left out when the lease already runs that long), PTTL (and,
@@ -29,5 +30,5 @@ local function renewLease(token, ttl, holdId)
   local expiry = math.max(now + ttl, current)
   if expiry > current then redis.call('ZADD', holdersKey, expiry, token) end
   keepKeysUntil(expiry)
-  return 1, expiry - now
+  return 1, expiry - now, grant.f
 end

@@ -8,7 +8,8 @@ import type { KeepRequest, KeptLease, LeaseEvents } from './types';
 export interface LockBackend {
   acquire(params: AcquireParams, signal?: AbortSignal): Promise<Grant | null>;
   release(name: string, token: string, options?: ReleaseOptions): Promise<ReleaseResult>;
-  renew(name: string, token: string, ttlMs: number): Promise<{ ttlMs: number }>;
+  /** fencingToken: the renewed grant's, where the store's reply carries it (one Redis; absent in Redlock mode). */
+  renew(name: string, token: string, ttlMs: number): Promise<{ ttlMs: number; fencingToken?: string }>;
   inspect(name: string): Promise<LockInfo>;
   /** One SCAN step through the locks with holders or waiters (absent: this backend cannot list its locks). */
   scanLocks?(cursor: string, count: number, namePrefix?: string): Promise<LockScan>;

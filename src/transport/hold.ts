@@ -11,7 +11,8 @@ import { LockError } from '../engine/errors';
 import type { AcquireParams, LostReason as EngineLostReason } from '../engine/types';
 import { boundedWait, callScope } from './call-context';
 import { checkMaxHold, toAcquireParams } from './requests';
-import { grantFields } from './responses';
+import { fenceOf, grantFields } from './responses';
+import type { SignFence } from '../fencing/fence';
 import { driftMarginMs } from '../../clients/ts/deadline';
 import { lostLeaseError, toServiceError } from './status';
 
@@ -25,6 +26,8 @@ export interface HoldOptions {
   /** Free every Hold's lock the moment its stream ends, however it ends (gives up the lease guarantee). */
   releaseOnDisconnect: boolean;
   logError(err: unknown): void;
+  /** Signs each grant's fence in this service's namespace; absent: no signing key, fence fields stay empty. */
+  signFence?: SignFence;
   /** Told once for each granted Hold that ends other than by its holder's word, for the log. */
   onAbnormalEnd?(end: AbnormalHoldEnd): void;
 }
@@ -87,7 +90,7 @@ async function hold(engine: LockBackend, options: HoldOptions, call: HoldCall): 
 
   call.write({
     acquired: {
-      ...grantFields(grant),
+      ...grantFields(grant, fenceOf(options.signFence, params.name, grant.fencingToken, grant)),
       leaseStartedAfterMs: sinceRequest(grant.leaseStart),
       holdId: params.holdId,
     },
@@ -103,7 +106,10 @@ async function hold(engine: LockBackend, options: HoldOptions, call: HoldCall): 
       releaseOnDisconnect: options.releaseOnDisconnect || call.request.releaseOnDisconnect,
     },
     {
-      onRenewed: (ttlMs, leaseStart) => call.write({ renewed: { ttlMs: String(ttlMs), leaseStartedAfterMs: sinceRequest(leaseStart), signedFences: [] } }),
+      onRenewed: (ttlMs, leaseStart) => {
+        const fence = fenceOf(options.signFence, params.name, grant.fencingToken, { leaseStart, ttlMs });
+        call.write({ renewed: { ttlMs: String(ttlMs), leaseStartedAfterMs: sinceRequest(leaseStart), signedFences: fence ? [fence] : [] } });
+      },
       onLost: (reason, message) => {
         finish(); // the lease is over: closing the stream must not give anything back again
         if (reason === 'released') {

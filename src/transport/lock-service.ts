@@ -40,14 +40,14 @@ export function lockService(engine: LockBackend, options: ServiceOptions): LockS
       const scope = params.waitMs > 0 ? callScope(call) : undefined;
       const left = () => (scope ? scope.signal.aborted : call.cancelled);
       try {
-        return await acquireLock(engine, params, receivedAt, scope?.signal, left, logError);
+        return await acquireLock(engine, params, receivedAt, scope?.signal, left, logError, options.signFence);
       } finally {
         scope?.finish();
       }
     }),
 
     release: unary(logError, (req) => releaseLock(engine, req)),
-    renew: unary(logError, (req) => renewLock(engine, req)),
+    renew: unary(logError, (req) => renewLock(engine, req, options.signFence)),
     inspect: unary(logError, (req) => inspectLock(engine, req)),
     checkFencingToken: unary(logError, (req) => checkLockFencingToken(engine, req)),
     setValue: unary(logError, (req) => setLockValue(engine, req)),

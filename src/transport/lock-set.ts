@@ -23,10 +23,14 @@ import { LOST_CODE, holdParams, maxHoldOf, type HoldOptions } from './hold';
 import { msSince } from './operations';
 import { checkMaxHold, toReleaseSetMembers, toSetParams } from './requests';
 import { lostLeaseError, toServiceError } from './status';
+import { fenceOf } from './responses';
+import type { SignFence } from '../fencing/fence';
 
-export function memberFields(member: SetMemberGrant) {
+/** A member as a SetMember; `held`: kept by a session, its fence states no lease end. */
+export function memberFields(member: SetMemberGrant, sign: SignFence | undefined, held = false) {
   const { name, grant, holdId } = member;
-  return { name, token: grant.token, fencingToken: grant.fencingToken, ttlMs: String(grant.ttlMs), holdId, signedFence: '' };
+  const signedFence = fenceOf(sign, name, grant.fencingToken, held ? undefined : grant);
+  return { name, token: grant.token, fencingToken: grant.fencingToken, ttlMs: String(grant.ttlMs), holdId, signedFence };
 }
 
 const NOT_ACQUIRED: AcquireSetResponse = { acquired: false, members: [], leaseStartedAfterMs: '0' };
@@ -79,7 +83,10 @@ export async function acquireLockSet(
     await giveBack(backend, members); // the client left while the set was on its way
     return { response: NOT_ACQUIRED };
   }
-  return { response: { acquired: true, members: members.map(memberFields), leaseStartedAfterMs: msSince(anchor, earliestStart(members)) }, members };
+  return {
+    response: { acquired: true, members: members.map((m) => memberFields(m, options.signFence)), leaseStartedAfterMs: msSince(anchor, earliestStart(members)) },
+    members,
+  };
 }
 
 export function releaseSetHandler(backend: LockBackend, logError: (err: unknown) => void) {
@@ -122,7 +129,7 @@ async function holdSet(backend: LockBackend, options: HoldOptions, call: HoldSet
     finish();
     throw new LockError('timeout', `the set of ${names.length} locks was not acquired within ${asked.waitMs} ms`);
   }
-  call.write({ acquired: { members: members.map(memberFields), leaseStartedAfterMs: sinceRequest(earliestStart(members)) } });
+  call.write({ acquired: { members: members.map((m) => memberFields(m, options.signFence)), leaseStartedAfterMs: sinceRequest(earliestStart(members)) } });
 
   // The set's lease is its earliest member's: a renewal is reported when that one moves forward.
   const ends = new Map(members.map((m) => [m.name, { leaseStart: m.grant.leaseStart, ttlMs: m.grant.ttlMs }]));
@@ -150,7 +157,9 @@ async function holdSet(backend: LockBackend, options: HoldOptions, call: HoldSet
           const earliest = [...ends.values()].reduce((a, b) => (a.leaseStart + a.ttlMs <= b.leaseStart + b.ttlMs ? a : b));
           if (earliest.leaseStart + earliest.ttlMs <= reported) return;
           reported = earliest.leaseStart + earliest.ttlMs;
-          call.write({ renewed: { ttlMs: String(earliest.ttlMs), leaseStartedAfterMs: sinceRequest(earliest.leaseStart), signedFences: [] } });
+          // Every member's fence, re-signed with its own lease end, in the set's canonical order.
+          const signedFences = options.signFence ? members.map((m) => fenceOf(options.signFence, m.name, m.grant.fencingToken, ends.get(m.name))) : [];
+          call.write({ renewed: { ttlMs: String(earliest.ttlMs), leaseStartedAfterMs: sinceRequest(earliest.leaseStart), signedFences } });
         },
         onLost: (reason, message) => {
           if (over) return;

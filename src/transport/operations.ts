@@ -18,9 +18,18 @@ import type { LockBackend } from '../engine/backend';
 import { LockError } from '../engine/errors';
 import type { AcquireParams } from '../engine/types';
 import { checkFencingToken, checkHoldId, checkName, checkToken, checkTtl, checkValue } from './requests';
-import { grantFields, holderFields } from './responses';
+import type { SignFence } from '../fencing/fence';
+import { fenceOf, grantFields, holderFields } from './responses';
 
-export const NOT_ACQUIRED: AcquireResponse = { acquired: false, token: '', fencingToken: '0', ttlMs: '0', holdCount: 0, leaseStartedAfterMs: '0', signedFence: '' };
+export const NOT_ACQUIRED: AcquireResponse = {
+  acquired: false,
+  token: '',
+  fencingToken: '0',
+  ttlMs: '0',
+  holdCount: 0,
+  leaseStartedAfterMs: '0',
+  signedFence: '',
+};
 
 /** Milliseconds from `from` to `at` (performance.now() values), as an int64 field. */
 export function msSince(from: number, at: number): string {
@@ -39,6 +48,7 @@ export async function acquireLock(
   signal: AbortSignal | undefined,
   left: () => boolean,
   logError: (err: unknown) => void,
+  sign?: SignFence,
 ): Promise<AcquireResponse> {
   const grant = await engine.acquire(params, signal);
   if (!grant) return NOT_ACQUIRED;
@@ -48,7 +58,11 @@ export async function acquireLock(
     });
     return NOT_ACQUIRED;
   }
-  return { acquired: true, ...grantFields(grant), leaseStartedAfterMs: msSince(anchor, grant.leaseStart) };
+  return {
+    acquired: true,
+    ...grantFields(grant, fenceOf(sign, params.name, grant.fencingToken, grant)),
+    leaseStartedAfterMs: msSince(anchor, grant.leaseStart),
+  };
 }
 
 export async function releaseLock(engine: LockBackend, req: ReleaseRequest): Promise<ReleaseResponse> {
@@ -56,12 +70,14 @@ export async function releaseLock(engine: LockBackend, req: ReleaseRequest): Pro
   return { released: result.released, holdCount: result.holdCount };
 }
 
-export async function renewLock(engine: LockBackend, req: RenewRequest): Promise<RenewResponse> {
+export async function renewLock(engine: LockBackend, req: RenewRequest, sign?: SignFence): Promise<RenewResponse> {
   const name = checkName(req.name);
   const token = checkToken(req.token);
   const ttlMs = checkTtl(req.ttlMs, 0, "the grant's own lease length");
+  const leaseStart = performance.now(); // before the renewal is sent: the lease runs at least ttlMs from here
   const result = await engine.renew(name, token, ttlMs);
-  return { ttlMs: String(result.ttlMs), signedFence: '' };
+  const signedFence = result.fencingToken ? fenceOf(sign, name, result.fencingToken, { leaseStart, ttlMs: result.ttlMs }) : '';
+  return { ttlMs: String(result.ttlMs), signedFence };
 }
 
 export async function inspectLock(engine: LockBackend, req: InspectRequest): Promise<InspectResponse> {

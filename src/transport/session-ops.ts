@@ -11,7 +11,7 @@ import { boundedWait } from './call-context';
 import { holdParams, maxHoldOf, type HoldOptions } from './hold';
 import { acquireLock, checkLockFencingToken, inspectLock, msSince, releaseLock, renewLock, setLockValue } from './operations';
 import { checkMaxHold, toAcquireParams, toSetParams } from './requests';
-import { grantFields } from './responses';
+import { fenceOf, grantFields } from './responses';
 import { acquireLockSet, memberFields, releaseSetCall } from './lock-set';
 import { acquireSet, earliestStart, giveBack, type SetMemberGrant } from '../engine/lock-set';
 import type { Held } from './session-leases';
@@ -70,7 +70,7 @@ export async function runOp(kind: OpKind, request: SessionRequest, context: OpCo
     case 'release':
       return { response: { release: await releaseLock(engine, request.release!) } };
     case 'renew':
-      return { response: { renew: await renewLock(engine, request.renew!) } };
+      return { response: { renew: await renewLock(engine, request.renew!, context.options.signFence) } };
     case 'inspect':
       return { response: { inspect: await inspectLock(engine, request.inspect!) } };
     case 'setValue':
@@ -89,7 +89,7 @@ export async function runOp(kind: OpKind, request: SessionRequest, context: OpCo
 async function acquireOp(request: SessionRequest, { engine, options, call, anchor, signal }: OpContext): Promise<OpResult> {
   const asked = toAcquireParams(request.acquire!, options.defaultTtlMs);
   const params = { ...asked, waitMs: boundedWait(call, asked.waitMs, options.deadlineMarginMs) };
-  const acquire = await acquireLock(engine, params, anchor, signal, () => signal.aborted, options.logError);
+  const acquire = await acquireLock(engine, params, anchor, signal, () => signal.aborted, options.logError, options.signFence);
   if (!acquire.acquired) return { response: { acquire } };
   return { response: { acquire }, undo: () => engine.release(params.name, acquire.token).catch(() => {}) };
 }
@@ -129,7 +129,10 @@ async function holdOp(request: HoldRequest, { engine, options, call, anchor, sig
   held.lease = lease;
   events.kept(held);
   return {
-    response: { hold: { ...grantFields(grant), leaseStartedAfterMs: msSince(anchor, grant.leaseStart), holdId } },
+    // Kept by the session, whose renewals are not re-signed: the fence states no lease end.
+    response: {
+      hold: { ...grantFields(grant, fenceOf(options.signFence, name, grant.fencingToken)), leaseStartedAfterMs: msSince(anchor, grant.leaseStart), holdId },
+    },
     undo: () => {
       events.dropped(holdId);
       return lease.letGo();
@@ -151,7 +154,9 @@ async function holdSetOp(request: HoldSetRequest, { engine, options, call, ancho
   const set = new SessionHoldSet(events, options.releaseOnDisconnect);
   for (const member of members) set.keep(engine, member, opId, { ttlMs: params.ttlMs, maxHoldMs, lockDelayMs: options.lockDelayMs });
   return {
-    response: { holdSet: { members: members.map(memberFields), leaseStartedAfterMs: msSince(anchor, earliestStart(members)) } },
+    response: {
+      holdSet: { members: members.map((m) => memberFields(m, options.signFence, true)), leaseStartedAfterMs: msSince(anchor, earliestStart(members)) },
+    },
     undo: () => set.dropAll(),
   };
 }
