@@ -23,6 +23,11 @@ public final class Leadership implements AutoCloseable {
     return lease.name();
   }
 
+  /** The leadership's fence (signed when the server signs), as {@link Lease#fence()}. */
+  public holdfast.fencing.Fence fence() {
+    return lease.fence();
+  }
+
   /** Greater than every earlier leader's. */
   public long fencingToken() {
     return lease.fencingToken();

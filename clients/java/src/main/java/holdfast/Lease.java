@@ -68,6 +68,7 @@ public final class Lease implements AutoCloseable {
   private String token = "";
   private String holdId = "";
   private long fencingToken;
+  private String signedFence = ""; // the newest signed fence the server gave, "" when it signs none
   private int holdCount;
   private long ttlMs;
   private boolean hasDeadline;
@@ -121,22 +122,44 @@ public final class Lease implements AutoCloseable {
     }
   }
 
-  /** This lease's fence (lock name and fencing token) for a resource guarded by holdfast.fencing. */
+  /**
+   * This lease's fence for a resource guarded by holdfast.fencing: the lock's name, the fencing token and,
+   * when the server signs fences, the newest signed fence it gave (the grant's, then each renewal's,
+   * which states the renewed lease's end; a lease kept by a Session keeps its grant's, which states none).
+   * Ask again before each request: a renewal brings a fresh one.
+   */
   public Fence fence() {
-    return new Fence(name, fencingToken());
+    synchronized (mu) {
+      return Fence.issued(name, fencingToken, signedFence);
+    }
   }
 
-  /** Puts this lease's fence on gRPC {@code metadata} ({@code holdfast-fence-lock}, {@code holdfast-fence-token}); returns it. */
+  /**
+   * Puts this lease's fence on gRPC {@code metadata} ({@code holdfast-fence} when signed,
+   * {@code holdfast-fence-lock}, {@code holdfast-fence-token}); returns it.
+   */
   public Metadata fence(Metadata metadata) {
     return FenceAttach.metadata(fence(), metadata);
   }
 
-  /** An interceptor that sends this lease's fence on every call: {@code stub.withInterceptors(lease.fenceInterceptor())}. */
+  /**
+   * An interceptor that sends this lease's fence, as it is at each call (a renewal's fresh signed fence
+   * included), on every call: {@code stub.withInterceptors(lease.fenceInterceptor())}.
+   */
   public ClientInterceptor fenceInterceptor() {
-    return FenceAttach.interceptor(fence());
+    return new ClientInterceptor() {
+      @Override
+      public <Q, R> io.grpc.ClientCall<Q, R> interceptCall(io.grpc.MethodDescriptor<Q, R> method,
+          io.grpc.CallOptions options, io.grpc.Channel next) {
+        return FenceAttach.interceptor(fence()).interceptCall(method, options, next);
+      }
+    };
   }
 
-  /** Puts this lease's fence into HTTP {@code headers} ({@code Holdfast-Fence-Lock}, {@code Holdfast-Fence-Token}); returns them. */
+  /**
+   * Puts this lease's fence into HTTP {@code headers} ({@code Holdfast-Fence} when signed,
+   * {@code Holdfast-Fence-Lock}, {@code Holdfast-Fence-Token}); returns them.
+   */
   public <M extends Map<String, String>> M fenceHeaders(M headers) {
     return FenceAttach.headers(fence(), headers);
   }
@@ -312,6 +335,9 @@ public final class Lease implements AutoCloseable {
         case RENEWED:
           HoldRenewed renewal = response.getRenewed();
           moveDeadline(LeaseDeadline.of(sentAt, renewal.getLeaseStartedAfterMs(), renewal.getTtlMs()));
+          if (renewal.getSignedFencesCount() > 0) {
+            signedFence = renewal.getSignedFences(0); // a Hold's one fence, stating the renewed lease's end
+          }
           what = "a renewal";
           break;
         case LOST:
@@ -359,6 +385,7 @@ public final class Lease implements AutoCloseable {
     token = grant.getToken();
     holdId = grant.getHoldId();
     fencingToken = grant.getFencingToken();
+    signedFence = grant.getSignedFence();
     holdCount = grant.getHoldCount();
     ttlMs = grant.getTtlMs();
     acquired = true;

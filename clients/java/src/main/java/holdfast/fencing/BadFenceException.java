@@ -35,7 +35,7 @@ public final class BadFenceException extends Exception {
     return kind;
   }
 
-  /** "lock" or "token". */
+  /** "lock", "token", or "fence" (the signed fence). */
   public String field() {
     return field;
   }

@@ -6,80 +6,99 @@ import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
-import java.util.LinkedHashMap;
-import java.util.Map;
+import java.util.List;
 import java.util.Objects;
+import java.util.function.Function;
+import java.util.function.Predicate;
 
 /**
- * The resource side's HTTP guard for the JDK's {@code com.sun.net.httpserver}: every request must carry
- * {@code Holdfast-Fence-Lock} and {@code Holdfast-Fence-Token}. A stale token gets 409 with
- * {@code {"error":"stale_fencing_token","lock":…,"token":…,"newest":…}}; a missing or malformed fence 400
- * with {@code {"error":"missing_fence"|"malformed_fence","field":…,"header":…}}; a store that cannot
- * answer 503. An accepted request's fence is the exchange attribute {@link #ATTRIBUTE}.
+ * The resource side's HTTP guard for the JDK's {@code com.sun.net.httpserver}: every request (every
+ * method, every path, unless {@link #guards} narrows it) passes {@link FenceGuard#admit} before the
+ * handler. A refusal is answered with its status (400, 403, 409 or 503) and the JSON body of
+ * clients/conformance/signed-fence.md ({@code error}, {@code message} and the reason's fields); the
+ * handler never runs. The handler reads the admitted fence with {@link Fence#current()} (or the exchange
+ * attribute {@link #ATTRIBUTE}).
  *
  * <pre>{@code
- * server.createContext("/orders", handler).getFilters().add(new FenceFilter(store));
+ * FenceGuard guard = FenceGuard.builder(store).keys(FenceKeyRing.fromFile(Path.of("fence-keys.json"))).build();
+ * server.createContext("/orders", handler).getFilters().add(new FenceFilter(guard).lock("orders"));
  * }</pre>
  */
 public final class FenceFilter extends Filter {
-  /** The exchange attribute holding the accepted request's {@link Fence}. */
+  /** The exchange attribute holding the admitted request's {@link Fence}. */
   public static final String ATTRIBUTE = "holdfast.fence";
+  /** The admitted fence while the handler runs on this thread ({@link Fence#current()}). */
+  static final ThreadLocal<Fence> CURRENT = new ThreadLocal<>();
   private static final Gson GSON = new Gson();
 
-  private final FenceStore store;
+  private final FenceGuard guard;
+  private final Function<HttpExchange, String> lock;
+  private final Predicate<HttpExchange> guards;
 
+  /** Unsigned fences, no lock binding: the guard as it was before signed fences. */
   public FenceFilter(FenceStore store) {
-    this.store = Objects.requireNonNull(store, "store");
+    this(FenceGuard.builder(store).build());
+  }
+
+  public FenceFilter(FenceGuard guard) {
+    this(Objects.requireNonNull(guard, "guard"), exchange -> null, exchange -> true);
+  }
+
+  private FenceFilter(FenceGuard guard, Function<HttpExchange, String> lock, Predicate<HttpExchange> guards) {
+    this.guard = guard;
+    this.lock = lock;
+    this.guards = guards;
+  }
+
+  /** This filter, for a resource protected by {@code lock}: a fence for another lock is refused (403). */
+  public FenceFilter lock(String lock) {
+    Objects.requireNonNull(lock, "lock");
+    return lock(exchange -> lock);
+  }
+
+  /** This filter, with the lock of each request's resource given by {@code rule} (null: no binding checked). */
+  public FenceFilter lock(Function<HttpExchange, String> rule) {
+    return new FenceFilter(guard, Objects.requireNonNull(rule, "rule"), guards);
+  }
+
+  /** This filter, guarding only the requests {@code rule} selects (default: every request). */
+  public FenceFilter guards(Predicate<HttpExchange> rule) {
+    return new FenceFilter(guard, lock, Objects.requireNonNull(rule, "rule"));
   }
 
   @Override
   public void doFilter(HttpExchange exchange, Chain chain) throws IOException {
-    Fence fence;
-    FenceCheck check;
-    try {
-      fence = FenceWire.parse(exchange.getRequestHeaders().getFirst(FenceWire.HTTP_LOCK),
-          exchange.getRequestHeaders().getFirst(FenceWire.HTTP_TOKEN), FenceWire.HTTP_LOCK, FenceWire.HTTP_TOKEN);
-      check = store.check(fence.lock(), fence.token());
-    } catch (BadFenceException e) {
-      Map<String, String> body = new LinkedHashMap<>();
-      body.put("error", e.kind().code());
-      body.put("field", e.field());
-      body.put("header", e.header());
-      body.put("message", e.getMessage());
-      reply(exchange, 400, body);
-      return;
-    } catch (FenceStoreException e) {
-      Map<String, String> body = new LinkedHashMap<>();
-      body.put("error", "fence_store_unavailable");
-      body.put("message", e.getMessage());
-      reply(exchange, 503, body);
+    if (!guards.test(exchange)) {
+      chain.doFilter(exchange);
       return;
     }
-    if (!check.accepted()) {
-      Map<String, String> body = new LinkedHashMap<>();
-      body.put("error", "stale_fencing_token");
-      body.put("lock", fence.lock());
-      body.put("token", fence.tokenText());
-      body.put("newest", Long.toUnsignedString(check.newest()));
-      body.put("message", FenceCheck.refusalMessage(fence, check.newest()));
-      reply(exchange, 409, body);
+    Fence fence;
+    try {
+      fence = guard.admit(FenceGuard.Transport.HTTP, name -> {
+        List<String> values = exchange.getRequestHeaders().get(name);
+        return values == null ? List.of() : values;
+      }, lock.apply(exchange));
+    } catch (FenceRefusal refusal) {
+      byte[] bytes = GSON.toJson(refusal.body()).getBytes(StandardCharsets.UTF_8);
+      exchange.getResponseHeaders().set("Content-Type", "application/json");
+      exchange.sendResponseHeaders(refusal.reason().httpStatus(), bytes.length);
+      try (OutputStream out = exchange.getResponseBody()) {
+        out.write(bytes);
+      }
       return;
     }
     exchange.setAttribute(ATTRIBUTE, fence);
-    chain.doFilter(exchange);
-  }
-
-  private static void reply(HttpExchange exchange, int status, Map<String, String> body) throws IOException {
-    byte[] bytes = GSON.toJson(body).getBytes(StandardCharsets.UTF_8);
-    exchange.getResponseHeaders().set("Content-Type", "application/json");
-    exchange.sendResponseHeaders(status, bytes.length);
-    try (OutputStream out = exchange.getResponseBody()) {
-      out.write(bytes);
+    Fence outer = CURRENT.get();
+    CURRENT.set(fence);
+    try {
+      chain.doFilter(exchange);
+    } finally {
+      CURRENT.set(outer);
     }
   }
 
   @Override
   public String description() {
-    return "refuses requests whose holdfast fencing token is older than the newest seen for their lock";
+    return "admits only requests with a holdfast fence for the resource's lock, not older than the newest seen";
   }
 }

@@ -18,6 +18,9 @@ public final class FenceWire {
   /** HTTP header names (matched case-insensitively). */
   public static final String HTTP_LOCK = "Holdfast-Fence-Lock";
   public static final String HTTP_TOKEN = "Holdfast-Fence-Token";
+  /** The signed fence's gRPC metadata key and HTTP header (clients/conformance/signed-fence.md). */
+  public static final String GRPC_SIGNED = "holdfast-fence";
+  public static final String HTTP_SIGNED = "Holdfast-Fence";
 
   private static final Pattern TOKEN = Pattern.compile("0|[1-9][0-9]{0,19}");
   // encodeURIComponent leaves these as they are.
@@ -50,32 +53,45 @@ public final class FenceWire {
   public static Fence parse(String lockValue, String tokenValue, String lockHeader, String tokenHeader)
       throws BadFenceException {
     if (tokenValue == null) {
-      throw new BadFenceException(BadFenceException.Kind.MISSING, "token", tokenHeader, "the request has no " + tokenHeader);
+      throw missing("token", tokenHeader);
     }
     if (lockValue == null) {
-      throw new BadFenceException(BadFenceException.Kind.MISSING, "lock", lockHeader, "the request has no " + lockHeader);
+      throw missing("lock", lockHeader);
     }
     if (!TOKEN.matcher(tokenValue).matches()) {
-      throw malformedToken(tokenHeader, tokenValue);
+      throw malformedToken(tokenHeader);
     }
     long token;
     try {
       token = Long.parseUnsignedLong(tokenValue);
     } catch (NumberFormatException e) {
-      throw malformedToken(tokenHeader, tokenValue);
+      throw malformedToken(tokenHeader);
     }
     String lock = decodeLock(lockValue);
     if (lock == null || lock.isEmpty()) {
-      throw new BadFenceException(BadFenceException.Kind.MALFORMED, "lock", lockHeader,
-          lockHeader + " must be a non-empty percent-encoded UTF-8 lock name");
+      throw malformed("lock", lockHeader, lockHeader + " must be a non-empty percent-encoded UTF-8 lock name");
     }
     return new Fence(lock, token);
   }
 
-  private static BadFenceException malformedToken(String header, String value) {
-    return new BadFenceException(BadFenceException.Kind.MALFORMED, "token", header,
-        header + " must be an unsigned decimal number up to 18446744073709551615 without leading zeros (got \""
-            + (value.length() > 40 ? value.substring(0, 40) + "…" : value) + "\")");
+  private static BadFenceException malformedToken(String header) {
+    return malformed("token", header, header + " must be an unsigned decimal number up to 18446744073709551615 without "
+        + "leading zeros");
+  }
+
+  /** {@code missing fence: header {header} is required} (signed-fence.md). */
+  static BadFenceException missing(String field, String header) {
+    return new BadFenceException(BadFenceException.Kind.MISSING, field, header, "missing fence: header " + header + " is required");
+  }
+
+  /** {@code malformed fence: {what}} (signed-fence.md). */
+  static BadFenceException malformed(String field, String header, String what) {
+    return new BadFenceException(BadFenceException.Kind.MALFORMED, field, header, "malformed fence: " + what);
+  }
+
+  /** A percent-encoded name (lock or namespace) decoded, or null when the encoding or the UTF-8 under it is invalid. */
+  public static String decode(String text) {
+    return decodeLock(text);
   }
 
   /** The decoded name, or null when the percent-encoding or the UTF-8 under it is invalid. */

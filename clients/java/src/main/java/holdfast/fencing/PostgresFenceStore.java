@@ -6,14 +6,21 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.Objects;
 
 /**
- * Newest tokens in PostgreSQL (JDBC; Debian's libpostgresql-jdbc-java), in the table
+ * Newest tokens in PostgreSQL over JDBC (bring your driver, e.g. org.postgresql:postgresql), in the table
  * {@code holdfast_fences(lock text primary key, token numeric(20,0) not null)}, created if missing.
  * {@link #check(Connection, String, long)} runs inside the caller's transaction, so the resource's
  * write and the fence commit or roll back together; {@link #fencedUpdate} is that in one call.
  * Committed rows survive a PostgreSQL crash, so a restart keeps the newest token.
+ *
+ * <p>The guards' {@link #check(String, long)} fails closed in bounded time: getting the connection and
+ * the statement are waited for at most {@link #timeout} (1 s by default; the store runs them on a thread
+ * of its own and stops waiting, and sets the statement's query timeout), then the guard answers
+ * unavailable. Give your driver or pool its own connect and socket timeouts too (pgjdbc:
+ * {@code connectTimeout}, {@code socketTimeout}), so that a call the store stopped waiting for ends.
  */
 public final class PostgresFenceStore implements FenceStore {
   static final String CREATE = "CREATE TABLE IF NOT EXISTS holdfast_fences (lock text PRIMARY KEY, token numeric(20,0) NOT NULL)";
@@ -28,15 +35,32 @@ public final class PostgresFenceStore implements FenceStore {
     Connection get() throws SQLException;
   }
 
-  private final Connections connections;
+  /** How long a standalone check may wait for PostgreSQL unless {@link #open(Connections, Duration)} says otherwise. */
+  public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(1);
+  private static final String BACKEND = "the fence database";
 
-  private PostgresFenceStore(Connections connections) {
+  private final Connections connections;
+  private final Duration timeout;
+
+  private PostgresFenceStore(Connections connections, Duration timeout) {
     this.connections = connections;
+    this.timeout = timeout;
   }
 
-  /** A store that takes a connection per standalone {@link #check(String, long)}; creates the table if missing. */
+  /** {@link #open(Connections, Duration)} with the default timeout, 1 s. */
   public static PostgresFenceStore open(Connections connections) throws FenceStoreException {
+    return open(connections, DEFAULT_TIMEOUT);
+  }
+
+  /**
+   * A store that takes a connection per standalone {@link #check(String, long)}; creates the table if missing.
+   *
+   * @param timeout the longest a standalone check waits for PostgreSQL; past it the guard answers
+   *     {@code fence_store_unavailable} (503 / UNAVAILABLE)
+   */
+  public static PostgresFenceStore open(Connections connections, Duration timeout) throws FenceStoreException {
     Objects.requireNonNull(connections, "connections");
+    BoundedCall.positive(timeout);
     try (Connection connection = connections.get(); Statement statement = connection.createStatement()) {
       statement.execute(CREATE);
       if (!connection.getAutoCommit()) {
@@ -45,18 +69,24 @@ public final class PostgresFenceStore implements FenceStore {
     } catch (SQLException e) {
       throw new FenceStoreException("cannot create the table holdfast_fences: " + e.getMessage(), e);
     }
-    return new PostgresFenceStore(connections);
+    return new PostgresFenceStore(connections, timeout);
   }
 
-  /** Checks and records in a transaction of its own (what the guards call). */
+  /** The bound of a standalone check. */
+  public Duration timeout() {
+    return timeout;
+  }
+
+  /** Checks and records in a transaction of its own (what the guards call), within {@link #timeout()}. */
   @Override
   public FenceCheck check(String lock, long token) throws FenceStoreException {
-    try (Connection connection = connections.get()) {
-      connection.setAutoCommit(true);
-      return check(connection, lock, token);
-    } catch (SQLException e) {
-      throw new FenceStoreException("the fence database did not answer for lock \"" + lock + "\": " + e.getMessage(), e);
-    }
+    int seconds = (int) Math.max(1, (timeout.toMillis() + 999) / 1000);
+    return BoundedCall.call(() -> {
+      try (Connection connection = connections.get()) {
+        connection.setAutoCommit(true);
+        return check(connection, lock, token, seconds);
+      }
+    }, timeout, BACKEND);
   }
 
   /**
@@ -65,8 +95,13 @@ public final class PostgresFenceStore implements FenceStore {
    * Refusing records nothing.
    */
   public static FenceCheck check(Connection tx, String lock, long token) throws SQLException {
+    return check(tx, lock, token, 0);
+  }
+
+  private static FenceCheck check(Connection tx, String lock, long token, int querySeconds) throws SQLException {
     BigDecimal offered = new BigDecimal(Long.toUnsignedString(token));
     try (PreparedStatement record = tx.prepareStatement(RECORD)) {
+      record.setQueryTimeout(querySeconds);
       record.setString(1, lock);
       record.setBigDecimal(2, offered);
       try (ResultSet rows = record.executeQuery()) {
@@ -76,6 +111,7 @@ public final class PostgresFenceStore implements FenceStore {
       }
     }
     try (PreparedStatement newest = tx.prepareStatement(NEWEST)) { // refused: the row exists and is locked by us
+      newest.setQueryTimeout(querySeconds);
       newest.setString(1, lock);
       try (ResultSet rows = newest.executeQuery()) {
         if (!rows.next()) {

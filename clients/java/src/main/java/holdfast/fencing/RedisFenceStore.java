@@ -16,19 +16,29 @@ import java.util.Objects;
  * <p>The store is as durable as its Redis: {@link #open} refuses a Redis that can lose acknowledged
  * writes (it needs {@code appendonly yes} and {@code appendfsync always}) unless
  * {@link Options#allowLossyRedis} says you accept that a restart may forget the newest token.
+ *
+ * <p>It fails closed in bounded time: each call to your {@link FenceRedis} is waited for at most
+ * {@link Options#timeout} (1 s by default; the store runs it on a thread of its own and stops waiting),
+ * then the guard answers unavailable. Give your Redis client its own connect and socket timeouts too, so
+ * that a call the store stopped waiting for ends.
  */
 public final class RedisFenceStore implements FenceStore {
   /** The script, as shipped in this package. */
   public static final String SCRIPT = loadScript();
   /** How long a lock's record outlives its last accepted request unless {@link Options#keep} says otherwise. */
   public static final Duration DEFAULT_KEEP = Duration.ofDays(30);
+  /** How long a check may wait for Redis unless {@link Options#timeout} says otherwise. */
+  public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(1);
+  private static final String BACKEND = "the fence Redis";
 
   private final FenceRedis redis;
   private final String keepMs;
+  private final Duration timeout;
 
   private RedisFenceStore(FenceRedis redis, Options options) {
     this.redis = redis;
     this.keepMs = Long.toString(options.keep.toMillis());
+    this.timeout = options.timeout;
   }
 
   /**
@@ -39,17 +49,18 @@ public final class RedisFenceStore implements FenceStore {
   public static RedisFenceStore open(FenceRedis redis, Options options) throws FenceStoreException {
     Objects.requireNonNull(redis, "redis");
     if (!options.allowLossyRedis) {
-      requireSetting(redis, "appendonly", "yes");
-      requireSetting(redis, "appendfsync", "always");
+      requireSetting(redis, "appendonly", "yes", options.timeout);
+      requireSetting(redis, "appendfsync", "always", options.timeout);
     }
     return new RedisFenceStore(redis, options);
   }
 
-  private static void requireSetting(FenceRedis redis, String name, String wanted) throws FenceStoreException {
+  private static void requireSetting(FenceRedis redis, String name, String wanted, Duration timeout)
+      throws FenceStoreException {
     String value;
     try {
-      value = redis.configGet(name);
-    } catch (Exception e) {
+      value = BoundedCall.call(() -> redis.configGet(name), timeout, BACKEND);
+    } catch (FenceStoreException e) {
       throw new FenceStoreException("cannot read the fence Redis's " + name + " setting with CONFIG GET (is CONFIG "
           + "disabled or renamed?): " + e.getMessage() + "; without it the store cannot tell whether a restart keeps "
           + "the newest tokens. Set allowLossyRedis to accept that", e);
@@ -68,12 +79,7 @@ public final class RedisFenceStore implements FenceStore {
 
   @Override
   public FenceCheck check(String lock, long token) throws FenceStoreException {
-    List<?> reply;
-    try {
-      reply = redis.eval(SCRIPT, key(lock), Long.toUnsignedString(token), keepMs);
-    } catch (Exception e) {
-      throw new FenceStoreException("the fence Redis did not answer for lock \"" + lock + "\": " + e.getMessage(), e);
-    }
+    List<?> reply = BoundedCall.call(() -> redis.eval(SCRIPT, key(lock), Long.toUnsignedString(token), keepMs), timeout, BACKEND);
     if (reply == null || reply.size() != 2 || !(reply.get(0) instanceof Number)) {
       throw new FenceStoreException("the fence Redis answered fence-record-1 with " + reply + ", not {accepted, newest}");
     }
@@ -101,6 +107,7 @@ public final class RedisFenceStore implements FenceStore {
   public static final class Options {
     private Duration keep = DEFAULT_KEEP;
     private boolean allowLossyRedis;
+    private Duration timeout = DEFAULT_TIMEOUT;
 
     public static Options defaults() {
       return new Options();
@@ -115,6 +122,15 @@ public final class RedisFenceStore implements FenceStore {
         throw new IllegalArgumentException("keep must be at least 1 ms, got " + keep);
       }
       this.keep = keep;
+      return this;
+    }
+
+    /**
+     * The longest a call to Redis is waited for (default 1 s); past it the guard answers
+     * {@code fence_store_unavailable} (503 / UNAVAILABLE).
+     */
+    public Options timeout(Duration timeout) {
+      this.timeout = BoundedCall.positive(timeout);
       return this;
     }
 
