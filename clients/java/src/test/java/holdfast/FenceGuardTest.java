@@ -74,7 +74,7 @@ class FenceGuardTest {
       }
     }
   };
-  private static final MethodDescriptor<String, String> WRITE = MethodDescriptor.<String, String>newBuilder()
+  static final MethodDescriptor<String, String> WRITE = MethodDescriptor.<String, String>newBuilder()
       .setType(MethodDescriptor.MethodType.UNARY).setFullMethodName("holdfast.test.Resource/Write")
       .setRequestMarshaller(TEXT).setResponseMarshaller(TEXT).build();
 

@@ -16,13 +16,16 @@ import java.util.regex.Pattern;
 final class PostgresServer implements AutoCloseable {
   private static final Pattern STARTED = Pattern.compile("PGURL=postgres://(\\S+)@(\\S+)/(\\S+) PGPID=(\\d+) PGPORT=(\\d+)");
   final String jdbcUrl;
+  /** The postmaster's process id (to stop or kill it in a test). */
+  final long pid;
   private final Path dir;
   private final int port;
 
-  private PostgresServer(Path dir, String jdbcUrl, int port) {
+  private PostgresServer(Path dir, String jdbcUrl, int port, long pid) {
     this.dir = dir;
     this.jdbcUrl = jdbcUrl;
     this.port = port;
+    this.pid = pid;
   }
 
   static PostgresServer start() throws IOException, InterruptedException {
@@ -33,7 +36,7 @@ final class PostgresServer implements AutoCloseable {
       throw new IOException("postgres.sh printed no PGURL: " + out);
     }
     String url = "jdbc:postgresql://" + started.group(2) + "/" + started.group(3) + "?user=" + started.group(1);
-    return new PostgresServer(dir, url, Integer.parseInt(started.group(5)));
+    return new PostgresServer(dir, url, Integer.parseInt(started.group(5)), Long.parseLong(started.group(4)));
   }
 
   Connection connect() throws SQLException {

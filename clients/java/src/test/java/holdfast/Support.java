@@ -288,6 +288,11 @@ final class Support {
       }
     }
 
+    /** The redis-server's process id. */
+    long pid() {
+      return process.pid();
+    }
+
     /** SIGKILL: nothing is flushed beyond what Redis already wrote. */
     @Override
     public void close() {
@@ -299,6 +304,15 @@ final class Support {
           throw new java.io.UncheckedIOException(e);
         }
       }
+    }
+  }
+
+  /** Sends {@code signal} (e.g. "STOP", "CONT", "KILL") to the process {@code pid} with kill(1). */
+  static void signal(String signal, long pid) throws IOException, InterruptedException {
+    Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).redirectErrorStream(true).start();
+    if (kill.waitFor() != 0) {
+      throw new IOException("kill -" + signal + " " + pid + " failed: " + new String(kill.getInputStream().readAllBytes(),
+          java.nio.charset.StandardCharsets.UTF_8));
     }
   }
 
