@@ -1,8 +1,9 @@
 // Leader election on a lock: campaign() holds it through a Hold stream with a published value,
 // observe() follows who holds it through Watch. The leader is the lock's exclusive holder;
 // its fencing token orders leaders, so downstream services can refuse a deposed leader's writes.
-import { status, type ServiceError } from '@grpc/grpc-js';
+import { status, type Metadata, type ServiceError } from '@grpc/grpc-js';
 import { NotAcquiredError } from './errors';
+import type { HeaderTarget } from './fencing/attach';
 import type { Lease } from './lease';
 import type { HoldOptions } from './options';
 import type { LockChange } from './watch';
@@ -35,6 +36,21 @@ export class Leadership {
   /** This leader's fencing token: send it with every write the leadership allows. */
   get fencingToken(): bigint {
     return this.lease.fencingToken;
+  }
+
+  /** This leader's signed fence (the latest renewal's); undefined when the server signs none. Never log it. */
+  get signedFence(): string | undefined {
+    return this.lease.signedFence;
+  }
+
+  /** Adds this leader's fence to a request's `headers` and returns them (Lease.fence). */
+  fence<T extends HeaderTarget>(headers: T): T {
+    return this.lease.fence(headers);
+  }
+
+  /** Adds this leader's fence to gRPC `metadata` (a new Metadata by default) and returns it. */
+  fenceMetadata(metadata?: Metadata): Metadata {
+    return this.lease.fenceMetadata(metadata);
   }
 
   /**

@@ -30,6 +30,7 @@ export class Lease {
   private state: State = 'held';
   private deadline = -Infinity; // performance.now() time: the lease ends no earlier than this
   private timer?: NodeJS.Timeout;
+  private signed: string;
 
   /**
    * `clock` turns the server's times into deadlines: counted from performance.now() taken just
@@ -51,6 +52,7 @@ export class Lease {
     this.fencingToken = BigInt(acquired.fencingToken);
     this.ttlMs = Number(acquired.ttlMs);
     this.holdCount = acquired.holdCount;
+    this.signed = acquired.signedFence;
     this.checkOnEveryLook(this.controller.signal);
     this.confirmed(Number(acquired.leaseStartedAfterMs), this.ttlMs, 'the grant');
   }
@@ -130,22 +132,40 @@ export class Lease {
   }
 
   /**
-   * Adds this grant's fence (Holdfast-Fence-Lock, Holdfast-Fence-Token) to a request's `headers`
-   * and returns them; a guarded resource refuses it once a newer grant wrote (docs/fencing.md).
+   * The grant's signed fence (docs/fencing.md#signed-fences), the latest renewal's: each renewal
+   * of a Hold stream brings one stating the renewed lease's end (a lease kept by a session keeps
+   * its first, which states no end). Undefined when the server signs none. A bearer credential
+   * like `token`: never log it.
+   */
+  get signedFence(): string | undefined {
+    return this.signed || undefined;
+  }
+
+  /**
+   * Adds this grant's fence (Holdfast-Fence-Lock, Holdfast-Fence-Token, and Holdfast-Fence when
+   * the server signs fences) to a request's `headers` and returns them; a guarded resource refuses
+   * it once a newer grant wrote (docs/fencing.md).
    */
   fence<T extends HeaderTarget>(headers: T): T {
-    return attachFenceHeaders(headers, this.name, this.fencingToken);
+    return attachFenceHeaders(headers, this.name, this.fencingToken, this.signedFence);
   }
 
   /** Adds this grant's fence to gRPC `metadata` (a new Metadata by default) and returns it. */
   fenceMetadata(metadata?: Metadata): Metadata {
-    return attachFenceMetadata(this.name, this.fencingToken, metadata);
+    return attachFenceMetadata(this.name, this.fencingToken, metadata, this.signedFence);
+  }
+
+  /** Takes a renewal's fresh signed fences (HoldRenewed.signed_fences: a Hold's one; a set's, one per member). */
+  protected renewedFences(fences: string[]): void {
+    if (fences[0]) this.signed = fences[0];
   }
 
   /** Called by the stream for every event after `acquired`. */
   onEvent(event: HoldResponse): void {
-    if (event.renewed) this.confirmed(Number(event.renewed.leaseStartedAfterMs), Number(event.renewed.ttlMs), 'a renewal');
-    else if (event.lost) this.lose(new LeaseLostError(this.name, event.lost.reason, 'server', event.lost.code));
+    if (event.renewed) {
+      this.confirmed(Number(event.renewed.leaseStartedAfterMs), Number(event.renewed.ttlMs), 'a renewal');
+      if (this.state === 'held') this.renewedFences(event.renewed.signedFences);
+    } else if (event.lost) this.lose(new LeaseLostError(this.name, event.lost.reason, 'server', event.lost.code));
   }
 
   /** Called by the stream (`the Hold stream`, or `the session` the lease is held under) when it ends, for whatever reason. */

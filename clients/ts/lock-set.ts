@@ -30,10 +30,34 @@ export interface SetMemberInfo {
   /** The member's lease in ms when the set was complete. */
   ttlMs: number;
   holdId: string;
+  /**
+   * The member's signed fence (a HoldSet's: its latest renewal's); undefined when the server signs
+   * none. A bearer credential like `token`: never log it.
+   */
+  signedFence?: string;
 }
 
 function memberInfo(m: SetMember): SetMemberInfo {
-  return { name: m.name, fencingToken: BigInt(m.fencingToken), token: m.token, ttlMs: Number(m.ttlMs), holdId: m.holdId };
+  const info: SetMemberInfo = { name: m.name, fencingToken: BigInt(m.fencingToken), token: m.token, ttlMs: Number(m.ttlMs), holdId: m.holdId };
+  if (m.signedFence) info.signedFence = m.signedFence;
+  return info;
+}
+
+function memberOf(members: SetMemberInfo[], name: string): SetMemberInfo {
+  const member = members.find((m) => m.name === name);
+  if (!member) throw new RangeError(`"${name}" is not a member of this set`);
+  return member;
+}
+
+/** Adds member `name`'s fence (its signed fence too, when it has one) to `headers`. */
+function fenceMember<T extends HeaderTarget>(members: SetMemberInfo[], headers: T, name: string): T {
+  const member = memberOf(members, name);
+  return attachFenceHeaders(headers, name, member.fencingToken, member.signedFence);
+}
+
+function fenceMemberMetadata(members: SetMemberInfo[], name: string, metadata?: Metadata): Metadata {
+  const member = memberOf(members, name);
+  return attachFenceMetadata(name, member.fencingToken, metadata, member.signedFence);
 }
 
 function releaseAll(rpc: UnaryCalls, members: { name: string; token: string; holdId: string }[]) {
@@ -60,9 +84,17 @@ export class LockSet {
 
   /** The fencing token of one member. */
   fencingToken(name: string): bigint {
-    const member = this.members.find((m) => m.name === name);
-    if (!member) throw new RangeError(`"${name}" is not a member of this set`);
-    return member.fencingToken;
+    return memberOf(this.members, name).fencingToken;
+  }
+
+  /** Adds member `name`'s fence to `headers` and returns them. */
+  fenceMember<T extends HeaderTarget>(headers: T, name: string): T {
+    return fenceMember(this.members, headers, name);
+  }
+
+  /** Member `name`'s fence as gRPC metadata (added to `metadata` when given). */
+  fenceMemberMetadata(name: string, metadata?: Metadata): Metadata {
+    return fenceMemberMetadata(this.members, name, metadata);
   }
 
   /** Releases every member; resolves with the names whose token held nothing any more. */
@@ -96,9 +128,7 @@ export class LeaseSet extends Lease {
 
   /** The fencing token of one member. */
   memberFencingToken(name: string): bigint {
-    const member = this.members.find((m) => m.name === name);
-    if (!member) throw new RangeError(`"${name}" is not a member of this set`);
-    return member.fencingToken;
+    return memberOf(this.members, name).fencingToken;
   }
 
   /** A set holds several locks, each with its own token: fence with one member's (fenceMember). */
@@ -110,14 +140,21 @@ export class LeaseSet extends Lease {
     return this.fence();
   }
 
-  /** Adds member `name`'s fence to `headers` and returns them. */
+  /** Adds member `name`'s fence (Holdfast-Fence too, when the server signs fences) to `headers` and returns them. */
   fenceMember<T extends HeaderTarget>(headers: T, name: string): T {
-    return attachFenceHeaders(headers, name, this.memberFencingToken(name));
+    return fenceMember(this.members, headers, name);
   }
 
   /** Member `name`'s fence as gRPC metadata (added to `metadata` when given). */
   fenceMemberMetadata(name: string, metadata?: Metadata): Metadata {
-    return attachFenceMetadata(name, this.memberFencingToken(name), metadata);
+    return fenceMemberMetadata(this.members, name, metadata);
+  }
+
+  /** A HoldSet renewal's fences: one per member, in the canonical order of `members`. */
+  protected override renewedFences(fences: string[]): void {
+    fences.forEach((fence, i) => {
+      if (fence && this.members[i]) this.members[i].signedFence = fence;
+    });
   }
 
   protected override async giveBack(): Promise<void> {

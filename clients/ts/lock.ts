@@ -27,6 +27,7 @@ export class Lock {
   readonly holdCount: number;
 
   private deadline: number; // performance.now() time: the lease ends no earlier than this
+  private signed: string;
 
   /** `clock` counts the grant's times from the Acquire's send time (countedFrom), or from its session's anchors. */
   constructor(
@@ -39,6 +40,7 @@ export class Lock {
     this.fencingToken = BigInt(grant.fencingToken);
     this.ttlMs = Number(grant.ttlMs);
     this.holdCount = grant.holdCount;
+    this.signed = grant.signedFence;
     // The grant's lease started after the request was sent, however late the answer came.
     this.deadline = clock(Number(grant.leaseStartedAfterMs), this.ttlMs);
   }
@@ -63,16 +65,25 @@ export class Lock {
   }
 
   /**
-   * Adds this grant's fence (Holdfast-Fence-Lock, Holdfast-Fence-Token) to a request's `headers`
-   * and returns them; a guarded resource refuses it once a newer grant wrote (docs/fencing.md).
+   * The grant's signed fence (docs/fencing.md#signed-fences), the latest Renew's once renewed;
+   * undefined when the server signs none. A bearer credential like `token`: never log it.
+   */
+  get signedFence(): string | undefined {
+    return this.signed || undefined;
+  }
+
+  /**
+   * Adds this grant's fence (Holdfast-Fence-Lock, Holdfast-Fence-Token, and Holdfast-Fence when
+   * the server signs fences) to a request's `headers` and returns them; a guarded resource refuses
+   * it once a newer grant wrote (docs/fencing.md).
    */
   fence<T extends HeaderTarget>(headers: T): T {
-    return attachFenceHeaders(headers, this.name, this.fencingToken);
+    return attachFenceHeaders(headers, this.name, this.fencingToken, this.signedFence);
   }
 
   /** Adds this grant's fence to gRPC `metadata` (a new Metadata by default) and returns it. */
   fenceMetadata(metadata?: Metadata): Metadata {
-    return attachFenceMetadata(this.name, this.fencingToken, metadata);
+    return attachFenceMetadata(this.name, this.fencingToken, metadata, this.signedFence);
   }
 
   /** Extends the lease to `ttlMs` from now (0: the grant's own lease length); resolves with the lease left in ms. */
@@ -80,6 +91,7 @@ export class Lock {
     const sentAt = performance.now();
     const res = await this.rpc.renew({ name: this.name, token: this.token, ttlMs: int64Field('ttlMs', ttlMs) });
     const leftMs = Number(res.ttlMs);
+    if (res.signedFence) this.signed = res.signedFence;
     this.deadline = laterDeadline(this.deadline, leaseDeadline(sentAt, 0, leftMs));
     return leftMs;
   }

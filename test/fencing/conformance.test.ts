@@ -23,9 +23,9 @@ const CONFORMANCE = join(__dirname, '..', '..', 'clients', 'conformance');
 const cases = JSON.parse(readFileSync(join(CONFORMANCE, 'fencing.json'), 'utf8'));
 
 describe('the wire names', () => {
-  it('are the ones fencing.json sets', () => {
-    expect(FENCE_METADATA).toEqual(cases.wire.grpcMetadata);
-    expect(FENCE_HEADERS).toEqual(cases.wire.httpHeaders);
+  it('are the ones fencing.json sets (the signed fence adds a third: signed-conformance.test.ts)', () => {
+    expect({ lock: FENCE_METADATA.lock, token: FENCE_METADATA.token }).toEqual(cases.wire.grpcMetadata);
+    expect({ lock: FENCE_HEADERS.lock, token: FENCE_HEADERS.token }).toEqual(cases.wire.httpHeaders);
   });
 });
 
@@ -121,9 +121,9 @@ describe('the refusal message', () => {
     const want = cases.refusal.message.replace('{lock}', 'orders').replace('{token}', '5').replace('{newest}', '6');
     expect(staleMessage('orders', 5n, 6n)).toBe(want);
   });
-  it('has the HTTP 409 body fencing.json sets, field for field', () => {
+  it('has the HTTP 409 body fencing.json sets, field for field, and the message (signed-fence.md: every refusal body has one)', () => {
     const fill = (v: string) => v.replace('{lock}', 'orders').replace('{token}', '5').replace('{newest}', '6');
     const want = Object.fromEntries(Object.entries(cases.refusal.httpBody as Record<string, string>).map(([k, v]) => [k, fill(v)]));
-    expect(staleBody('orders', 5n, 6n)).toEqual(want);
+    expect(staleBody('orders', 5n, 6n)).toEqual({ ...want, message: fill(cases.refusal.message) });
   });
 });

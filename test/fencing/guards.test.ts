@@ -112,6 +112,7 @@ describe('HTTP guard', () => {
     expect(stale.status).toBe(409);
     expect(await stale.json()).toEqual({
       error: 'stale_fencing_token',
+      message: staleMessage(older.name, older.fencingToken, newer.fencingToken),
       lock: older.name,
       token: older.fencingToken.toString(),
       newest: newer.fencingToken.toString(),
@@ -122,7 +123,12 @@ describe('HTTP guard', () => {
   it('answers 400 naming the header for a missing or malformed fence', async () => {
     const missing = await put('/wrapped', 'x', {});
     expect(missing.status).toBe(400);
-    expect(await missing.json()).toEqual({ error: 'missing_fence', field: 'token', header: 'Holdfast-Fence-Token' });
+    expect(await missing.json()).toEqual({
+      error: 'missing_fence',
+      message: 'missing fence: header Holdfast-Fence-Token is required',
+      field: 'token',
+      header: 'Holdfast-Fence-Token',
+    });
     const malformed = await put('/wrapped', 'x', { 'Holdfast-Fence-Lock': '%zz', 'Holdfast-Fence-Token': '3' });
     expect(malformed.status).toBe(400);
     expect(await malformed.json()).toMatchObject({ error: 'malformed_fence', field: 'lock', header: 'Holdfast-Fence-Lock' });

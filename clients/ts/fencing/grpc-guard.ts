@@ -1,55 +1,59 @@
 // The resource side over gRPC: a grpc-js server interceptor that checks every call's fence before
 // its handler sees it. An interceptor can refuse cleanly: its metadata listener holds the call
-// (messages wait) until the store answers, then either lets the call go on or ends it with a status.
+// (messages wait) until the fence is judged, then either lets the call go on or ends it with a
+// status. The call's next steps (metadata, each message, the half-close: grpc-js starts a handler
+// at one of them) run inside the admitted fence's AsyncLocalStorage, so currentFence() works in
+// the handler, unary or streaming, as it does behind the HTTP guard.
 import { type Metadata, ResponderBuilder, ServerInterceptingCall, ServerListenerBuilder, status, type ServerInterceptor } from '@grpc/grpc-js';
-import type { Refusal } from './refusal';
-import { STORE_FAILED_MESSAGE, staleMessage } from './refusal';
+import { readUnsigned, withAdmittedFence, type AdmittedFence, type FenceValues } from './admit';
+import { judge, LOCK_RULE_FAILED, type GuardOptions } from './judge';
+import { FenceRefusal } from './refusal';
 import type { FenceStore } from './store';
-import { decodeFence, FENCE_METADATA, FenceError, type Fence } from './wire';
+import { FENCE_METADATA, type Fence } from './wire';
 
-export interface GrpcFenceGuardOptions {
+export interface GrpcFenceGuardOptions extends GuardOptions<[methodPath: string, metadata: Metadata]> {
   /** Which methods to guard (full path, e.g. "/shop.Orders/Put"); default: all. */
   guards?: (methodPath: string) => boolean;
-  /** Called for every stale request refused (to report a holder that lost its lock). */
-  onRefused?: (refusal: Refusal) => void;
 }
 
-/** Reads the fence from gRPC metadata; throws FenceError naming the key at fault. */
+/** The three fence keys' values in gRPC metadata (a key sent twice has two values). */
+export function fenceValuesOfMetadata(metadata: Metadata): FenceValues {
+  const all = (key: string) => metadata.get(key).map(String);
+  return { fence: all(FENCE_METADATA.fence), lock: all(FENCE_METADATA.lock), token: all(FENCE_METADATA.token) };
+}
+
+/** Reads the unsigned fence from gRPC metadata; throws FenceError naming the key at fault. */
 export function fenceFromMetadata(metadata: Metadata): Fence {
-  const one = (key: string): string | undefined => {
-    const values = metadata.get(key);
-    if (values.length > 1) throw new FenceError('malformed', key === FENCE_METADATA.lock ? 'lock' : 'token', key, 'must be sent once');
-    return values.length === 0 ? undefined : values[0].toString();
-  };
-  return decodeFence({ lock: one(FENCE_METADATA.lock), token: one(FENCE_METADATA.token) }, FENCE_METADATA);
+  return readUnsigned(fenceValuesOfMetadata(metadata), FENCE_METADATA);
 }
 
 /**
- * A server interceptor (pass it in `new Server({ interceptors: [...] })`): a call without a
- * readable fence ends INVALID_ARGUMENT, a stale one FAILED_PRECONDITION; the rest go on, their
- * token recorded as the newest for their lock.
+ * A server interceptor (pass it in `new Server({ interceptors: [...] })`): refuses a call with the
+ * status clients/conformance/signed-fence.md orders (INVALID_ARGUMENT, PERMISSION_DENIED,
+ * FAILED_PRECONDITION, UNAVAILABLE) and its message; the rest go on, their token recorded as the
+ * newest for their lock, their handler reading the fence with currentFence().
  */
 export function grpcFenceGuard(store: FenceStore, options: GrpcFenceGuardOptions = {}): ServerInterceptor {
+  const check = judge(store, options, FENCE_METADATA, 'grpcFenceGuard');
   return (method, call) => {
     if (options.guards && !options.guards(method.path)) return new ServerInterceptingCall(call);
+    let fence: AdmittedFence | undefined;
+    const inFence = (next: () => void) => (fence ? withAdmittedFence(fence, next) : next());
     const listener = new ServerListenerBuilder()
       .withOnReceiveMetadata((metadata, next) => {
-        let fence: Fence;
-        try {
-          fence = fenceFromMetadata(metadata);
-        } catch (err) {
-          call.sendStatus({ code: status.INVALID_ARGUMENT, details: (err as Error).message });
-          return;
-        }
-        store.check(fence.lock, fence.token).then(
-          (decision) => {
-            if (decision.accepted) return next(metadata);
-            options.onRefused?.({ lock: fence.lock, token: fence.token, newest: decision.newest });
-            call.sendStatus({ code: status.FAILED_PRECONDITION, details: staleMessage(fence.lock, fence.token, decision.newest) });
+        check(fenceValuesOfMetadata(metadata), [method.path, metadata]).then(
+          (admitted) => {
+            fence = admitted;
+            inFence(() => next(metadata));
           },
-          () => call.sendStatus({ code: status.UNAVAILABLE, details: STORE_FAILED_MESSAGE }),
+          (err) => {
+            if (err instanceof FenceRefusal) call.sendStatus({ code: err.grpcCode, details: err.message });
+            else call.sendStatus({ code: status.INTERNAL, details: LOCK_RULE_FAILED });
+          },
         );
       })
+      .withOnReceiveMessage((message, next) => inFence(() => next(message)))
+      .withOnReceiveHalfClose((next) => inFence(() => next()))
       .build();
     return new ServerInterceptingCall(call, new ResponderBuilder().withStart((next) => next(listener)).build());
   };

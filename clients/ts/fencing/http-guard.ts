@@ -1,16 +1,15 @@
 // The resource side over HTTP: a Node `http` guard that works as connect/Express-style middleware
 // `(req, res, next)` and, through `wrap`, around a plain `(req, res)` request handler.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Refusal } from './refusal';
-import { badFenceBody, staleBody, STORE_FAILED_MESSAGE } from './refusal';
+import { readUnsigned, withAdmittedFence, type AdmittedFence, type FenceValues } from './admit';
+import { judge, LOCK_RULE_FAILED, type GuardOptions } from './judge';
+import { FenceRefusal } from './refusal';
 import type { FenceStore } from './store';
-import { decodeFence, FENCE_HEADERS, FenceError, type Fence } from './wire';
+import { FENCE_HEADERS, type Fence } from './wire';
 
-export interface HttpFenceGuardOptions {
-  /** Which requests to guard; default: all. */
+export interface HttpFenceGuardOptions extends GuardOptions<[req: IncomingMessage]> {
+  /** Which requests to guard; default: all (every method and path). */
   guards?: (req: IncomingMessage) => boolean;
-  /** Called for every stale request refused (to report a holder that lost its lock). */
-  onRefused?: (refusal: Refusal) => void;
 }
 
 export interface HttpFenceGuard {
@@ -19,25 +18,25 @@ export interface HttpFenceGuard {
   wrap(handler: (req: IncomingMessage, res: ServerResponse) => unknown): (req: IncomingMessage, res: ServerResponse) => void;
 }
 
-const admitted = new WeakMap<IncomingMessage, Fence>();
+const admitted = new WeakMap<IncomingMessage, AdmittedFence>();
 
-/** The fence of a request the guard let through (undefined for one it did not guard). */
-export function fenceOf(req: IncomingMessage): Fence | undefined {
+/** The fence of a request the guard let through (undefined for one it did not guard). Also currentFence() inside the handler. */
+export function fenceOf(req: IncomingMessage): AdmittedFence | undefined {
   return admitted.get(req);
 }
 
-/**
- * Reads the fence from Node's request headers (lower-case names; `req.headersDistinct` keeps a
- * header sent twice as two values, which is malformed); throws FenceError naming the header at fault.
- */
-export function fenceFromHeaders(headers: Record<string, string | string[] | undefined>): Fence {
-  const one = (name: string): string | undefined => {
+/** The three fence headers' values in Node's request headers (lower-case names; `req.headersDistinct` keeps a header sent twice as two values). */
+export function fenceValuesOfHeaders(headers: Record<string, string | string[] | undefined>): FenceValues {
+  const all = (name: string): string[] => {
     const value = headers[name.toLowerCase()];
-    if (!Array.isArray(value)) return value;
-    if (value.length > 1) throw new FenceError('malformed', name === FENCE_HEADERS.lock ? 'lock' : 'token', name, 'must be sent once');
-    return value[0];
+    return value === undefined ? [] : Array.isArray(value) ? value : [value];
   };
-  return decodeFence({ lock: one(FENCE_HEADERS.lock), token: one(FENCE_HEADERS.token) }, FENCE_HEADERS);
+  return { fence: all(FENCE_HEADERS.fence), lock: all(FENCE_HEADERS.lock), token: all(FENCE_HEADERS.token) };
+}
+
+/** Reads the unsigned fence from Node's request headers; throws FenceError naming the header at fault (a header sent twice is malformed). */
+export function fenceFromHeaders(headers: Record<string, string | string[] | undefined>): Fence {
+  return readUnsigned(fenceValuesOfHeaders(headers), FENCE_HEADERS);
 }
 
 function reply(res: ServerResponse, statusCode: number, body: object): void {
@@ -47,38 +46,34 @@ function reply(res: ServerResponse, statusCode: number, body: object): void {
 }
 
 /**
- * A missing or malformed fence gets 400, a stale token 409 (bodies as in fencing.json); a request
- * let through has its token recorded as the newest for its lock.
+ * Refuses a request as clients/conformance/signed-fence.md orders (400 missing or malformed, 403
+ * signed fence required / unknown key / bad signature / another namespace / another lock, 409
+ * lease ended / stale token, 503 store unavailable), every body JSON with `error` and `message`;
+ * a request let through has its token recorded as the newest for its lock, and its handler reads
+ * its fence with currentFence() or fenceOf(req).
  */
 export function httpFenceGuard(store: FenceStore, options: HttpFenceGuardOptions = {}): HttpFenceGuard {
+  const check = judge(store, options, FENCE_HEADERS, 'httpFenceGuard');
   const guard = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void): void => {
     if (options.guards && !options.guards(req)) return void next();
-    let fence: Fence;
-    try {
-      fence = fenceFromHeaders(req.headersDistinct);
-    } catch (err) {
-      if (!(err instanceof FenceError)) throw err;
-      return void reply(res, 400, badFenceBody(err));
-    }
-    store.check(fence.lock, fence.token).then(
-      (decision) => {
-        if (!decision.accepted) {
-          options.onRefused?.({ lock: fence.lock, token: fence.token, newest: decision.newest });
-          return reply(res, 409, staleBody(fence.lock, fence.token, decision.newest));
-        }
+    check(fenceValuesOfHeaders(req.headersDistinct), [req]).then(
+      (fence) => {
         admitted.set(req, fence);
-        next();
+        withAdmittedFence(fence, () => next());
       },
-      () => reply(res, 503, { error: 'fence_store_unavailable', message: STORE_FAILED_MESSAGE }),
+      (err) => {
+        if (err instanceof FenceRefusal) reply(res, err.httpStatus, err.body());
+        else reply(res, 500, { error: 'internal', message: LOCK_RULE_FAILED });
+      },
     );
   };
   return Object.assign(guard, {
     wrap: (handler: (req: IncomingMessage, res: ServerResponse) => unknown) => (req: IncomingMessage, res: ServerResponse) =>
       guard(req, res, (err) => {
-        if (err) return reply(res, 500, { error: 'internal' });
+        if (err) return reply(res, 500, { error: 'internal', message: 'the request failed before its handler' });
         Promise.resolve()
           .then(() => handler(req, res))
-          .catch(() => res.headersSent || reply(res, 500, { error: 'internal' }));
+          .catch(() => res.headersSent || reply(res, 500, { error: 'internal', message: 'the handler failed' }));
       }),
   });
 }

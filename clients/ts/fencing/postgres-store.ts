@@ -1,7 +1,8 @@
 // A fence store in PostgreSQL: one row per lock in holdfast_fences, checked and recorded by one
 // statement. Run it on the transaction that makes the resource's write (`checkIn`, `withFence`),
 // and the write and the fence commit or roll back together: no window between check and write.
-import type { FenceDecision, FenceStore } from './store';
+// The guards' checks answer within a bound (timeoutMs, 1 s by default) even when PostgreSQL is down.
+import { checkedTimeout, withinBound, type FenceDecision, type FenceStore } from './store';
 
 /** The one thing used of a PostgreSQL client: `query`, as pg's Client, PoolClient and Pool have it. */
 export interface SqlQueryable {
@@ -25,24 +26,103 @@ export async function checkFence(db: SqlQueryable, lock: string, token: bigint):
   return { accepted: false, newest: BigInt(String(newest.rows[0].token)) };
 }
 
-export class PostgresFenceStore implements FenceStore {
-  private constructor(private readonly db: SqlQueryable) {}
+export interface PostgresFenceStoreOptions {
+  /**
+   * How long a check may wait for PostgreSQL, in ms (default 1000): past it, or at once when
+   * PostgreSQL is known down, the check fails and the guard answers 503 / UNAVAILABLE.
+   */
+  timeoutMs?: number;
+}
 
-  /** Creates holdfast_fences if missing. `db` may be a pool: each check then commits on its own. */
-  static async open(db: SqlQueryable): Promise<PostgresFenceStore> {
+/** What PostgresFenceStore.connect gives pg's Pool, so a check fails fast when PostgreSQL is down. */
+export function boundedPoolOptions(timeoutMs: number) {
+  return {
+    // No free connection and no new one within the bound (a pool otherwise waits for ever).
+    connectionTimeoutMillis: timeoutMs,
+    // A connection that takes the query and never answers (a frozen server, a black-holed network).
+    query_timeout: timeoutMs,
+  };
+}
+
+export class PostgresFenceStore implements FenceStore {
+  private constructor(
+    private readonly db: SqlQueryable,
+    private readonly timeoutMs: number,
+    /** Set when connect() built the pool: close() ends it. */
+    private readonly owned?: { end(): Promise<void> },
+  ) {}
+
+  /**
+   * A store on your client (pg's Pool, or anything with `query`); creates holdfast_fences if
+   * missing. A pool commits each check on its own. The store bounds each check by `timeoutMs`
+   * itself; give your Pool `connectionTimeoutMillis` and `query_timeout` (as connect() does), or
+   * checks refused at the bound still wait inside it.
+   */
+  static async open(db: SqlQueryable, options: PostgresFenceStoreOptions = {}): Promise<PostgresFenceStore> {
+    const timeoutMs = checkedTimeout(options.timeoutMs);
     try {
       await db.query(FENCE_TABLE_SQL);
     } catch (err) {
       // Two guards creating it at once: the loser's IF NOT EXISTS can still hit the catalog's unique index.
       if ((err as { code?: string }).code !== '23505' && (err as { code?: string }).code !== '42P07') throw err;
     }
-    return new PostgresFenceStore(db);
+    return new PostgresFenceStore(db, timeoutMs);
   }
 
-  /** A check committed on its own (autocommit): the guards' way. */
-  check(lock: string, token: bigint): Promise<FenceDecision> {
-    return checkFence(this.db, lock, token);
+  /**
+   * A store on a pg Pool it builds (pg, an optional peer dependency) from a connection string or
+   * pg's Pool options, with the options that make a check fail within `timeoutMs` when PostgreSQL
+   * is down (boundedPoolOptions; your options add to or override them).
+   */
+  static async connect(config: string | Record<string, unknown>, options: PostgresFenceStoreOptions = {}): Promise<PostgresFenceStore> {
+    const timeoutMs = checkedTimeout(options.timeoutMs);
+    let pg: typeof import('pg');
+    try {
+      pg = await import('pg');
+    } catch {
+      throw new Error('PostgresFenceStore.connect needs the pg package (an optional peer dependency of @holdfast/client): npm install pg@8');
+    }
+    const given = typeof config === 'string' ? { connectionString: config } : config;
+    const pool = new pg.Pool({ ...boundedPoolOptions(timeoutMs), ...given });
+    pool.on('error', () => {}); // an idle connection ended (PostgreSQL restarted): the next check opens another
+    try {
+      const store = await PostgresFenceStore.open(pool, options);
+      return new PostgresFenceStore(pool, store.timeoutMs, pool);
+    } catch (err) {
+      await pool.end().catch(() => {});
+      throw new Error(`the fence store cannot use PostgreSQL: ${postgresFailure(err, timeoutMs)}`);
+    }
   }
+
+  /** A check committed on its own (autocommit): the guards' way. Rejects with a FenceStoreUnavailableError saying why in words. */
+  check(lock: string, token: bigint): Promise<FenceDecision> {
+    return withinBound(checkFence(this.db, lock, token), this.timeoutMs, `no answer from PostgreSQL within ${this.timeoutMs} ms`, (err) =>
+      postgresFailure(err, this.timeoutMs),
+    );
+  }
+
+  /** Ends the pool that connect() built (a client you passed to open() is yours to end). */
+  async close(): Promise<void> {
+    await this.owned?.end();
+  }
+}
+
+/** Why a PostgreSQL query failed, in words (pg's messages name its own machinery). */
+function postgresFailure(err: unknown, timeoutMs: number): string {
+  const e = err as { message?: string; code?: string };
+  const message = String(e?.message);
+  const code = String(e?.code ?? '');
+  if (code === 'ECONNREFUSED') return 'PostgreSQL refused the connection (nothing listens there)';
+  if (/timeout exceeded when trying to connect|Connection terminated due to connection timeout/i.test(message))
+    return `no connection to PostgreSQL within ${timeoutMs} ms`;
+  if (/Query read timeout/i.test(message)) return `no answer from PostgreSQL within ${timeoutMs} ms`;
+  if (code.startsWith('57P')) return 'PostgreSQL is shutting down or starting';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return "PostgreSQL's host name does not resolve";
+  if (code === '28P01' || code === '28000') return 'PostgreSQL refused the credentials';
+  if (code === '3D000') return 'the database does not exist';
+  if (/Connection terminated|ECONNRESET|EPIPE|connection error|not queryable/i.test(message) || code.startsWith('08'))
+    return 'the connection to PostgreSQL ended';
+  return 'PostgreSQL answered the check with an error';
 }
 
 /**
