@@ -1,6 +1,7 @@
 // Generates the gRPC stubs from proto/holdfast/v1 with protox, a protobuf compiler written in
-// Rust, so that building needs no protoc on the machine. In the repository the stubs come from
-// its one proto/ folder; a packed crate carries the copy package.sh put in it.
+// Rust, so that building needs no protoc on the machine, and puts the Redis fence store's script
+// (clients/conformance/fence-record-1.lua) in OUT_DIR. In the repository both come from their one
+// place; a packed crate carries the copies package.sh put in it.
 use std::path::Path;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -13,6 +14,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         crate_dir.join("proto")
     }
     .canonicalize()?;
+    let script = if in_repository {
+        repo.join("clients/conformance/fence-record-1.lua")
+    } else {
+        crate_dir.join("fence-record-1.lua")
+    };
+    println!("cargo:rerun-if-changed={}", script.display());
+    let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
+    std::fs::copy(&script, out_dir.join("fence-record-1.lua"))?;
     let files = ["holdfast/v1/lock.proto", "holdfast/v1/admin.proto"].map(|file| root.join(file));
     for file in &files {
         println!("cargo:rerun-if-changed={}", file.display());

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes the crate's release artifact, OUTDIR/holdfast-VERSION.crate (cargo package: the sources,
-# a copy of proto/holdfast/v1, the README; cargo builds it from the packed files alone before writing it).
+# a copy of proto/holdfast/v1 and of clients/conformance/fence-record-1.lua, the README; cargo builds it from the packed files alone before writing it).
 # Its version must be the root package.json's.
 #   clients/rust/package.sh OUTDIR
 set -euo pipefail
@@ -16,8 +16,9 @@ crate_version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$here/Cargo.toml" | head 
 # The packed crate must build on its own: it carries a copy of proto/holdfast/v1, made here and
 # removed again (build.rs reads the repository's own proto/ whenever it builds in the checkout).
 mkdir -p "$here/proto/holdfast/v1"
-trap 'rm -rf "$here/proto"' EXIT
+trap 'rm -rf "$here/proto" "$here/fence-record-1.lua"' EXIT
 cp "$repo"/proto/holdfast/v1/*.proto "$here/proto/holdfast/v1/"
+cp "$repo/clients/conformance/fence-record-1.lua" "$here/"
 # --allow-dirty: like npm pack, it packs the files as they are (cargo notes it in the crate).
 "$here/cargo.sh" package --quiet --allow-dirty
 target="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/holdfast-dev/rust-target}"

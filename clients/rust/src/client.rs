@@ -102,6 +102,9 @@ pub struct Grant {
     pub token: String,
     /// The grant's fencing token.
     pub fencing_token: u64,
+    /// The grant's signed fence (from a server with a fence signing key; the latest renewal's).
+    /// A bearer credential like `token`: never log it.
+    pub signed_fence: Option<String>,
     /// How many times the grant is held (reentrancy).
     pub hold_count: u32,
     /// The conservative end of the lease.
@@ -114,6 +117,7 @@ impl Grant {
             name: name.to_string(),
             token: answer.token,
             fencing_token: answer.fencing_token,
+            signed_fence: Some(answer.signed_fence).filter(|s| !s.is_empty()),
             hold_count: answer.hold_count,
             deadline,
         }
@@ -130,6 +134,9 @@ impl Grant {
     /// Moves the deadline to what a renewal sent at `sent_at` vouches for.
     pub(crate) fn renewed(&mut self, sent_at: Instant, answer: &v1::RenewResponse) {
         self.deadline = lease_deadline(sent_at, Duration::ZERO, from_ms(answer.ttl_ms));
+        if !answer.signed_fence.is_empty() {
+            self.signed_fence = Some(answer.signed_fence.clone());
+        }
     }
 
     pub(crate) fn release_request(&self) -> v1::ReleaseRequest {

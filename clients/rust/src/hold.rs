@@ -81,6 +81,7 @@ async fn keep(
             message = next(&mut stream), if stream.is_some() => match message {
                 Ok(Some(HoldResponse { event: Some(Event::Renewed(renewed)) })) => {
                     let deadline = lease_deadline(sent_at, from_ms(renewed.lease_started_after_ms), from_ms(renewed.ttl_ms));
+                    shared.resigned(&renewed.signed_fences);
                     shared.confirm(deadline, "a renewal");
                 }
                 Ok(Some(HoldResponse { event: Some(Event::Lost(lost)) })) => {

@@ -11,6 +11,10 @@ use crate::error::{Error, LostError};
 use crate::session::SessionHold;
 use crate::v1::{HoldAcquired, LostReason};
 
+fn signed(fence: &str) -> Option<Arc<str>> {
+    (!fence.is_empty()).then(|| fence.into())
+}
+
 pub(crate) const LOCAL_DEADLINE_REASON: &str = "no renewal was confirmed before the local deadline";
 
 /// What the keeper and the guard of one lease share: the grant, its deadline, and why it ended.
@@ -26,6 +30,8 @@ pub(crate) struct LeaseShared {
 struct Status {
     clock: LeaseClock,
     ended: Option<LostError>,
+    /// The latest signed fence: the grant's, then each re-signing renewal's.
+    signed_fence: Option<Arc<str>>,
 }
 
 impl LeaseShared {
@@ -35,8 +41,25 @@ impl LeaseShared {
             token: grant.token.clone(),
             hold_id: grant.hold_id.clone(),
             fencing_token: grant.fencing_token,
-            status: watch::Sender::new(Status::default()),
+            status: watch::Sender::new(Status {
+                signed_fence: signed(&grant.signed_fence),
+                ..Status::default()
+            }),
         })
+    }
+
+    /// Keeps a renewal's fresh signed fence (a Hold's renewals re-sign; a session's do not).
+    pub(crate) fn resigned(&self, fences: &[String]) {
+        if let Some(fresh) = fences.first().and_then(|fence| signed(fence)) {
+            self.status.send_if_modified(|status| {
+                status.signed_fence = Some(fresh);
+                false
+            });
+        }
+    }
+
+    pub(crate) fn signed_fence(&self) -> Option<Arc<str>> {
+        self.status.borrow().signed_fence.clone()
     }
 
     /// Moves the deadline to what a grant or renewal vouches for; a confirmation whose deadline
@@ -162,6 +185,13 @@ impl Lease {
     /// [`fence_headers`](Lease::fence_headers)).
     pub fn fencing_token(&self) -> u64 {
         self.shared.fencing_token
+    }
+
+    /// The latest signed fence of this lease, from a server with a fence signing key: the grant's,
+    /// then each Hold renewal's fresh one stating the renewed lease's end (a session's renewals are
+    /// not re-signed: its fences state no lease end). A bearer credential: never log it.
+    pub fn signed_fence(&self) -> Option<Arc<str>> {
+        self.shared.signed_fence()
     }
 
     /// The grant's secret token (it works with `Release` and `Renew`). Never log it.

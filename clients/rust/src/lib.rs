@@ -24,6 +24,8 @@ pub mod deadline;
 mod diagnose;
 mod error;
 pub mod fence;
+#[cfg(feature = "guard")]
+pub mod fencing;
 mod hold;
 mod lease;
 pub mod session;
