@@ -49,7 +49,7 @@ class SignedFenceConformanceTest {
     default boolean leaseEnd(String fence, long nowMs, long skewMs) throws Exception {
       return "ok".equals(admit(FenceGuard.builder(new MemoryFenceStore()).keys(FenceKeyRing.fromJwkSet(ringJson))
           .namespace(fenceNamespace(fence)).leaseEndSkew(Duration.ofMillis(skewMs)).clock(() -> nowMs),
-          Map.of("fence", List.of(fence)), null));
+          Map.of("fence", List.of(fence)), FenceWire.decode(fence.split(":")[3])));
     }
 
     /** "signed", "unsigned", or the error: malformed, missing, signed_required. */
@@ -57,7 +57,7 @@ class SignedFenceConformanceTest {
       FenceGuard guard = FenceGuard.builder(new MemoryFenceStore()).keys(FenceKeyRing.fromJwkSet(ringJson))
           .acceptUnsigned(acceptUnsigned).build();
       try {
-        return guard.admit(FenceGuard.Transport.HTTP, name -> headers.getOrDefault(wireField(name), List.of()), null)
+        return guard.admit(FenceGuard.Transport.HTTP, name -> headers.getOrDefault(wireField(name), List.of()), "orders")
             .signed() ? "signed" : "unsigned";
       } catch (FenceRefusal refusal) {
         return word(refusal);
@@ -242,9 +242,9 @@ class SignedFenceConformanceTest {
 
       @Override
       public String bind(String fence, String namespace, String lock) throws Exception {
-        String got = admit(FenceGuard.builder(new MemoryFenceStore()).keys(FenceKeyRing.fromJwkSet(ringJson))
-            .namespace(namespace), Map.of("fence", List.of(fence)), null);
         String signedLock = FenceWire.decode(fence.split(":")[3]);
+        String got = admit(FenceGuard.builder(new MemoryFenceStore()).keys(FenceKeyRing.fromJwkSet(ringJson))
+            .namespace(namespace), Map.of("fence", List.of(fence)), signedLock);
         return got.equals("ok") && !lock.startsWith(signedLock) ? "wrong_lock" : got;
       }
     }, "bind: a lock whose name only starts the same");

@@ -452,6 +452,24 @@ class SignedFenceGuardTest {
     assertEquals("up", resource.document.get());
   }
 
+  /** A guard that cannot tell the resource's lock fails closed: 500 fence_guard_misconfigured, the store not asked. */
+  @Test
+  void aGuardWithoutTheResourcesLockRefuses() throws Exception {
+    String lock = Support.randomName();
+    Counting counting = new Counting(new MemoryFenceStore());
+    Fence good = Fence.issued(lock, 2, first.sign(lock, 2, FAR));
+    try (Resource noLock = new Resource(new FenceFilter(FenceGuard.builder(counting).keys(ring).build()));
+        Resource ruleGivesNone = new Resource(new FenceFilter(FenceGuard.builder(counting).keys(ring).build())
+            .lock(exchange -> exchange.getRequestURI().getPath().equals("/doc/known") ? lock : null))) {
+      for (Resource resource : List.of(noLock, ruleGivesNone)) {
+        HttpResponse<String> refused = resource.put(good, "write");
+        assertEquals(500, refused.statusCode(), refused.body());
+        assertEquals("fence_guard_misconfigured", body(refused).get("error").getAsString());
+      }
+      assertEquals(0, counting.calls.get());
+    }
+  }
+
   @Test
   void theHolderSendsTheSignedFenceAndTheUnsignedPair() throws Exception {
     String lock = Support.randomName() + "/a b";

@@ -14,7 +14,7 @@ import java.util.function.Predicate;
 /**
  * The resource side's HTTP guard for the JDK's {@code com.sun.net.httpserver}: every request (every
  * method, every path, unless {@link #guards} narrows it) passes {@link FenceGuard#admit} before the
- * handler. A refusal is answered with its status (400, 403, 409 or 503) and the JSON body of
+ * handler. A refusal is answered with its status (400, 403, 409, 503, or 500 for a guard that cannot tell the lock) and the JSON body of
  * clients/conformance/signed-fence.md ({@code error}, {@code message} and the reason's fields); the
  * handler never runs. The handler reads the admitted fence with {@link Fence#current()} (or the exchange
  * attribute {@link #ATTRIBUTE}).
@@ -34,6 +34,7 @@ public final class FenceFilter extends Filter {
   private final FenceGuard guard;
   private final Function<HttpExchange, String> lock;
   private final Predicate<HttpExchange> guards;
+  private final boolean lockRule; // a lock was given: a rule that gives none fails closed
 
   /** Unsigned fences, no lock binding: the guard as it was before signed fences. */
   public FenceFilter(FenceStore store) {
@@ -41,12 +42,13 @@ public final class FenceFilter extends Filter {
   }
 
   public FenceFilter(FenceGuard guard) {
-    this(Objects.requireNonNull(guard, "guard"), exchange -> null, exchange -> true);
+    this(Objects.requireNonNull(guard, "guard"), exchange -> null, false, exchange -> true);
   }
 
-  private FenceFilter(FenceGuard guard, Function<HttpExchange, String> lock, Predicate<HttpExchange> guards) {
+  private FenceFilter(FenceGuard guard, Function<HttpExchange, String> lock, boolean lockRule, Predicate<HttpExchange> guards) {
     this.guard = guard;
     this.lock = lock;
+    this.lockRule = lockRule;
     this.guards = guards;
   }
 
@@ -56,14 +58,17 @@ public final class FenceFilter extends Filter {
     return lock(exchange -> lock);
   }
 
-  /** This filter, with the lock of each request's resource given by {@code rule} (null: no binding checked). */
+  /**
+   * This filter, with the lock of each request's resource given by {@code rule}; a request it gives
+   * null for is refused (500 {@code fence_guard_misconfigured}).
+   */
   public FenceFilter lock(Function<HttpExchange, String> rule) {
-    return new FenceFilter(guard, Objects.requireNonNull(rule, "rule"), guards);
+    return new FenceFilter(guard, Objects.requireNonNull(rule, "rule"), true, guards);
   }
 
   /** This filter, guarding only the requests {@code rule} selects (default: every request). */
   public FenceFilter guards(Predicate<HttpExchange> rule) {
-    return new FenceFilter(guard, lock, Objects.requireNonNull(rule, "rule"));
+    return new FenceFilter(guard, lock, lockRule, Objects.requireNonNull(rule, "rule"));
   }
 
   @Override
@@ -77,7 +82,7 @@ public final class FenceFilter extends Filter {
       fence = guard.admit(FenceGuard.Transport.HTTP, name -> {
         List<String> values = exchange.getRequestHeaders().get(name);
         return values == null ? List.of() : values;
-      }, lock.apply(exchange));
+      }, lock.apply(exchange), lockRule);
     } catch (FenceRefusal refusal) {
       byte[] bytes = GSON.toJson(refusal.body()).getBytes(StandardCharsets.UTF_8);
       exchange.getResponseHeaders().set("Content-Type", "application/json");

@@ -65,11 +65,18 @@ public final class FenceGuard {
   /**
    * Admits a request or says why not. Steps 1 to 7 never ask the store.
    *
-   * @param lock the lock that protects what the request touches, or null to check no binding (not advised)
+   * @param lock the lock that protects what the request touches. Null is allowed only without keys
+   *     (unsigned fences, no binding checked, as before signed fences); with keys it refuses the request
+   *     as {@code fence_guard_misconfigured} (500 / INTERNAL): a guard that cannot tell the lock fails closed
    * @return the admitted fence (signed and verified, or unsigned where the guard accepts those)
    * @throws FenceRefusal the first rule the request breaks, with its status and body
    */
   public Fence admit(Transport transport, Headers headers, String lock) throws FenceRefusal {
+    return admit(transport, headers, lock, false);
+  }
+
+  /** {@code lockRequired}: the caller's lock rule gave null, which fails closed even without keys. */
+  Fence admit(Transport transport, Headers headers, String lock, boolean lockRequired) throws FenceRefusal {
     List<String> signedValues = once(headers, transport.fence, "fence");
     List<String> lockValues = once(headers, transport.lock, "lock");
     List<String> tokenValues = once(headers, transport.token, "token");
@@ -101,6 +108,10 @@ public final class FenceGuard {
         throw new FenceRefusal(FenceRefusal.Reason.SIGNED_FENCE_REQUIRED,
             "this resource requires a signed fence (header " + transport.fence + ")", "header", transport.fence);
       }
+    }
+    if (lock == null && (lockRequired || keys != null)) {
+      throw new FenceRefusal(FenceRefusal.Reason.MISCONFIGURED, "the fence guard has no lock for this request (a key "
+          + "ring without a lock, or a lock rule that gave none), so no fence can be checked against it");
     }
     if (lock != null && !fence.lock().equals(lock)) {
       throw new FenceRefusal(FenceRefusal.Reason.ANOTHER_LOCK, "fence for lock \"" + fence.lock()

@@ -25,7 +25,9 @@ public final class FenceRefusal extends Exception {
     ANOTHER_LOCK("fence_for_another_lock", 403, Status.Code.PERMISSION_DENIED),
     LEASE_ENDED("fence_lease_ended", 409, Status.Code.FAILED_PRECONDITION),
     STALE("stale_fencing_token", 409, Status.Code.FAILED_PRECONDITION),
-    STORE_UNAVAILABLE("fence_store_unavailable", 503, Status.Code.UNAVAILABLE);
+    STORE_UNAVAILABLE("fence_store_unavailable", 503, Status.Code.UNAVAILABLE),
+    /** The guard cannot tell the resource's lock (a key ring without a lock, or a lock rule that gave none): it fails closed. */
+    MISCONFIGURED("fence_guard_misconfigured", 500, Status.Code.INTERNAL);
 
     private final String error;
     private final int httpStatus;

@@ -14,8 +14,8 @@ import java.util.function.Predicate;
 /**
  * The resource side's gRPC guard: every call (every method, unless {@link #guards} narrows it) passes
  * {@link FenceGuard#admit} on its metadata before any message. A refusal closes the call with the code of
- * clients/conformance/signed-fence.md (INVALID_ARGUMENT, PERMISSION_DENIED, FAILED_PRECONDITION or
- * UNAVAILABLE) and its message; the handler never runs. The handler reads the admitted fence with
+ * clients/conformance/signed-fence.md (INVALID_ARGUMENT, PERMISSION_DENIED, FAILED_PRECONDITION,
+ * UNAVAILABLE, or INTERNAL for a guard that cannot tell the lock) and its message; the handler never runs. The handler reads the admitted fence with
  * {@link Fence#current()} (the call's Context, {@link #FENCE}).
  *
  * <pre>{@code
@@ -36,13 +36,14 @@ public final class FenceServerInterceptor implements ServerInterceptor {
   /** The lock of the resource a call touches, from its full method name ({@code pkg.Service/Method}) and metadata. */
   @FunctionalInterface
   public interface LockRule {
-    /** The lock, or null to check no binding for this call. */
+    /** The lock; null refuses the call (INTERNAL, {@code fence_guard_misconfigured}). */
     String lock(String fullMethodName, Metadata headers);
   }
 
   private final FenceGuard guard;
   private final LockRule lock;
   private final Predicate<String> guards;
+  private final boolean lockRule; // a lock was given: a rule that gives none fails closed
 
   /** Unsigned fences, no lock binding: the guard as it was before signed fences. */
   public FenceServerInterceptor(FenceStore store) {
@@ -50,12 +51,13 @@ public final class FenceServerInterceptor implements ServerInterceptor {
   }
 
   public FenceServerInterceptor(FenceGuard guard) {
-    this(Objects.requireNonNull(guard, "guard"), (method, headers) -> null, method -> true);
+    this(Objects.requireNonNull(guard, "guard"), (method, headers) -> null, false, method -> true);
   }
 
-  private FenceServerInterceptor(FenceGuard guard, LockRule lock, Predicate<String> guards) {
+  private FenceServerInterceptor(FenceGuard guard, LockRule lock, boolean lockRule, Predicate<String> guards) {
     this.guard = guard;
     this.lock = lock;
+    this.lockRule = lockRule;
     this.guards = guards;
   }
 
@@ -67,12 +69,12 @@ public final class FenceServerInterceptor implements ServerInterceptor {
 
   /** This interceptor, with the lock of each call's resource given by {@code rule}. */
   public FenceServerInterceptor lock(LockRule rule) {
-    return new FenceServerInterceptor(guard, Objects.requireNonNull(rule, "rule"), guards);
+    return new FenceServerInterceptor(guard, Objects.requireNonNull(rule, "rule"), true, guards);
   }
 
   /** This interceptor, guarding only the methods {@code rule} selects by full name (default: every method). */
   public FenceServerInterceptor guards(Predicate<String> rule) {
-    return new FenceServerInterceptor(guard, lock, Objects.requireNonNull(rule, "rule"));
+    return new FenceServerInterceptor(guard, lock, lockRule, Objects.requireNonNull(rule, "rule"));
   }
 
   @Override
@@ -83,7 +85,7 @@ public final class FenceServerInterceptor implements ServerInterceptor {
     }
     Fence fence;
     try {
-      fence = guard.admit(FenceGuard.Transport.GRPC, name -> values(headers, name), lock.lock(method, headers));
+      fence = guard.admit(FenceGuard.Transport.GRPC, name -> values(headers, name), lock.lock(method, headers), lockRule);
     } catch (FenceRefusal refusal) {
       call.close(refusal.status(), new Metadata());
       return new ServerCall.Listener<Q>() {};
