@@ -8,3 +8,9 @@ step "java example over mutual TLS with an API key" \
 expected=UNAUTHENTICATED step "java example with an unknown key is refused" \
   refused clients/java/example.sh --addr "$tls_addr" "${tls_flags[@]}" --api-key "hf_not-$api_key" "javano-$example_name"
 step "java client installs from its release files and runs from outside the tree" clients/java/test-install.sh "$addr"
+# With a server that signs fences (exported once the server signs), the end-to-end test of signed
+# fences must have run in the verify above, not been skipped.
+if [ -n "${HOLDFAST_SIGNED_ADDR:-}" ]; then
+  step "java signed fences end to end ran (SignedFenceLiveTest)" bash -c \
+    'f=clients/java/target/surefire-reports/TEST-holdfast.SignedFenceLiveTest.xml; grep -Eq "tests=\"[1-9][0-9]*\"" "$f" && grep -q "skipped=\"0\"" "$f" && grep -q "failures=\"0\"" "$f"'
+fi
