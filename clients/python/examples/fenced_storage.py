@@ -1,16 +1,20 @@
 """A small storage service guarded by holdfast's fencing kit, and holders that write to it.
 
     # the resource: an HTTP key-value store whose writes must carry the newest fence
-    python3 fenced_storage.py serve --listen 127.0.0.1:8080 [--redis-url redis://127.0.0.1:6379]
+    python3 fenced_storage.py serve --listen 127.0.0.1:8080 [--redis-url redis://127.0.0.1:6379] \
+        [--fence-keys http://127.0.0.1:9090/fence-keys --lock reports]   # signed fences for one lock
     # a holder: holds the lock through holdfast and writes one value with its fence
     python3 fenced_storage.py write --addr 127.0.0.1:50051 --storage 127.0.0.1:8080 reports KEY VALUE
     # both in one process: two holders write in turn, then the first one's late write is refused
     python3 fenced_storage.py demo --addr 127.0.0.1:50051 reports
 
-PUT /items/KEY stores the body; GET /items/KEY reads it. The guard (holdfast.fencing.FenceMiddleware)
-answers 409 to a write whose fencing token is older than the newest it has seen for that lock,
-and 400 to a write without a fence. The default store is in memory, as the items are: both are
-lost together when the service stops. --unguarded serves without the guard, for comparison only.
+PUT /items/KEY stores the body; GET /items/KEY reads it. The guard (holdfast.fencing.FenceMiddleware,
+with guards=fencing.writes: reads need no fence) answers 409 to a write whose fencing token is
+older than the newest it has seen for that lock, and 400 to a write without a fence. With
+--fence-keys (the holdfast server's JWK set: its /fence-keys URL, or a file) and --lock, it admits
+only fences the server signed for that lock (403 otherwise), before it asks its store. The default
+store is in memory, as the items are: both are lost together when the service stops. --unguarded
+serves without the guard, for comparison only.
 """
 
 import argparse
@@ -52,12 +56,20 @@ class Quiet(wsgiref.simple_server.WSGIRequestHandler):
         pass
 
 
-def make_server(listen, redis_url=None, allow_lossy_redis=False, unguarded=False):
+def key_ring(source):
+    """The KeyRing of a JWK set at a URL (fetched once) or in a file."""
+    if source.startswith(("http://", "https://")):
+        return fencing.KeyRing.from_url(source)
+    return fencing.KeyRing.from_file(source)
+
+
+def make_server(listen, redis_url=None, allow_lossy_redis=False, unguarded=False, fence_keys=None, lock=None):
     host, port = listen.rsplit(":", 1)
     app = Storage()
     if not unguarded:
         store = fencing.RedisStore.from_url(redis_url, allow_lossy_redis=allow_lossy_redis) if redis_url else fencing.MemoryStore()
-        app = fencing.FenceMiddleware(app, store)
+        signed = {"keys": key_ring(fence_keys), "lock": lock} if fence_keys else {"lock": lock}
+        app = fencing.FenceMiddleware(app, store, guards=fencing.writes, **signed)
     return wsgiref.simple_server.make_server(host, int(port), app, server_class=wsgiref.simple_server.WSGIServer,
                                              handler_class=Quiet)
 
@@ -106,6 +118,9 @@ def main():
     serve.add_argument("--redis-url", help="keep the fences in this Redis (default: in memory, like the items)")
     serve.add_argument("--allow-lossy-redis", action="store_true", help="accept a Redis that can lose acknowledged writes")
     serve.add_argument("--unguarded", action="store_true", help="no fencing guard (to compare; loses updates)")
+    serve.add_argument("--fence-keys", help="require fences signed by these keys: a JWK set's URL (the server's "
+                                            "/fence-keys) or file")
+    serve.add_argument("--lock", help="the lock protecting the items (required with --fence-keys)")
     for name in ("write", "demo"):
         holder = commands.add_parser(name, help="hold a lock and write" if name == "write" else "two holders and a late write")
         holder.add_argument("--addr", default="127.0.0.1:50051", help="holdfast server host:port")
@@ -118,7 +133,9 @@ def main():
     args = parser.parse_args()
 
     if args.command == "serve":
-        server = make_server(args.listen, args.redis_url, args.allow_lossy_redis, args.unguarded)
+        if args.fence_keys and not args.lock:
+            parser.error("--fence-keys needs --lock: the lock whose fences the storage admits")
+        server = make_server(args.listen, args.redis_url, args.allow_lossy_redis, args.unguarded, args.fence_keys, args.lock)
         print(f"storage on 127.0.0.1:{server.server_port}", flush=True)
         server.serve_forever()
     elif args.command == "write":

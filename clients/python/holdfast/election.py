@@ -45,6 +45,11 @@ class Leadership:
     def lost_reason(self):
         return self._lease.lost_reason
 
+    @property
+    def signed_fence(self):
+        """The leader's newest signed fence ("" when the server signs none): see Lease.signed_fence."""
+        return self._lease.signed_fence
+
     def check(self):
         """Raises LeaseLost when leadership is lost: call it before each side effect."""
         self._lease.check()

@@ -85,6 +85,9 @@ class LeaseState:
         self.token = ""
         self.hold_id = ""  # this stream's own hold of the grant (a reentrant grant has one per holder)
         self.fencing_token = 0
+        # The grant's signed fence ("" when the server signs none); each renewal brings a fresh one
+        # stating the renewed lease's end. A bearer credential like the token: never log it.
+        self.signed_fence = ""
         self.hold_count = 0
         self.ttl_ms = 0
         self.lost_reason = None
@@ -108,11 +111,13 @@ class LeaseState:
         if kind == "acquired":
             grant = response.acquired
             self.token, self.hold_id, self.fencing_token = grant.token, grant.hold_id, grant.fencing_token
-            self.hold_count, self.ttl_ms = grant.hold_count, grant.ttl_ms
+            self.hold_count, self.ttl_ms, self.signed_fence = grant.hold_count, grant.ttl_ms, grant.signed_fence
             self._acquired = True
             confirmed, what = grant, "the grant"
         elif kind == "renewed":
             confirmed, what = response.renewed, "a renewal"
+            if confirmed.signed_fences:  # a Hold's one fence
+                self.signed_fence = confirmed.signed_fences[0]
         else:
             return None
         return self._confirm(lease_deadline(self._sent_at, confirmed.lease_started_after_ms, confirmed.ttl_ms), what)
@@ -136,15 +141,17 @@ class LeaseState:
         return "the Hold stream ended" if error is None else f"the Hold stream ended: {error.code().name} {error.details()}"
 
     def fence(self, headers=None):
-        """`headers` (a dict, or a new one) with this grant's Holdfast-Fence-Lock and -Token added:
-        a guarded HTTP resource refuses the request once a newer holder has written."""
+        """`headers` (a dict, or a new one) with this grant's fence added: Holdfast-Fence (its newest
+        signed fence, when the server signs them), Holdfast-Fence-Lock and -Token. A guarded HTTP
+        resource refuses the request once a newer holder has written."""
         headers = {} if headers is None else headers
-        headers.update(fencing_wire.http_headers(self.name, self.fencing_token))
+        headers.update(fencing_wire.http_headers(self.name, self.fencing_token, self.signed_fence))
         return headers
 
     def fence_metadata(self, metadata=()):
-        """gRPC call metadata: `metadata` plus this grant's holdfast-fence-lock and -token."""
-        return [*metadata, *fencing_wire.grpc_metadata(self.name, self.fencing_token)]
+        """gRPC call metadata: `metadata` plus this grant's holdfast-fence (when signed),
+        holdfast-fence-lock and -token."""
+        return [*metadata, *fencing_wire.grpc_metadata(self.name, self.fencing_token, self.signed_fence)]
 
     def check(self):
         """Raises LeaseLost when the lease is lost (a fencing point before a side effect)."""

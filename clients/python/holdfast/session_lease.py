@@ -1,7 +1,7 @@
 """A lease held under a session: the SDK's Lease (or AsyncLease), kept by its session instead of a Hold stream.
 
 Same surface as a `lock` block's lease (lost, lost_reason, lost_code, deadline, check, token,
-hold_id, fencing_token, fence, release, set_value). Its deadline moves with the session's hold
+hold_id, fencing_token, signed_fence, fence, release, set_value). Its deadline moves with the session's hold
 answer and `renewed` messages (holdfast.session_deadline); the session's one keeper watches every
 lease's deadline, so a held lock costs no thread or task of its own.
 """
@@ -18,7 +18,8 @@ class UnderSession:
         self.addr = session.addr
         self._sent_at = stream.anchors.opened_at  # the session's lease times count from the stream's open
         self.token, self.hold_id, self.fencing_token = grant.token, grant.hold_id, grant.fencing_token
-        self.hold_count, self.ttl_ms = grant.hold_count, grant.ttl_ms
+        # A session's fence states no lease end: session renewals are not re-signed.
+        self.hold_count, self.ttl_ms, self.signed_fence = grant.hold_count, grant.ttl_ms, grant.signed_fence
         self._acquired = True
 
     def _releasing(self):

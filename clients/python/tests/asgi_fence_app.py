@@ -1,6 +1,7 @@
 """A small ASGI app behind AsgiFenceMiddleware (memory store), served by uvicorn in test_fencing_guards.
 
-It answers 200 with the admitted fence, "lock token", as its body."""
+It answers 200 with the admitted fence, "lock token", as its body; /open/... is behind a second
+guard given guards=fencing.writes (reads unguarded)."""
 
 from holdfast import fencing
 
@@ -12,4 +13,10 @@ async def storage(scope, receive, send):
     await send({"type": "http.response.body", "body": body})
 
 
-app = fencing.AsgiFenceMiddleware(storage, fencing.MemoryStore())
+guarded = fencing.AsgiFenceMiddleware(storage, fencing.MemoryStore())
+open_reads = fencing.AsgiFenceMiddleware(storage, fencing.MemoryStore(), guards=fencing.writes)
+
+
+async def app(scope, receive, send):
+    route = open_reads if scope["type"] == "http" and scope["path"].startswith("/open/") else guarded
+    await route(scope, receive, send)

@@ -76,7 +76,9 @@ class WireTest(unittest.TestCase):
         stale = fencing.StaleToken("orders", 5, 6)
         expected = CASES["refusal"]["message"].format(lock="orders", token=5, newest=6)
         self.assertEqual(str(stale), expected)
-        self.assertEqual(stale.http_body(), {"error": "stale_fencing_token", "lock": "orders", "token": "5", "newest": "6"})
+        # fencing.json's body, and the message every refusal body has (signed-fence.md's table).
+        self.assertEqual(stale.http_body(), {"error": "stale_fencing_token", "lock": "orders", "token": "5", "newest": "6",
+                                             "message": expected})
 
     def test_shipped_script_is_the_conformance_copy(self):
         shipped = importlib.resources.files("holdfast.fencing").joinpath("fence-record-1.lua").read_bytes()

@@ -106,7 +106,8 @@ class HttpGuardCases:
         self.assertEqual(http_call(self.addr, "PUT", "/items/a", fencing.http_headers(lock, 10)), (200, f"{lock} 10".encode()))
         status, body = http_call(self.addr, "PUT", "/items/a", fencing.http_headers(lock, 9))
         self.assertEqual((status, json.loads(body)),
-                         (409, {"error": "stale_fencing_token", "lock": lock, "token": "9", "newest": "10"}))
+                         (409, {"error": "stale_fencing_token", "lock": lock, "token": "9", "newest": "10",
+                                "message": f'stale fencing token for lock "{lock}": 9 is older than 10, the newest seen'}))
         self.assertEqual(http_call(self.addr, "POST", "/items/a", fencing.http_headers(lock, 10))[0], 200)
         self.assertEqual(http_call(self.addr, "DELETE", "/items/a", fencing.http_headers(lock, 11))[0], 200)
 
@@ -128,8 +129,20 @@ class HttpGuardCases:
                          (400, "malformed_fence", "Holdfast-Fence-Token"))
         self.assertEqual(http_call(self.addr, "PUT", "/items/a", fencing.http_headers(lock, 5))[0], 200)
 
-    def test_reads_are_not_guarded(self):
-        self.assertEqual(http_call(self.addr, "GET", "/items/a", {}), (200, b"unguarded"))
+    def test_every_method_is_guarded_by_default(self):
+        for method in ("GET", "HEAD", "OPTIONS", "PUT"):
+            with self.subTest(method):
+                status, body = http_call(self.addr, method, "/items/a", {})
+                self.assertEqual(status, 400)
+                if method != "HEAD":
+                    self.assertEqual(json.loads(body), {"error": "missing_fence", "field": "token",
+                                                        "header": "Holdfast-Fence-Token",
+                                                        "message": "missing fence: header Holdfast-Fence-Token is required"})
+
+    def test_the_writes_rule_leaves_reads_unguarded(self):
+        # The apps serve /open/... behind a second guard given guards=fencing.writes.
+        self.assertEqual(http_call(self.addr, "GET", "/open/items/a", {}), (200, b"unguarded"))
+        self.assertEqual(http_call(self.addr, "PUT", "/open/items/a", {})[0], 400)
 
 
 def wsgi_storage(environ, start_response):
@@ -143,10 +156,17 @@ class Quiet(wsgiref.simple_server.WSGIRequestHandler):
         pass
 
 
+def wsgi_router(guarded, open_reads):
+    """/open/... to `open_reads` (the writes rule), the rest to `guarded`."""
+    return lambda environ, start_response: (
+        open_reads if environ["PATH_INFO"].startswith("/open/") else guarded)(environ, start_response)
+
+
 class WsgiGuardTest(HttpGuardCases, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        app = fencing.FenceMiddleware(wsgi_storage, fencing.MemoryStore())
+        app = wsgi_router(fencing.FenceMiddleware(wsgi_storage, fencing.MemoryStore()),
+                          fencing.FenceMiddleware(wsgi_storage, fencing.MemoryStore(), guards=fencing.writes))
         cls.server = wsgiref.simple_server.make_server("127.0.0.1", 0, app, handler_class=Quiet)
         threading.Thread(target=cls.server.serve_forever, daemon=True).start()
         cls.addr = f"127.0.0.1:{cls.server.server_port}"
@@ -170,7 +190,7 @@ class AsgiGuardTest(HttpGuardCases, unittest.TestCase):
             if cls.uvicorn.poll() is not None:
                 raise RuntimeError(f"uvicorn exited with {cls.uvicorn.returncode}")
             try:
-                return http_call(cls.addr, "GET", "/", {})[0] == 200
+                return http_call(cls.addr, "GET", "/", {})[0] == 400  # guarded: no fence
             except OSError:
                 return False
         fence_processes.wait_until(answers, "uvicorn to answer")

@@ -10,7 +10,6 @@ import unittest
 import support
 import fence_processes
 
-import psycopg2
 import redis
 from holdfast import fencing
 from holdfast.fencing import postgres
@@ -232,7 +231,7 @@ class PostgresRestartTest(unittest.TestCase):
         self.assertTrue(store.check(lock, 41).accepted and store.check(lock, 42).accepted)
         old_pid = server.pid
         server.stop_immediately()
-        with self.assertRaises(psycopg2.OperationalError):  # it really was down
+        with self.assertRaises(fencing.FenceStoreUnavailable):  # it really was down
             store.check(lock, 43)
         server.start_again()
         self.assertNotEqual(server.pid, old_pid)

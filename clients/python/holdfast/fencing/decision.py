@@ -2,6 +2,8 @@
 
 import collections
 
+from holdfast.fencing.refusals import FenceRefused
+
 # accepted: the token was not older than the newest recorded, and is now recorded;
 # newest: the newest token for the lock after this check (an int).
 Decision = collections.namedtuple("Decision", ["accepted", "newest"])
@@ -14,16 +16,16 @@ def decide(newest, token):
     return Decision(True, token)
 
 
-class StaleToken(Exception):
+class StaleToken(FenceRefused):
     """A request's fencing token is older than the newest one seen for its lock: its holder's lease
     ended and someone else has held the lock since."""
 
+    error, status, grpc_code = "stale_fencing_token", 409, "FAILED_PRECONDITION"
+
     def __init__(self, lock, token, newest):
         self.lock, self.token, self.newest = lock, token, newest
-        super().__init__(f'stale fencing token for lock "{lock}": {token} is older than {newest}, the newest seen')
-
-    def http_body(self):
-        return {"error": "stale_fencing_token", "lock": self.lock, "token": str(self.token), "newest": str(self.newest)}
+        super().__init__(f'stale fencing token for lock "{lock}": {token} is older than {newest}, the newest seen',
+                         lock=lock, token=str(token), newest=str(newest))
 
 
 def enforce(store, lock, token):

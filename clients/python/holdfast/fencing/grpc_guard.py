@@ -1,44 +1,36 @@
-"""A grpcio server interceptor that lets through only requests whose fence is the newest.
+"""A grpcio server interceptor that lets through only requests with a good fence, the newest for its lock.
 
-    server = grpc.server(executor, interceptors=[FenceInterceptor(store)])
+    server = grpc.server(executor, interceptors=[FenceInterceptor(store)])                        # unsigned
+    server = grpc.server(executor, interceptors=[FenceInterceptor(store, keys=ring, lock="orders")])  # signed
 
-Each guarded call must carry holdfast-fence-lock and holdfast-fence-token metadata: a missing or
-malformed fence ends the call with INVALID_ARGUMENT naming the key, a stale token with
-FAILED_PRECONDITION naming the lock and both tokens. The store is asked in the handler's own
-thread (the interceptor itself runs on the server's polling thread, which must not block), and
-current_fence() gives the handler the fence it was let in with.
+It guards every method unless `guards(method)` says otherwise (method: "/pkg.Service/Name"), and
+ends a refused call with the status of signed-fence.md's table (INVALID_ARGUMENT, PERMISSION_DENIED,
+FAILED_PRECONDITION, UNAVAILABLE) and its message; the handler never runs then. The checks and the
+store run in the handler's own thread (the interceptor itself runs on the server's polling thread,
+which must not block), and current_fence() gives the handler the Fence it was let in with. `lock`,
+when a function, is called with the call's grpc.HandlerCallDetails (method, invocation_metadata).
 """
-
-import contextvars
 
 import grpc
 
-from holdfast.fencing.decision import StaleToken, enforce
-from holdfast.fencing.wire import BadFence, parse_grpc
+from holdfast.fencing.guard import FenceGuard, _current, current_fence, every_request
+from holdfast.fencing.refusals import FenceRefused
+from holdfast.fencing.wire import GRPC_NAMES, collect_grpc
 
-_current = contextvars.ContextVar("holdfast_fence", default=None)
-
-
-def current_fence():
-    """The Fence of the call being handled (None outside a guarded call)."""
-    return _current.get()
+__all__ = ["FenceInterceptor", "current_fence"]
 
 
-def _admit(store, metadata, context):
-    """The request's Fence once the store accepts it; aborts the call otherwise."""
+def _admit(guard, details, context):
+    """The request's Fence once the guard admits it; aborts the call otherwise."""
     try:
-        fence = parse_grpc(metadata)
-        enforce(store, fence.lock, fence.token)
-        return fence
-    except BadFence as bad:
-        context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(bad))
-    except StaleToken as stale:
-        context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(stale))
+        return guard.admit(collect_grpc(details.invocation_metadata), GRPC_NAMES, details)
+    except FenceRefused as refused:
+        context.abort(getattr(grpc.StatusCode, refused.grpc_code), str(refused))
 
 
-def _guard_unary_response(behavior, store, metadata):
+def _guard_unary_response(behavior, guard, details):
     def guarded(request, context):
-        token = _current.set(_admit(store, metadata, context))
+        token = _current.set(_admit(guard, details, context))
         try:
             return behavior(request, context)
         finally:
@@ -46,9 +38,9 @@ def _guard_unary_response(behavior, store, metadata):
     return guarded
 
 
-def _guard_stream_response(behavior, store, metadata):
+def _guard_stream_response(behavior, guard, details):
     def guarded(request, context):
-        token = _current.set(_admit(store, metadata, context))
+        token = _current.set(_admit(guard, details, context))
         try:
             yield from behavior(request, context)
         finally:
@@ -65,21 +57,21 @@ _KINDS = (  # (handler attribute, wrapper, factory) per RPC kind
 
 
 class FenceInterceptor(grpc.ServerInterceptor):
-    """Guards every method, or only those `guards(method)` is true for (method: "/pkg.Service/Name")."""
+    """Guards every method, or only those `guards(method)` is true for. The other keyword
+    arguments are FenceGuard's: keys, namespace, lock, accept_unsigned, lease_end_skew_ms."""
 
-    def __init__(self, store, guards=None):
-        self._store = store
-        self._guards = guards or (lambda method: True)
+    def __init__(self, store, guards=None, **options):
+        self.guard = FenceGuard(store, **options)
+        self._guards = guards or every_request
 
     def intercept_service(self, continuation, handler_call_details):
         handler = continuation(handler_call_details)
         if handler is None or not self._guards(handler_call_details.method):
             return handler
-        metadata = handler_call_details.invocation_metadata
         for kind, wrap, factory in _KINDS:
             behavior = getattr(handler, kind)
             if behavior is not None:
-                return factory(wrap(behavior, self._store, metadata),
+                return factory(wrap(behavior, self.guard, handler_call_details),
                                request_deserializer=handler.request_deserializer,
                                response_serializer=handler.response_serializer)
         return handler
