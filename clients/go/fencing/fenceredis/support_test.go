@@ -2,6 +2,7 @@ package fenceredis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/holdfast/holdfast/clients/go/fencing"
 )
 
 // durable are the settings New wants; tests add others after them to override.
@@ -62,10 +65,20 @@ func (r *redisServer) start(t *testing.T) {
 // kill SIGKILLs the server: no shutdown save, no goodbye.
 func (r *redisServer) kill() {
 	if r.cmd != nil && r.cmd.Process != nil {
+		_ = r.cmd.Process.Signal(syscall.SIGCONT) // a stopped server dies at once too
 		_ = r.cmd.Process.Signal(syscall.SIGKILL)
 		_ = r.cmd.Wait()
 	}
 }
+
+// signal sends sig to the server by PID.
+func (r *redisServer) signal(t *testing.T, sig syscall.Signal) {
+	if err := r.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func asUnavailable(err error, target **fencing.UnavailableError) bool { return errors.As(err, target) }
 
 func (r *redisServer) pool() *redis.Pool {
 	return &redis.Pool{MaxIdle: 32, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", r.addr) }}
