@@ -23,7 +23,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { luaDir, readScript } from '../src/engine/scripts';
+import { luaDir, readScript } from '../src/redis/scripts';
 import { LIBRARY_INCLUDES, LockLibrary, lockLibrary } from '../src/redis/functions';
 import { cpuSeconds, fixed, machineNote, markdownTable, median, redisInfo, report, setting, startBenchRedis } from './support';
 

@@ -13,7 +13,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lockKeys, scriptKeys } from '../src/engine/keys';
-import { luaDir } from '../src/engine/scripts';
+import { luaDir } from '../src/redis/scripts';
 import { LockLibrary } from '../src/redis/functions';
 import { cpuSeconds, fixed, machineNote, markdownTable, median, redisInfo, report, setting, startBenchRedis } from './support';
 

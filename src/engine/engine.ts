@@ -1,28 +1,14 @@
 // The lock engine: plain requests in, plain results out. Every change to lock state is one
-// Lua script on one slot, run by the store (src/engine/store.ts: whichever topology it is);
+// named request to the store (src/engine/store.ts: whichever topology it is, one slot per call);
 // waiting lives in WaitRoom (a queue in storage) or RetryWait (a store without one), lease
 // keeping in Watchdog. Knows nothing about gRPC or topologies; what a store cannot do, it asks.
 import { ttlCapProblem } from '../config/bounds';
-import { LockError, ReleaseCode, ScriptCode, ScriptFlag } from './errors';
-import { lockKeys, lockNameOfKey, lockScanPattern, requestIdKey, scriptKeys } from './keys';
+import { LockError } from './errors';
 import { NO_OBSERVER, type EngineObserver } from './observer';
 import { conflictError, grantOf, notHeld, requestIdReused } from './replies';
-import { scriptKeyCount, type ScriptName } from './scripts';
-import type { LockStore, Reply } from './store';
-import type {
-  AcquireParams,
-  FenceCheck,
-  Grant,
-  HolderInfo,
-  KeepRequest,
-  KeptLease,
-  LeaseEvents,
-  LockInfo,
-  LockScan,
-  Mode,
-  ReleaseOptions,
-  ReleaseResult,
-} from './types';
+import type { ScriptName } from './scripts';
+import type { ClaimAnswer, LockRef, LockStore, ReleaseRequest } from './store';
+import type { AcquireParams, FenceCheck, Grant, KeepRequest, KeptLease, LeaseEvents, LockInfo, LockScan, ReleaseOptions, ReleaseResult } from './types';
 import { LockChannels } from './lock-channels';
 import { randomId } from './random-ids';
 import { RetryWait } from './retry-wait';
@@ -89,26 +75,26 @@ export class LockEngine {
     const channels = new LockChannels(store.subscriber);
     this.room = new WaitRoom(this, channels, { refreshMs: options.entryRefreshMs ?? 1000, onBackgroundError });
     this.retries = new RetryWait(this, channels);
-    if (store.scan) this.scanLocks = (cursor, count, namePrefix) => this.scanStep(store.scan!.bind(store), cursor, count, namePrefix);
+    if (store.scanLocks) this.scanLocks = (cursor, count, namePrefix = '') => store.scanLocks!(this.prefix, cursor, count, namePrefix);
     this.watchers = new WatchRoom(this, channels, onBackgroundError);
     // The watchdog's give-back of a hold it kept: finding it gone already (its set was released
     // with ReleaseSet, its loss was counted by the renewal) is no lease expiry seen by a Release.
     this.watchdog = new Watchdog(store, this.prefix, (name, token, how) => this.release(name, token, how, false), onBackgroundError, this.observer);
   }
 
-  /** Runs one lock script; Redis trouble becomes LockError('unavailable'). */
-  run(script: ScriptName, name: string, args: (string | number)[]): Promise<Reply> {
-    const keys = scriptKeys(lockKeys(this.prefix, name), scriptKeyCount(script));
-    return this.observed(script, () => this.store.run(script, { keys, args }));
+  /** The lock `name` of this engine's namespace, as the store finds it. */
+  private lockOf(name: string): LockRef {
+    return { prefix: this.prefix, name };
   }
 
-  /**
-   * Runs a script that grants or extends a lease; `confirmed` says whether the replicas the
-   * topology asks for acknowledged it (always true when none is asked).
-   */
-  runConfirmed(script: ScriptName, name: string, args: (string | number)[]): Promise<{ reply: Reply; confirmed: boolean }> {
-    const keys = scriptKeys(lockKeys(this.prefix, name), scriptKeyCount(script));
-    return this.observed(script, () => this.store.runConfirmed(script, { keys, args }));
+  /** Serves this server's queued waiters on `name` (the wait room's claim). */
+  claim(name: string, waiterIds: string[]): Promise<ClaimAnswer> {
+    return this.observed('claim', () => this.store.claim({ lock: this.lockOf(name), entryLeaseMs: this.entryLeaseMs, waiterIds }));
+  }
+
+  /** Takes a waiter whose call ended out of the queue of `name`. */
+  dequeue(name: string, waiterId: string): Promise<void> {
+    return this.observed('dequeue', () => this.store.dequeue({ lock: this.lockOf(name), waiterId }));
   }
 
   private async observed<T>(script: ScriptName, call: () => Promise<T>): Promise<T> {
@@ -125,12 +111,12 @@ export class LockEngine {
 
   /** Why grants of `name` cannot be made now (a quarantine after a failover), or null. */
   grantsBlocked(name: string): string | null {
-    return this.store.grantsBlocked(lockKeys(this.prefix, name).holders);
+    return this.store.grantsBlocked(this.lockOf(name));
   }
 
   /** How long until grants of `name` resume (0: they may be made now). */
   grantsResumeInMs(name: string): number {
-    return this.store.grantsResumeInMs(lockKeys(this.prefix, name).holders);
+    return this.store.grantsResumeInMs(this.lockOf(name));
   }
 
   /** A grant the replicas did not confirm: give it back (if it is still ours) and say so. */
@@ -140,7 +126,7 @@ export class LockEngine {
   }
 
   channelOf(name: string): string {
-    return lockKeys(this.prefix, name).channel;
+    return this.store.channelOf(this.lockOf(name));
   }
 
   /**
@@ -213,26 +199,40 @@ export class LockEngine {
     if (refused) throw refused;
   }
 
-  /** One run of acquire-4: granted, refused, or queued under waiterId (when not ''). */
+  /** One acquire request: granted, refused, or queued under waiterId (when not ''). */
   async attempt(params: AcquireParams, token: string, waiterId: string): Promise<{ grant?: Grant; queued?: boolean; nextExpiryMs: number }> {
     const { name, owner, ttlMs, mode, limit, requestId, holdId, value } = params;
     const blocked = this.grantsBlocked(name);
     if (blocked) throw new LockError('unavailable', `lock "${name}": ${blocked}`);
     const sentAt = performance.now();
-    const args = [token, owner, ttlMs, mode, limit, requestId, waiterId, this.entryLeaseMs, holdId, this.maxWaitersPerLock, value];
-    const { reply, confirmed } = await this.runConfirmed('acquire', name, args);
-    switch (reply[0]) {
-      case ScriptCode.GRANTED: {
-        const grant = grantOf(reply, sentAt);
-        if (!confirmed) throw await this.undoUnconfirmed(name, grant.token, holdId);
+    const entryLeaseMs = this.entryLeaseMs;
+    const request = {
+      lock: this.lockOf(name),
+      token,
+      owner,
+      ttlMs,
+      mode,
+      limit,
+      requestId,
+      waiterId,
+      entryLeaseMs,
+      holdId,
+      maxWaiters: this.maxWaitersPerLock,
+      value,
+    };
+    const answer = await this.observed('acquire', () => this.store.acquire(request));
+    switch (answer.outcome) {
+      case 'granted': {
+        const grant = grantOf(answer.grant, sentAt);
+        if (!answer.confirmed) throw await this.undoUnconfirmed(name, grant.token, holdId);
         return { grant, nextExpiryMs: -1 };
       }
-      case ScriptCode.NOT_GRANTED:
-        return { nextExpiryMs: Number(reply[1]) };
-      case ScriptCode.QUEUED:
-        return { queued: true, nextExpiryMs: Number(reply[1]) };
-      default:
-        throw conflictError(name, reply, limit);
+      case 'not_granted':
+        return { nextExpiryMs: answer.nextExpiryMs };
+      case 'queued':
+        return { queued: true, nextExpiryMs: answer.nextExpiryMs };
+      case 'refused':
+        throw conflictError(name, answer.refusal, limit);
     }
   }
 
@@ -244,9 +244,8 @@ export class LockEngine {
     const { name, owner, mode, limit, ttlMs, waitMs, requestId } = params;
     const asked = JSON.stringify([name, owner, mode, limit, ttlMs]);
     const rememberMs = waitMs + ttlMs + REQUEST_ID_RETAIN_MS;
-    const keys = [requestIdKey(this.prefix, requestId)];
-    const tied: unknown = await this.observed('requestId', () => this.store.run('requestId', { keys, args: [asked, rememberMs] }));
-    if (tied !== ScriptFlag.YES) throw requestIdReused();
+    const tie = { prefix: this.prefix, requestId, asked, rememberMs };
+    if (!(await this.observed('requestId', () => this.store.tieRequestId(tie)))) throw requestIdReused();
   }
 
   /**
@@ -255,22 +254,29 @@ export class LockEngine {
    * nothing is counted as a lease expiry (a caller's Release).
    */
   async release(name: string, token: string, options: ReleaseOptions = {}, countGone = true): Promise<ReleaseResult> {
-    const { holdId = '', vanished = false, lockDelayMs = 0, vanishedLeaseMs, why = '' } = options;
-    const handOffTo = this.handOffTarget(name);
-    const args = [token, holdId, vanished ? 1 : 0, lockDelayMs, vanishedLeaseMs ?? '', handOffTo, why];
+    const { holdId = '', vanished = false, lockDelayMs = 0, vanishedLeaseMs, why } = options;
+    const request: ReleaseRequest = {
+      lock: this.lockOf(name),
+      token,
+      holdId,
+      vanished,
+      lockDelayMs,
+      vanishedLeaseMs,
+      handOffTo: this.handOffTarget(name),
+      why: why ?? '',
+    };
     const leaseStart = performance.now();
-    // With replica acknowledgement, a hand-off is a grant: the WAIT goes in the same round trip.
-    const sent =
-      handOffTo && this.store.confirmsWrites
-        ? this.runConfirmed('release', name, args)
-        : this.run('release', name, args).then((r) => ({ reply: r, confirmed: true }));
-    const { reply } = await this.room.releasing(name, sent, leaseStart);
-    if (reply[0] === ScriptCode.NOT_FOUND) {
+    const answer = await this.room.releasing(
+      name,
+      this.observed('release', () => this.store.release(request)),
+      leaseStart,
+    );
+    if (!answer.held) {
       if (countGone) this.observer.tokenGone('release');
       throw notHeld(name);
     }
     this.observer.released(vanished);
-    const result = { released: reply[0] === ReleaseCode.FREED, holdCount: Number(reply[1]), holdId: String(reply[2]) };
+    const result = { released: answer.freed, holdCount: answer.holdCount, holdId: answer.holdId };
     if (result.holdId) this.watchdog.released(result.holdId);
     return result;
   }
@@ -278,9 +284,9 @@ export class LockEngine {
   /** Replaces the value a live grant publishes to watchers; resolves with its fencing token. */
   async setValue(name: string, token: string, value: string): Promise<{ fencingToken: string }> {
     this.refuseIf(this.store.refusal?.('setValue'));
-    const reply = await this.run('setValue', name, [token, value]);
-    if (reply[0] === ScriptCode.NOT_FOUND) throw notHeld(name);
-    return { fencingToken: String(reply[1]) };
+    const set = await this.observed('setValue', () => this.store.setValue({ lock: this.lockOf(name), token, value }));
+    if (!set) throw notHeld(name);
+    return set;
   }
 
   /** Follows one lock: `listener` gets its state at once, then each change. Returns the way to stop. */
@@ -316,7 +322,7 @@ export class LockEngine {
     if (this.grantsBlocked(name)) return '';
     // A Cluster with the quarantine checks the master of every grant in the script
     // (expect-master); a release is not checked, so its hand-offs go through claim-4, which is.
-    if (this.store.checksMaster(lockKeys(this.prefix, name).holders)) return '';
+    if (this.store.checksMaster(this.lockOf(name))) return '';
     if (this.store.confirmsWrites && !this.room.hasWaiters(name)) return '';
     return this.serverId;
   }
@@ -324,14 +330,14 @@ export class LockEngine {
   /** Renews a live grant to now + ttlMs (0: its own lease length). */
   async renew(name: string, token: string, ttlMs: number): Promise<{ ttlMs: number; fencingToken?: string }> {
     this.checkTtl(ttlMs);
-    const { reply, confirmed } = await this.runConfirmed('renew', name, [token, ttlMs, '', 1]); // '' no hold id, 1 with the fencing token
-    if (reply[0] === ScriptCode.NOT_FOUND) {
+    const answer = await this.observed('renew', () => this.store.renew({ lock: this.lockOf(name), token, ttlMs, withFence: true }));
+    if (!answer.renewed) {
       this.observer.tokenGone('renew');
       throw notHeld(name);
     }
-    if (!confirmed)
+    if (!answer.confirmed)
       throw new LockError('unavailable', `lock "${name}": the renewal was not confirmed by enough Redis replicas in time; count on the lease you had`);
-    return reply[2] === undefined ? { ttlMs: Number(reply[1]) } : { ttlMs: Number(reply[1]), fencingToken: String(reply[2]) };
+    return answer.fencingToken === undefined ? { ttlMs: answer.leftMs } : { ttlMs: answer.leftMs, fencingToken: answer.fencingToken };
   }
 
   /** A lease longer than the server's longest would outlast a failover quarantine. */
@@ -351,19 +357,11 @@ export class LockEngine {
   }
 
   async inspect(name: string): Promise<LockInfo> {
-    const reply = await this.run('inspect', name, []);
-    const holders: HolderInfo[] = (reply.slice(3) as Reply[]).map((h) => ({
-      owner: String(h[0]),
-      fencingToken: String(h[1]),
-      ttlMs: Number(h[2]),
-      holdCount: Number(h[3]),
-      mode: Number(h[4]) as Mode,
-      value: String(h[5] ?? ''),
-    }));
-    holders.sort((a, b) => (BigInt(a.fencingToken) < BigInt(b.fencingToken) ? -1 : 1));
+    const record = await this.observed('inspect', () => this.store.inspect(this.lockOf(name)));
+    const holders = record.holders.sort((a, b) => (BigInt(a.fencingToken) < BigInt(b.fencingToken) ? -1 : 1));
     // A store without a queue knows no waiters: this server's retrying ones are the ones known.
-    const waiters = Number(reply[2]) + this.retries.waitingOn(name);
-    return { name, holders, waiters, fencingToken: String(reply[0]), limit: Number(reply[1]), grantsResumeInMs: this.grantsResumeInMs(name) };
+    const waiters = record.waiters + this.retries.waitingOn(name);
+    return { name, holders, waiters, fencingToken: record.fencingToken, limit: record.limit, grantsResumeInMs: this.grantsResumeInMs(name) };
   }
 
   /**
@@ -373,24 +371,8 @@ export class LockEngine {
    */
   readonly scanLocks?: (cursor: string, count: number, namePrefix?: string) => Promise<LockScan>;
 
-  private async scanStep(scan: NonNullable<LockStore['scan']>, cursor: string, count: number, namePrefix = ''): Promise<LockScan> {
-    const step = await scan(cursor, lockScanPattern(this.prefix, namePrefix), count);
-    const names = new Set<string>();
-    for (const key of step.keys) {
-      const name = lockNameOfKey(this.prefix, key);
-      if (name !== null) names.add(name);
-    }
-    return { names: [...names], cursor: step.cursor };
-  }
-
   async checkFencingToken(name: string, fencingToken: string): Promise<FenceCheck> {
-    const reply = await this.run('checkFencingToken', name, [fencingToken]);
-    return {
-      live: reply[0] === ScriptFlag.YES,
-      ttlMs: Number(reply[1]),
-      mode: Number(reply[2]) as Mode | 0,
-      latestFencingToken: String(reply[3]),
-    };
+    return this.observed('checkFencingToken', () => this.store.checkFencingToken({ lock: this.lockOf(name), fencingToken }));
   }
 
   /**

@@ -49,15 +49,7 @@ export interface RedlockKeys {
 }
 
 export function redlockKeys(prefix: string, name: string): RedlockKeys {
-  return redlockKeysAt(`${prefix}:{${tagOf(name)}}`);
-}
-
-/** The Redlock keys of the lock that `lockKey` (one of its lockKeys, which end in ':<letter>') belongs to. */
-export function redlockKeysOf(lockKey: string): RedlockKeys {
-  return redlockKeysAt(lockKey.slice(0, lockKey.lastIndexOf(':')));
-}
-
-function redlockKeysAt(base: string): RedlockKeys {
+  const base = `${prefix}:{${tagOf(name)}}`;
   return { lease: `${base}:rl`, fence: `${base}:rf`, channel: `${base}:rc`, released: `${base}:rr` };
 }
 

@@ -1,17 +1,12 @@
-// Script replies in lock terms: a grant read from its reply, and the errors the result codes
-// (src/engine/errors.ts ScriptCode) stand for, each worded once.
-import { LockError, ScriptCode } from './errors';
-import type { Reply } from './store';
+// A store's answers in lock terms: a grant with its lease start, and the errors its refusals
+// stand for, each worded once.
+import { LockError } from './errors';
+import type { GrantRecord, Refusal } from './store';
 import type { Grant } from './types';
 
-export function grantOf(reply: Reply, leaseStart: number, offset = 1): Grant {
-  return {
-    leaseStart,
-    token: String(reply[offset]),
-    fencingToken: String(reply[offset + 1]),
-    ttlMs: Number(reply[offset + 2]),
-    holdCount: Number(reply[offset + 3]),
-  };
+/** A grant whose lease runs no earlier than `leaseStart` (performance.now() before it was asked for). */
+export function grantOf(record: GrantRecord, leaseStart: number): Grant {
+  return { leaseStart, token: record.token, fencingToken: record.fencingToken, ttlMs: record.ttlMs, holdCount: record.holdCount };
 }
 
 export function notHeld(name: string): LockError {
@@ -25,13 +20,15 @@ export function requestIdReused(): LockError {
   );
 }
 
-export function conflictError(name: string, reply: Reply, limit: number): LockError {
-  if (reply[0] === ScriptCode.REQUEST_ID_REUSED) return requestIdReused();
-  if (reply[0] === ScriptCode.TOO_MANY_WAITERS) {
-    return new LockError('exhausted', `lock "${name}" has ${reply[1]} waiters queued, the most max-waiters-per-lock allows; try again later`);
+export function conflictError(name: string, refusal: Refusal, limit: number): LockError {
+  switch (refusal.why) {
+    case 'request_id_reused':
+      return requestIdReused();
+    case 'too_many_waiters':
+      return new LockError('exhausted', `lock "${name}" has ${refusal.maxWaiters} waiters queued, the most max-waiters-per-lock allows; try again later`);
+    case 'limit_mismatch':
+      return new LockError('conflict', `lock "${name}" has limit ${refusal.limit} while it has holders or waiters; this request asked for limit ${limit}`);
+    case 'upgrade':
+      return new LockError('conflict', `lock "${name}": this owner holds it shared; upgrading to exclusive is refused (it deadlocks against other readers)`);
   }
-  if (reply[0] === ScriptCode.LIMIT_MISMATCH) {
-    return new LockError('conflict', `lock "${name}" has limit ${reply[1]} while it has holders or waiters; this request asked for limit ${limit}`);
-  }
-  return new LockError('conflict', `lock "${name}": this owner holds it shared; upgrading to exclusive is refused (it deadlocks against other readers)`);
 }

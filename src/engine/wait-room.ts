@@ -5,12 +5,11 @@
 // the earliest lease would run out, since an expiry publishes nothing.
 // A release this server sends hands the lock to this server's own waiters in its reply (one
 // round trip, no publish, no claim): releasing() answers them.
-import { LockError, ScriptCode } from './errors';
+import { LockError } from './errors';
 import type { LockChannels } from './lock-channels';
 import type { EngineObserver } from './observer';
 import { conflictError, grantOf } from './replies';
-import type { ScriptName } from './scripts';
-import type { Reply } from './store';
+import type { ClaimAnswer, ClaimEntry, HandOff, ReleaseAnswer } from './store';
 import type { AcquireParams, Grant, ReleaseOptions } from './types';
 
 /** What the wait room asks of the engine it waits for (LockEngine provides it). */
@@ -19,8 +18,9 @@ export interface WaitRoomEngine {
   readonly observer: EngineObserver;
   /** One run of acquire-4 for a waiter: granted, refused, or queued again. */
   attempt(params: AcquireParams, token: string, waiterId: string): Promise<{ grant?: Grant; queued?: boolean; nextExpiryMs: number }>;
-  run(script: ScriptName, name: string, args: (string | number)[]): Promise<Reply>;
-  runConfirmed(script: ScriptName, name: string, args: (string | number)[]): Promise<{ reply: Reply; confirmed: boolean }>;
+  /** Serves this server's waiters on `name`: their grants, and their queue entries refreshed. */
+  claim(name: string, waiterIds: string[]): Promise<ClaimAnswer>;
+  dequeue(name: string, waiterId: string): Promise<void>;
   /** A grant the replicas did not confirm: given back, and the error to answer with. */
   undoUnconfirmed(name: string, token: string, holdId: string): Promise<LockError>;
   release(name: string, token: string, options?: ReleaseOptions): Promise<unknown>;
@@ -127,15 +127,14 @@ export class WaitRoom {
   }
 
   /**
-   * Follows a release-4 run that may hand the lock to this server's waiters (its 4th reply
-   * element): answers them as soon as the reply is in, before the releaser hears back.
+   * Follows a release that may hand the lock to this server's waiters (its handedOff): answers
+   * them as soon as the answer is in, before the releaser hears back.
    * `leaseStart` is when the release was sent: each handed-off lease runs no earlier than that.
    */
-  releasing<T extends { reply: Reply; confirmed: boolean }>(name: string, sent: Promise<T>, leaseStart: number): Promise<T> {
-    const handled = sent.then((result) => {
-      const handedOff = result.reply[3];
-      if (Array.isArray(handedOff)) this.handOver(name, handedOff as Reply[], leaseStart, result.confirmed);
-      return result;
+  releasing(name: string, sent: Promise<ReleaseAnswer>, leaseStart: number): Promise<ReleaseAnswer> {
+    const handled = sent.then((answer) => {
+      if (answer.held && answer.handedOff.length > 0) this.handOver(name, answer.handedOff, leaseStart, answer.confirmed);
+      return answer;
     });
     let inFlight = this.releases.get(name);
     if (!inFlight) this.releases.set(name, (inFlight = new Set()));
@@ -149,17 +148,16 @@ export class WaitRoom {
     return handled;
   }
 
-  /** Each entry: {waiter id, token, fence, lease ms, hold count, hold id}. */
-  private handOver(name: string, handedOff: Reply[], leaseStart: number, confirmed: boolean): void {
+  private handOver(name: string, handedOff: HandOff[], leaseStart: number, confirmed: boolean): void {
     for (const entry of handedOff) {
-      const waiterId = String(entry[0]);
-      const grant = grantOf(entry, leaseStart);
+      const { waiterId } = entry;
+      const grant = grantOf(entry.grant, leaseStart);
       const waiter = this.lines.get(name)?.waiters.get(waiterId) ?? this.leaving.get(waiterId);
       if (waiter) {
         if (waiter.servedAt === 0) waiter.servedAt = performance.now();
         void this.answer(waiter, grant, confirmed);
       } else if (this.expected.has(waiterId)) this.expected.set(waiterId, { grant, confirmed });
-      else if (confirmed) void this.giveBack(name, grant.token, String(entry[5]));
+      else if (confirmed) void this.giveBack(name, grant.token, entry.holdId);
     }
   }
 
@@ -252,19 +250,20 @@ export class WaitRoom {
           this.schedule(line, blockedMs);
           return;
         }
-        let reply: Reply;
-        let confirmed: boolean;
+        let answer: ClaimAnswer;
         const sentAt = performance.now();
         try {
-          ({ reply, confirmed } = await this.engine.runConfirmed('claim', line.name, [this.engine.entryLeaseMs, ...waiters.map((w) => w.waiterId)]));
+          answer = await this.engine.claim(
+            line.name,
+            waiters.map((w) => w.waiterId),
+          );
         } catch (err) {
           this.options.onBackgroundError(err);
           this.schedule(line, -1);
           return;
         }
-        const results = reply[1] as Reply[];
-        await Promise.all(waiters.map((w, i) => this.settle(w, results[i], sentAt, confirmed)));
-        this.schedule(line, Number(reply[0]));
+        await Promise.all(waiters.map((w, i) => this.settle(w, answer.waiters[i], sentAt, answer.confirmed)));
+        this.schedule(line, answer.nextExpiryMs);
       }
     })().finally(() => {
       line.inflight = null;
@@ -272,15 +271,15 @@ export class WaitRoom {
     return line.inflight;
   }
 
-  private async settle(waiter: Waiter, result: Reply, sentAt: number, confirmed: boolean): Promise<void> {
-    const code = result[0];
-    if (code === ScriptCode.QUEUED) return;
-    if (code === ScriptCode.GRANTED) return this.answer(waiter, grantOf(result, sentAt), confirmed);
+  private async settle(waiter: Waiter, result: ClaimEntry, sentAt: number, confirmed: boolean): Promise<void> {
+    if (result.outcome === 'queued') return;
+    if (result.outcome === 'granted') return this.answer(waiter, grantOf(result.grant, sentAt), confirmed);
     // Gone: a release of ours may have handed it the lock, its reply not yet answered.
-    if (code !== ScriptCode.UPGRADE_REFUSED) await this.releasesOn(waiter.params.name);
+    if (result.outcome === 'gone') await this.releasesOn(waiter.params.name);
     if (waiter.done) return;
-    if (code === ScriptCode.UPGRADE_REFUSED) {
-      this.finish(waiter, () => waiter.reject(conflictError(waiter.params.name, result, waiter.params.limit)));
+    if (result.outcome === 'refused') {
+      const { refusal } = result;
+      this.finish(waiter, () => waiter.reject(conflictError(waiter.params.name, refusal, waiter.params.limit)));
       return;
     }
     // Our entry expired (this server stalled past the entry lease): queue again at the back.
@@ -330,7 +329,7 @@ export class WaitRoom {
     const line = this.leave(waiter);
     this.leaving.set(waiter.waiterId, waiter);
     try {
-      await this.engine.run('dequeue', waiter.params.name, [waiter.waiterId]);
+      await this.engine.dequeue(waiter.params.name, waiter.waiterId);
       await line?.inflight;
       await this.releasesOn(waiter.params.name);
     } catch (err) {

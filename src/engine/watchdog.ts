@@ -1,9 +1,8 @@
 // Keeps the leases of this server's Hold streams alive. One timer for all of them: at each tick
 // every lease that is due is renewed in one pipelined round trip per Redis node, never a timer
 // and a round trip per lock, and a tick looks only at the leases with something due
-// (due-schedule.ts). Where the store runs 'renewBatch', one script call renews up to
-// store.renewalsPerCall leases of one batch group (a Cluster slot): no Redis command, promise or
-// argument array per lease.
+// (due-schedule.ts). The store batches each node's renewals as its topology allows
+// (LockStore.renewMany: one Redis renews up to 100 leases of one Cluster slot per script call).
 // It never claims a lease it cannot vouch for: each lease carries a conservative local deadline
 // (counted from when its last confirmed renewal was *sent*), and a lease whose renewal is not
 // confirmed a margin before that deadline is reported lost, whatever Redis says later.
@@ -11,12 +10,9 @@
 // Only the holder's own word frees its lock at once (letGo). Every other end (the holder
 // vanished, max hold, Redis out of reach, shutdown) gives its hold back as 'vanished': its client
 // may still count on the lease, so the lock stays closed until that lease has run out.
-import { fromRedisError, NotRenewed, ScriptCode } from './errors';
 import { DueSchedule, type Schedulable } from './due-schedule';
-import { lockKeys, scriptKeys } from './keys';
-import { scriptKeyCount } from './scripts';
 import { NO_OBSERVER, type EngineObserver } from './observer';
-import type { LockStore, ScriptCall } from './store';
+import type { LockRef, LockStore, RenewAnswer, RenewRequest } from './store';
 import type { KeepRequest, KeptLease, LeaseEvents, LostReason, ReleaseOptions, VanishReason } from './types';
 
 /**
@@ -50,10 +46,8 @@ class Lease implements KeepRequest, KeptLease, Schedulable {
   constructor(
     request: KeepRequest,
     readonly events: LeaseEvents,
-    /** The renew script's keys, worked out once rather than per renewal. */
-    readonly keys: string[],
-    /** Which leases one batch renewal call may carry together (LockStore.batchGroupOf). */
-    readonly group: number,
+    /** The lock as the store finds it: one object per lease, so a store may remember what it works out from it. */
+    readonly lock: LockRef,
     confirmedAt: number,
     grantedMs: number,
     private readonly stop: (lease: Lease, vanished: boolean) => Promise<void>,
@@ -130,9 +124,8 @@ export class Watchdog {
    * before the script ran) for `grantedMs` (the lease left the client was told).
    */
   keep(request: KeepRequest, events: LeaseEvents, confirmedAt: number, grantedMs = request.ttlMs): KeptLease {
-    const keys = scriptKeys(lockKeys(this.prefix, request.name), scriptKeyCount('renew'));
-    const group = this.store.batchGroupOf?.(keys[0]) ?? 0;
-    const lease = new Lease(request, events, keys, group, confirmedAt, grantedMs, this.stopLease);
+    const lock = { prefix: this.prefix, name: request.name };
+    const lease = new Lease(request, events, lock, confirmedAt, grantedMs, this.stopLease);
     this.leases.add(lease);
     this.reschedule(lease);
     this.byHold.set(lease.holdId, lease);
@@ -238,74 +231,53 @@ export class Watchdog {
     if (due.length > 0) void this.renew(due, now);
   }
 
-  /**
-   * One pipelined round trip per Redis node (a cluster pipeline must stay on one node), with one
-   * script call per batch group and up to store.renewalsPerCall leases.
-   */
+  /** One round trip per Redis node (a cluster pipeline must stay on one node): store.renewMany batches it. */
   private async renew(due: Lease[], sentAt: number): Promise<void> {
-    const byNode = new Map<string, Map<number, Lease[]>>();
+    const byNode = new Map<string, Lease[]>();
     for (const lease of due) {
-      const node = this.store.nodeOf(lease.keys[0]);
-      let groups = byNode.get(node);
-      if (!groups) byNode.set(node, (groups = new Map()));
-      const group = groups.get(lease.group);
-      if (group) group.push(lease);
-      else groups.set(lease.group, [lease]);
+      const node = this.store.nodeOf(lease.lock);
+      const leases = byNode.get(node);
+      if (leases) leases.push(lease);
+      else byNode.set(node, [lease]);
     }
-    await Promise.all([...byNode.values()].map((groups) => this.renewOnOneNode(groups, sentAt)));
+    await Promise.all([...byNode.values()].map((leases) => this.renewOnOneNode(leases, sentAt)));
   }
 
-  private async renewOnOneNode(groups: Map<number, Lease[]>, sentAt: number): Promise<void> {
-    const perCall = Math.max(1, this.store.renewalsPerCall ?? 1);
-    const chunks: Lease[][] = [];
-    for (const leases of groups.values()) {
-      for (let start = 0; start < leases.length; start += perCall) chunks.push(leases.slice(start, start + perCall));
-    }
-    const calls = chunks.map((chunk) => renewalCall(chunk, sentAt));
+  private async renewOnOneNode(leases: Lease[], sentAt: number): Promise<void> {
+    const requests = leases.map((lease) => renewalOf(lease, sentAt));
     const probe = this.observer.scriptStart('renewBatch');
     // One replica acknowledgement for the whole round trip; without it no renewal of it counts.
-    const results = await this.store.runBatch(perCall > 1 ? 'renewBatch' : 'renew', calls);
-    this.observer.scriptEnd(
-      probe,
-      'renewBatch',
-      results.some(([err]) => err),
-    );
+    const answers = await this.store.renewMany(requests);
     let failure: Error | null = null;
-    for (let c = 0; c < chunks.length; c++) {
-      const chunk = chunks[c];
-      const [err, reply] = results[c] ?? [new Error('no reply'), null];
-      // Two entries per lease, in order (renew-3's reply is a batch of one).
-      const replies = reply as number[] | null;
-      const answered = !err && Array.isArray(replies) && replies.length === 2 * chunk.length;
-      // A failed call is tried again at the next tick, every lease of it; lostAt decides when to give up.
-      if (!answered) failure ??= err ?? new Error('no reply');
-      for (let i = 0; i < chunk.length; i++) {
-        const lease = chunk[i];
-        lease.inflight = false;
-        if (answered) this.settle(lease, Number(replies[2 * i]), Number(replies[2 * i + 1]), sentAt);
-        this.reschedule(lease);
-      }
+    for (const answer of answers) if (answer instanceof Error) failure ??= answer;
+    this.observer.scriptEnd(probe, 'renewBatch', failure !== null);
+    for (let i = 0; i < leases.length; i++) {
+      const lease = leases[i];
+      const answer = answers[i] ?? new Error('no reply');
+      lease.inflight = false;
+      // A failed renewal is tried again at the next tick; lostAt decides when to give up.
+      if (!(answer instanceof Error)) this.settle(lease, answer, sentAt);
+      this.reschedule(lease);
     }
-    if (failure) this.onBackgroundError(fromRedisError(failure));
+    if (failure) this.onBackgroundError(failure);
   }
 
-  /** `code`, `value`: renew-3's reply for the lease. */
-  private settle(lease: Lease, code: number, value: number, sentAt: number): void {
+  /** What the store answered for the lease's renewal. */
+  private settle(lease: Lease, answer: RenewAnswer, sentAt: number): void {
     // Ended while this renewal was on its way: the hold is being given back, and a renewal that
-    // runs after that finds the hold gone (renew-3 checks the hold id), so nothing is extended.
+    // runs after that finds the hold gone (renewals check the hold id), so nothing is extended.
     if (lease.ended) return;
-    if (code === ScriptCode.NOT_FOUND) {
-      const holders = lease.keys[0];
+    if (!answer.renewed) {
       // Just reconnected: whether a failover took the grant is known in a moment; ask again then.
-      if (this.store.verifying(holders) && value !== NotRenewed.HOLD_RELEASED) return;
-      if (value === NotRenewed.HOLD_RELEASED) this.end(lease, 'released', 'the hold was released with its token');
-      else if (this.store.lastFailoverAt(holders) > lease.keptSince) {
+      if (this.store.verifying(lease.lock) && answer.why !== 'hold_released') return;
+      if (answer.why === 'hold_released') this.end(lease, 'released', 'the hold was released with its token');
+      else if (this.store.lastFailoverAt(lease.lock) > lease.keptSince) {
         this.end(lease, 'failover', 'the grant was lost when Redis failed over to a replica that did not have it');
-      } else if (value === NotRenewed.TAKEN) this.end(lease, 'taken', 'the grant is gone and someone else holds the lock now');
+      } else if (answer.why === 'taken') this.end(lease, 'taken', 'the grant is gone and someone else holds the lock now');
       else this.end(lease, 'expired', 'the grant is gone (it expired or was released)');
       return;
     }
-    const leftMs = value;
+    const { leftMs } = answer;
     lease.renewAt = sentAt + lease.ttlMs * RENEW_FRACTION;
     lease.lostAt = sentAt + leftMs - safetyMargin(lease.ttlMs);
     // A renewal that asked for the rest of the max hold time is the last, whatever a store takes
@@ -316,24 +288,10 @@ export class Watchdog {
   }
 }
 
-/**
- * One renewal call for `leases` (one batch group): their keys and arguments laid out as
- * renew-batch-3 takes them, three each, which for one lease is renew-3's call.
- */
-function renewalCall(leases: Lease[], sentAt: number): ScriptCall {
-  const keys: string[] = new Array(leases.length * 3);
-  const args: (string | number)[] = new Array(leases.length * 3);
-  for (let i = 0, at = 0; i < leases.length; i++, at += 3) {
-    const lease = leases[i];
-    lease.askedMs = renewalTtl(lease, sentAt);
-    keys[at] = lease.keys[0];
-    keys[at + 1] = lease.keys[1];
-    keys[at + 2] = lease.keys[2];
-    args[at] = lease.token;
-    args[at + 1] = lease.askedMs;
-    args[at + 2] = lease.holdId;
-  }
-  return { keys, args };
+/** The lease's renewal, of its own hold, never past its max hold time. */
+function renewalOf(lease: Lease, sentAt: number): RenewRequest {
+  lease.askedMs = renewalTtl(lease, sentAt);
+  return { lock: lease.lock, token: lease.token, ttlMs: lease.askedMs, holdId: lease.holdId };
 }
 
 /** A renewal never carries a lease past the hold's max hold time, so both end together. */

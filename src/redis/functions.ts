@@ -1,4 +1,4 @@
-// The lock operations (src/engine/scripts.ts) as one Redis Function library, loaded by FUNCTION
+// The lock operations (src/redis/scripts.ts) as one Redis Function library, loaded by FUNCTION
 // LOAD and run by FCALL. As a library the shared helpers (lua/includes/state) are made once per
 // load: pasted into every EVAL script they were made again on every call, a fifth of Redis's CPU
 // per acquire + release (npm run bench:redis-cost). The library is named after a hash of its
@@ -6,7 +6,8 @@
 // content-addressed scripts did.
 import { createHash } from 'node:crypto';
 import { Cluster, type ChainableCommander, type Redis } from 'ioredis';
-import { SCRIPT_NAMES, allowedWhenOutOfMemory, isGranting, luaDir, readScript, scriptFile, type ScriptName } from '../engine/scripts';
+import type { ScriptName } from '../engine/scripts';
+import { SCRIPT_NAMES, allowedWhenOutOfMemory, isGranting, luaDir, readScript, scriptFile } from './scripts';
 
 /** Redis's answer to an FCALL of a function it does not have (a restart without persistence, a new node). */
 export function isLibraryMissing(err: unknown): boolean {

@@ -5,12 +5,61 @@
 // the quarantine (the write guard).
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
-import { fromRedisError, type DescribeUnavailable } from '../engine/errors';
-import { isGranting, type ScriptName } from '../engine/scripts';
-import type { BatchResult, LockStore, Reply, ScriptCall, Subscriber } from '../engine/store';
+import { fromRedisError, ScriptFlag, type DescribeUnavailable } from '../engine/errors';
+import { lockKeys, lockNameOfKey, lockScanPattern, requestIdKey, scriptKeys } from '../engine/keys';
+import type { ScriptName } from '../engine/scripts';
+import type {
+  AcquireAnswer,
+  AcquireRequest,
+  ClaimAnswer,
+  ClaimRequest,
+  LockRecord,
+  LockRef,
+  LockStore,
+  ReleaseAnswer,
+  ReleaseRequest,
+  RenewAnswer,
+  RenewRequest,
+  RequestIdTie,
+  Subscriber,
+} from '../engine/store';
+import type { FenceCheck } from '../engine/types';
 import { isLibraryMissing, lockLibrary } from './functions';
 import type { WriteGuard } from './guard';
+import {
+  acquireAnswer,
+  acquireArgs,
+  claimAnswer,
+  claimArgs,
+  fenceCheck,
+  lockRecord,
+  releaseAnswer,
+  releaseArgs,
+  renewAnswer,
+  renewArgs,
+  renewBatchArgs,
+  setValueAnswer,
+  type Reply,
+} from './operations';
 import { scanStep } from './scan';
+import { isGranting, scriptKeyCount } from './scripts';
+
+/** One function call: its keys (one hash tag) and arguments. */
+interface ScriptCall {
+  keys: string[];
+  args: (string | number)[];
+}
+
+/** The outcome of one call of a pipeline: an error (not yet turned into a LockError) or its reply. */
+type BatchResult = [Error | null, unknown];
+
+/** Where a kept lease's lock is, worked out once per lease rather than per renewal. */
+interface Located {
+  /** renew-3's keys: holders, queue, data. */
+  keys: string[];
+  /** Which leases one renew-batch-3 call may carry together (batchGroupOf). */
+  group: number;
+}
 
 export interface RedisStoreOptions {
   /** Replica acknowledgement and failover quarantine, from the topology; none by default. */
@@ -34,9 +83,9 @@ export class RedisStore implements LockStore {
   private readonly library = lockLibrary();
   private readonly guard?: WriteGuard;
   private readonly describeUnavailable?: DescribeUnavailable;
+  private readonly located = new WeakMap<LockRef, Located>();
   readonly confirmsWrites: boolean;
   readonly queues = true;
-  readonly renewalsPerCall = RENEWALS_PER_CALL;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -53,7 +102,126 @@ export class RedisStore implements LockStore {
     return this.library.load(this.redis);
   }
 
-  async run(script: ScriptName, call: ScriptCall): Promise<Reply> {
+  async acquire(request: AcquireRequest): Promise<AcquireAnswer> {
+    const { reply, confirmed } = await this.runConfirmed('acquire', this.callOn(request.lock, 'acquire', acquireArgs(request)));
+    return acquireAnswer(reply, confirmed);
+  }
+
+  async release(request: ReleaseRequest): Promise<ReleaseAnswer> {
+    const call = this.callOn(request.lock, 'release', releaseArgs(request));
+    // With replica acknowledgement, a hand-off is a grant: the WAIT goes in the same round trip.
+    const { reply, confirmed } =
+      request.handOffTo && this.confirmsWrites ? await this.runConfirmed('release', call) : { reply: await this.run('release', call), confirmed: true };
+    return releaseAnswer(reply, confirmed);
+  }
+
+  async renew(request: RenewRequest): Promise<RenewAnswer> {
+    const { reply, confirmed } = await this.runConfirmed('renew', this.callOn(request.lock, 'renew', renewArgs(request)));
+    return renewAnswer(Number(reply[0]), Number(reply[1]), confirmed, reply[2]);
+  }
+
+  /**
+   * renew-batch-3 calls of up to RENEWALS_PER_CALL leases of one batch group each, pipelined in
+   * one round trip with one replica acknowledgement for all; without it no renewal counts.
+   */
+  async renewMany(requests: RenewRequest[]): Promise<(RenewAnswer | Error)[]> {
+    const groups = new Map<number, number[]>();
+    for (let i = 0; i < requests.length; i++) {
+      const { group } = this.locate(requests[i].lock);
+      const members = groups.get(group);
+      if (members) members.push(i);
+      else groups.set(group, [i]);
+    }
+    const chunks: number[][] = [];
+    for (const members of groups.values()) {
+      for (let start = 0; start < members.length; start += RENEWALS_PER_CALL) chunks.push(members.slice(start, start + RENEWALS_PER_CALL));
+    }
+    const calls = chunks.map((chunk): ScriptCall => {
+      const keys: string[] = [];
+      for (const i of chunk) keys.push(...this.locate(requests[i].lock).keys);
+      return { keys, args: renewBatchArgs(chunk.map((i) => requests[i])) };
+    });
+    const results = await this.runBatch('renewBatch', calls);
+    const answers: (RenewAnswer | Error)[] = new Array(requests.length);
+    chunks.forEach((chunk, c) => {
+      const [err, reply] = results[c] ?? [new Error('no reply'), null];
+      // Two entries per lease, in order.
+      const replies = reply as number[] | null;
+      const answered = !err && Array.isArray(replies) && replies.length === 2 * chunk.length;
+      const failure = answered ? null : (fromRedisError(err ?? new Error('no reply'), this.describeUnavailable) as Error);
+      chunk.forEach((i, at) => {
+        answers[i] = failure ?? renewAnswer(Number(replies![2 * at]), Number(replies![2 * at + 1]), true);
+      });
+    });
+    return answers;
+  }
+
+  async claim(request: ClaimRequest): Promise<ClaimAnswer> {
+    const { reply, confirmed } = await this.runConfirmed('claim', this.callOn(request.lock, 'claim', claimArgs(request)));
+    return claimAnswer(reply, confirmed);
+  }
+
+  async dequeue(request: { lock: LockRef; waiterId: string }): Promise<void> {
+    await this.run('dequeue', this.callOn(request.lock, 'dequeue', [request.waiterId]));
+  }
+
+  async inspect(lock: LockRef): Promise<LockRecord> {
+    return lockRecord(await this.run('inspect', this.callOn(lock, 'inspect', [])));
+  }
+
+  async checkFencingToken(request: { lock: LockRef; fencingToken: string }): Promise<FenceCheck> {
+    return fenceCheck(await this.run('checkFencingToken', this.callOn(request.lock, 'checkFencingToken', [request.fencingToken])));
+  }
+
+  async tieRequestId(request: RequestIdTie): Promise<boolean> {
+    const keys = [requestIdKey(request.prefix, request.requestId)];
+    const tied: unknown = await this.run('requestId', { keys, args: [request.asked, request.rememberMs] });
+    return tied === ScriptFlag.YES;
+  }
+
+  async setValue(request: { lock: LockRef; token: string; value: string }): Promise<{ fencingToken: string } | null> {
+    return setValueAnswer(await this.run('setValue', this.callOn(request.lock, 'setValue', [request.token, request.value])));
+  }
+
+  /** SCAN (never KEYS) for the holder and queue keys of the prefix's locks. */
+  async scanLocks(prefix: string, cursor: string, count: number, namePrefix: string): Promise<{ names: string[]; cursor: string }> {
+    let step: { keys: string[]; cursor: string };
+    try {
+      step = await scanStep(this.redis, cursor, lockScanPattern(prefix, namePrefix), count);
+    } catch (err) {
+      this.refreshIfStale(this.redis, err);
+      throw fromRedisError(err, this.describeUnavailable);
+    }
+    const names = new Set<string>();
+    for (const key of step.keys) {
+      const name = lockNameOfKey(prefix, key);
+      if (name !== null) names.add(name);
+    }
+    return { names: [...names], cursor: step.cursor };
+  }
+
+  /** A script's call on one lock: the lock's keys it takes, in its header's order. */
+  private callOn(lock: LockRef, script: ScriptName, args: (string | number)[]): ScriptCall {
+    return { keys: scriptKeys(lockKeys(lock.prefix, lock.name), scriptKeyCount(script)), args };
+  }
+
+  /** A kept lease's renew keys and batch group: asked again every tick, so worked out once per lock reference. */
+  private locate(lock: LockRef): Located {
+    let located = this.located.get(lock);
+    if (!located) {
+      const { holders, queue, data } = lockKeys(lock.prefix, lock.name);
+      located = { keys: [holders, queue, data], group: this.batchGroupOf(holders) };
+      this.located.set(lock, located);
+    }
+    return located;
+  }
+
+  private holdersOf(lock: LockRef): string {
+    return lockKeys(lock.prefix, lock.name).holders;
+  }
+
+  /** Runs one script; Redis trouble becomes LockError('unavailable'). */
+  private async run(script: ScriptName, call: ScriptCall): Promise<Reply> {
     const [onMaster, args] = this.argsFor(script, call);
     try {
       return (await this.library.call(this.redis, script, call.keys, args, onMaster)) as Reply;
@@ -63,7 +231,11 @@ export class RedisStore implements LockStore {
     }
   }
 
-  async runConfirmed(script: ScriptName, call: ScriptCall, reloaded = false): Promise<{ reply: Reply; confirmed: boolean }> {
+  /**
+   * Runs a script that grants or extends a lease, followed, when the topology asks for replica
+   * acknowledgement, by its check in the same round trip; `confirmed` says whether it passed.
+   */
+  private async runConfirmed(script: ScriptName, call: ScriptCall, reloaded = false): Promise<{ reply: Reply; confirmed: boolean }> {
     if (!this.confirmsWrites) return { reply: await this.run(script, call), confirmed: true };
     const { results, confirmed } = await this.pipelined(script, [call]);
     const [err, reply] = results[0];
@@ -77,7 +249,8 @@ export class RedisStore implements LockStore {
     return { reply: reply as Reply, confirmed };
   }
 
-  async runBatch(script: ScriptName, calls: ScriptCall[]): Promise<BatchResult[]> {
+  /** Calls that all go to one node in one pipelined round trip, confirmed together; a call the replicas did not confirm fails. */
+  private async runBatch(script: ScriptName, calls: ScriptCall[]): Promise<BatchResult[]> {
     const { results, confirmed } = await this.pipelined(script, calls);
     // Redis lost the library (a restart without persistence): load it for the next try.
     if (results.some(([err]) => isLibraryMissing(err))) await this.library.load(this.writes).catch(() => {});
@@ -131,43 +304,39 @@ export class RedisStore implements LockStore {
     if (connection instanceof Cluster && STALE_SLOTS.test((err as Error)?.message ?? '')) connection.refreshSlotsCache();
   }
 
-  nodeOf(key: string): string {
+  channelOf(lock: LockRef): string {
+    return lockKeys(lock.prefix, lock.name).channel;
+  }
+
+  nodeOf(lock: LockRef): string {
     const connection = this.writes;
-    return connection instanceof Cluster ? (connection.slots[calculateSlot(key)]?.[0] ?? '') : '';
+    return connection instanceof Cluster ? (connection.slots[calculateSlot(this.locate(lock).keys[0])]?.[0] ?? '') : '';
   }
 
   /** A Cluster's script touches one slot: batch per slot there. One Redis (or Sentinel's master) takes any keys in one call. */
-  batchGroupOf(key: string): number {
+  private batchGroupOf(key: string): number {
     return this.writes instanceof Cluster ? calculateSlot(key) : 0;
   }
 
-  async scan(cursor: string, pattern: string, count: number): Promise<{ keys: string[]; cursor: string }> {
-    try {
-      return await scanStep(this.redis, cursor, pattern, count);
-    } catch (err) {
-      this.refreshIfStale(this.redis, err);
-      throw fromRedisError(err, this.describeUnavailable);
-    }
+  grantsBlocked(lock: LockRef): string | null {
+    return this.guard?.grantsBlocked(this.holdersOf(lock)) ?? null;
   }
 
-  grantsBlocked(key: string): string | null {
-    return this.guard?.grantsBlocked(key) ?? null;
-  }
-
-  grantsResumeInMs(key: string): number {
+  grantsResumeInMs(lock: LockRef): number {
+    const key = this.holdersOf(lock);
     if (!this.guard?.grantsBlocked(key)) return 0;
     return this.guard.grantsResumeInMs(key);
   }
 
-  lastFailoverAt(key: string): number {
-    return this.guard?.lastFailoverAt(key) ?? -Infinity;
+  lastFailoverAt(lock: LockRef): number {
+    return this.guard?.lastFailoverAt(this.holdersOf(lock)) ?? -Infinity;
   }
 
-  verifying(key: string): boolean {
-    return this.guard?.verifying(key) ?? false;
+  verifying(lock: LockRef): boolean {
+    return this.guard?.verifying(this.holdersOf(lock)) ?? false;
   }
 
-  checksMaster(key: string): boolean {
-    return !!this.guard?.expectedMaster(key);
+  checksMaster(lock: LockRef): boolean {
+    return !!this.guard?.expectedMaster(this.holdersOf(lock));
   }
 }

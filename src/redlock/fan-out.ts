@@ -1,14 +1,13 @@
 // The lock channels' subscriber in Redlock mode: a release publishes its wake-up on each master
-// whose vote it took back, so a lock's channel is subscribed on every master, and each message
-// heard on any of them is passed on once, under the channel name the engine listens on.
+// whose vote it took back, so a lock's channel (RedlockStore.channelOf) is subscribed on every
+// master, and each message heard on any of them is passed on.
 import { EventEmitter } from 'node:events';
-import { redlockKeysOf } from '../engine/keys';
 import type { Subscriber } from '../engine/store';
 import type { RedlockNode } from './nodes';
 
 export class FanOutSubscriber extends EventEmitter implements Subscriber {
-  /** The engine's channel of each channel subscribed on the masters. */
-  private readonly names = new Map<string, string>();
+  /** The channels subscribed on the masters. */
+  private readonly channels = new Set<string>();
   private nodes: RedlockNode[] = [];
 
   constructor(
@@ -25,25 +24,22 @@ export class FanOutSubscriber extends EventEmitter implements Subscriber {
   }
 
   async ssubscribe(channel: string): Promise<void> {
-    const onNodes = redlockKeysOf(channel).channel;
-    this.names.set(onNodes, channel);
+    this.channels.add(channel);
     // A node that is down or frozen would hold the subscription up: wait for the others only as
     // long as a node may take to answer (a missed wake-up costs one backoff, not correctness).
     let timer: NodeJS.Timeout | undefined;
-    const subscribed = Promise.all(this.nodes.map((n) => n.subscribe(onNodes).catch(() => {})));
+    const subscribed = Promise.all(this.nodes.map((n) => n.subscribe(channel).catch(() => {})));
     await Promise.race([subscribed, new Promise((resolve) => (timer = setTimeout(resolve, this.nodeTimeoutMs)))]);
     clearTimeout(timer);
   }
 
   async sunsubscribe(channel: string): Promise<void> {
-    const onNodes = redlockKeysOf(channel).channel;
-    this.names.delete(onNodes);
-    for (const n of this.nodes) n.unsubscribe(onNodes).catch(() => {});
+    this.channels.delete(channel);
+    for (const n of this.nodes) n.unsubscribe(channel).catch(() => {});
   }
 
   /** A message one master published on a channel subscribed here. */
-  heard(onNodes: string, message: string): void {
-    const channel = this.names.get(onNodes);
-    if (channel !== undefined) this.emit('smessage', channel, message);
+  heard(channel: string, message: string): void {
+    if (this.channels.has(channel)) this.emit('smessage', channel, message);
   }
 }

@@ -8,7 +8,7 @@
 // server cannot vouch for, does not vote for new grants until every lease it may have granted
 // has run out (--max-ttl-ms + --quarantine-margin-ms). It still takes renewals and releases.
 import { Redis } from 'ioredis';
-import { readScript } from '../engine/scripts';
+import { readScript } from '../redis/scripts';
 import { FailoverWatch } from '../redis/failover-watch';
 
 export type RedlockScript = 'acquire' | 'fence' | 'renew' | 'release' | 'inspect';

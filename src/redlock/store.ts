@@ -1,20 +1,30 @@
 // Redlock mode's storage: a lock is granted by a majority of N independent Redis masters
-// (majority.ts), behind the one lock engine. This store answers the engine's operations by name
-// with replies in the shapes the single-Redis scripts return (lua/acquire-4.lua, release-4,
-// renew-3, inspect-3, check-fencing-token-3), so the engine's waiting, lease keeping, fencing and
-// events are the same as on one Redis; what this mode cannot do it refuses (refusals.ts), and it
-// keeps no queue: the engine's waiters retry (src/engine/retry-wait.ts).
+// (majority.ts), behind the one lock engine. This store answers the engine's requests with the
+// same named answers as one Redis (src/engine/store.ts), so the engine's waiting, lease keeping,
+// fencing and events are the same as on one Redis; what this mode cannot do it refuses
+// (refusals.ts), and it keeps no queue: the engine's waiters retry (src/engine/retry-wait.ts).
 // It owns the masters' connections and each one's restart quarantine (nodes.ts) and the lock
 // channels' subscription on every master (fan-out.ts).
-import { LockError, NotRenewed, ReleaseCode, ScriptCode, ScriptFlag } from '../engine/errors';
-import { redlockKeysOf } from '../engine/keys';
-import type { ScriptName } from '../engine/scripts';
-import type { BatchResult, LockStore, Reply, ScriptCall, StoreOp } from '../engine/store';
-import { Mode, type AcquireParams } from '../engine/types';
+import { LockError } from '../engine/errors';
+import { redlockKeys, type RedlockKeys } from '../engine/keys';
+import type {
+  AcquireAnswer,
+  AcquireRequest,
+  ClaimAnswer,
+  LockRecord,
+  LockRef,
+  LockStore,
+  ReleaseAnswer,
+  ReleaseRequest,
+  RenewAnswer,
+  RenewRequest,
+  StoreOp,
+} from '../engine/store';
+import { Mode, type AcquireParams, type FenceCheck } from '../engine/types';
 import { FanOutSubscriber } from './fan-out';
 import { Majority } from './majority';
 import { connectNodes } from './nodes';
-import { refusalOf } from './refusals';
+import { refusal, refusalOf } from './refusals';
 
 export interface RedlockStoreOptions {
   urls: string[];
@@ -31,12 +41,6 @@ export interface RedlockStoreOptions {
   onQuarantine?: (url: string, why: string, ms: number) => void;
   onChange?: () => void;
 }
-
-/** Where the engine's calls carry what a vote needs (the ARGV order of lua/acquire-4.lua, release-4, renew-3). */
-const ACQUIRE_ARG = { token: 0, owner: 1, ttlMs: 2, holdId: 8 } as const;
-const RELEASE_ARG = { token: 0, holdId: 1, vanished: 2 } as const;
-const RENEW_ARG = { token: 0, ttlMs: 1 } as const;
-const FENCE_ARG = { fencingToken: 0 } as const;
 
 export class RedlockStore implements LockStore {
   readonly queues = false;
@@ -69,87 +73,77 @@ export class RedlockStore implements LockStore {
     return refusalOf(op, params);
   }
 
-  run(script: ScriptName, call: ScriptCall): Promise<Reply> {
-    switch (script) {
-      case 'acquire':
-        return this.acquire(call);
-      case 'release':
-        return this.release(call);
-      case 'renew':
-        return this.renew(call);
-      case 'inspect':
-        return this.inspect(call);
-      case 'checkFencingToken':
-        return this.checkFencingToken(call);
-      default:
-        // The operations this store refuses (refusals.ts) are the only ones that would need these.
-        return Promise.reject(new Error(`Redlock mode has no "${script}" operation`));
-    }
-  }
-
-  async runConfirmed(script: ScriptName, call: ScriptCall): Promise<{ reply: Reply; confirmed: boolean }> {
-    return { reply: await this.run(script, call), confirmed: true };
-  }
-
-  /** One majority round per call, all at once (the watchdog's renewals of one tick). */
-  runBatch(script: ScriptName, calls: ScriptCall[]): Promise<BatchResult[]> {
-    return Promise.all(
-      calls.map((call) =>
-        this.run(script, call).then(
-          (reply): BatchResult => [null, reply],
-          (err: Error): BatchResult => [err, null],
-        ),
-      ),
-    );
-  }
-
-  /** {GRANTED, token, fencing token, validity, hold count 1}, or {NOT_GRANTED, retry hint}; never queued. */
-  private async acquire({ keys, args }: ScriptCall): Promise<Reply> {
-    const token = String(args[ACQUIRE_ARG.token]);
-    const result = await this.majority.vote(redlockKeysOf(keys[0]), {
-      token,
-      owner: String(args[ACQUIRE_ARG.owner]),
-      ttlMs: Number(args[ACQUIRE_ARG.ttlMs]),
-      holdId: String(args[ACQUIRE_ARG.holdId] ?? ''),
-    });
-    if ('retryInMs' in result) return [ScriptCode.NOT_GRANTED, result.retryInMs];
-    return [ScriptCode.GRANTED, token, result.fencingToken, result.validMs, 1];
+  /** A majority vote: granted with hold count 1, or not granted with a retry hint; never queued. */
+  async acquire(request: AcquireRequest): Promise<AcquireAnswer> {
+    const { token, owner, ttlMs, holdId } = request;
+    const result = await this.majority.vote(keysOf(request.lock), { token, owner, ttlMs, holdId });
+    if ('retryInMs' in result) return { outcome: 'not_granted', nextExpiryMs: result.retryInMs };
+    return { outcome: 'granted', grant: { token, fencingToken: result.fencingToken, ttlMs: result.validMs, holdCount: 1 }, confirmed: true };
   }
 
   /**
-   * {FREED, 0, hold id} once any master took it back; {NOT_FOUND} when none held it. A vanished
-   * holder (not asking to be freed on disconnect) may still count on its lease: its votes are left
-   * to run out, and nothing is sent.
+   * Freed once any master took it back; not held when none did. A vanished holder (not asking to
+   * be freed on disconnect) may still count on its lease: its votes are left to run out, and
+   * nothing is sent.
    */
-  private async release({ keys, args }: ScriptCall): Promise<Reply> {
-    const holdId = String(args[RELEASE_ARG.holdId] ?? '');
-    if (Number(args[RELEASE_ARG.vanished]) === 1) return [ReleaseCode.STILL_HELD, 1, holdId];
-    const { released, holdId: voted } = await this.majority.forget(redlockKeysOf(keys[0]), String(args[RELEASE_ARG.token]));
-    if (released === 0) return [ScriptCode.NOT_FOUND];
-    return [ReleaseCode.FREED, 0, voted || holdId];
+  async release(request: ReleaseRequest): Promise<ReleaseAnswer> {
+    const { holdId } = request;
+    if (request.vanished) return { held: true, freed: false, holdCount: 1, holdId, handedOff: [], confirmed: true };
+    const { released, holdId: voted } = await this.majority.forget(keysOf(request.lock), request.token);
+    if (released === 0) return { held: false };
+    return { held: true, freed: true, holdCount: 0, holdId: voted || holdId, handedOff: [], confirmed: true };
   }
 
-  /** {1, validity}, {NOT_FOUND, why} once a majority says the vote is gone; else UNAVAILABLE. */
-  private async renew({ keys, args }: ScriptCall): Promise<Reply> {
-    const result = await this.majority.renew(redlockKeysOf(keys[0]), String(args[RENEW_ARG.token]), Number(args[RENEW_ARG.ttlMs]));
-    if ('validMs' in result) return [1, result.validMs];
-    if (result.gone === 'released') return [ScriptCode.NOT_FOUND, NotRenewed.HOLD_RELEASED];
-    if (result.gone === 'expired') return [ScriptCode.NOT_FOUND, NotRenewed.EXPIRED];
+  /** Renewed for the validity a majority confirmed; not renewed once a majority says the vote is gone; else UNAVAILABLE. */
+  async renew(request: RenewRequest): Promise<RenewAnswer> {
+    const result = await this.majority.renew(keysOf(request.lock), request.token, request.ttlMs);
+    if ('validMs' in result) return { renewed: true, leftMs: result.validMs, confirmed: true };
+    if (result.gone === 'released') return { renewed: false, why: 'hold_released' };
+    if (result.gone === 'expired') return { renewed: false, why: 'expired' };
     throw new LockError('unavailable', 'the renewal was not confirmed by a majority of the Redis masters in time; count on the lease you had');
   }
 
-  /** {latest fencing token, limit 1, waiters 0 (no queue), the holder a majority agrees on}. */
-  private async inspect({ keys }: ScriptCall): Promise<Reply> {
-    const { holder, latest } = await this.majority.survey(redlockKeysOf(keys[0]));
-    const holders = holder ? [[holder.owner, holder.fence, holder.ttlMs, 1, Mode.EXCLUSIVE, '']] : [];
-    return [latest, 1, 0, ...holders];
+  /** One majority round per renewal, all at once (the watchdog's renewals of one tick). */
+  renewMany(requests: RenewRequest[]): Promise<(RenewAnswer | Error)[]> {
+    return Promise.all(requests.map((request) => this.renew(request).catch((err: Error) => err)));
   }
 
-  /** {live, lease left, mode, latest fencing token}, from what a majority says. */
-  private async checkFencingToken({ keys, args }: ScriptCall): Promise<Reply> {
-    const { holder, latest } = await this.majority.survey(redlockKeysOf(keys[0]));
-    const live = holder?.fence === String(args[FENCE_ARG.fencingToken]);
-    return live ? [ScriptFlag.YES, holder!.ttlMs, Mode.EXCLUSIVE, latest] : [ScriptFlag.NO, 0, 0, latest];
+  /** Never called: this store has no queue (queues is false). */
+  claim(): Promise<ClaimAnswer> {
+    return Promise.reject(new Error('Redlock mode keeps no queue to claim from'));
+  }
+
+  dequeue(): Promise<void> {
+    return Promise.reject(new Error('Redlock mode keeps no queue to leave'));
+  }
+
+  /** The latest fencing token, limit 1, no waiters (no queue), and the holder a majority agrees on. */
+  async inspect(lock: LockRef): Promise<LockRecord> {
+    const { holder, latest } = await this.majority.survey(keysOf(lock));
+    const holders = holder ? [{ owner: holder.owner, fencingToken: holder.fence, ttlMs: holder.ttlMs, holdCount: 1, mode: Mode.EXCLUSIVE, value: '' }] : [];
+    return { fencingToken: latest, limit: 1, waiters: 0, holders };
+  }
+
+  /** Live when the holder a majority agrees on has this fencing token. */
+  async checkFencingToken(request: { lock: LockRef; fencingToken: string }): Promise<FenceCheck> {
+    const { holder, latest } = await this.majority.survey(keysOf(request.lock));
+    if (holder?.fence !== request.fencingToken) return { live: false, ttlMs: 0, mode: 0, latestFencingToken: latest };
+    return { live: true, ttlMs: holder.ttlMs, mode: Mode.EXCLUSIVE, latestFencingToken: latest };
+  }
+
+  /** Refused before acting (refusals.ts): no record ties a request id to its grant. */
+  tieRequestId(): Promise<boolean> {
+    return Promise.reject(refusal('requestId'));
+  }
+
+  /** Refused before acting (refusals.ts): no one Redis to publish a holder's value from. */
+  setValue(): Promise<{ fencingToken: string } | null> {
+    return Promise.reject(refusal('setValue'));
+  }
+
+  /** The wake-up channel every master publishes a release on (fan-out.ts subscribes it on each). */
+  channelOf(lock: LockRef): string {
+    return keysOf(lock).channel;
   }
 
   /** Every lock is voted on by every master: renewals need no split per node. */
@@ -181,4 +175,8 @@ export class RedlockStore implements LockStore {
   close(): void {
     this.closeNodes();
   }
+}
+
+function keysOf(lock: LockRef): RedlockKeys {
+  return redlockKeys(lock.prefix, lock.name);
 }

@@ -1,4 +1,4 @@
-// The lock functions live in Redis as one library (src/engine/scripts.ts). Redis may lose it (a
+// The lock functions live in Redis as one library (src/redis/functions.ts). Redis may lose it (a
 // restart without persistence, a new node, FUNCTION FLUSH): every way the server calls it must
 // load it again by itself. FUNCTION FLUSH stands in for the loss here, as a restart would also
 // start a failover quarantine that holds grants back.
@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { luaDir } from '../../src/engine/scripts';
+import { luaDir } from '../../src/redis/scripts';
 import { LockLibrary, lockLibrary } from '../../src/redis/functions';
 import { startEmbeddedRedis } from '../../src/redis/embedded';
 import { connect, type TestClient } from '../support/client';

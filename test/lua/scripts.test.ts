@@ -1,6 +1,7 @@
 // The Lua scripts on a real redis-server, called directly (no engine, no server).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readScript, scriptFiles, keyCount, type ScriptName } from '../../src/engine/scripts';
+import type { ScriptName } from '../../src/engine/scripts';
+import { readScript, scriptFiles, keyCount } from '../../src/redis/scripts';
 import { lockLibrary } from '../../src/redis/functions';
 import { lockKeys } from '../../src/engine/keys';
 import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';

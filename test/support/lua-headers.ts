@@ -3,7 +3,7 @@
 // Parses Lua by hand: strings and comments are blanked so only code is searched.
 import { readFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import { readScript } from '../../src/engine/scripts';
+import { readScript } from '../../src/redis/scripts';
 
 type Table = 'KEYS' | 'ARGV';
 const TABLES: Table[] = ['KEYS', 'ARGV'];
