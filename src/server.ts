@@ -36,6 +36,8 @@ import type { TracerProvider } from '@opentelemetry/api';
 import { packageRoot } from './package-root';
 import { holdfastVersion } from './version';
 import { serverTls, type ServerTlsFiles } from './tls/server-credentials';
+import { FenceRing } from './fencing/ring';
+import { leaseClockOf } from './fencing/lease-clock';
 
 export interface ServerConfig extends BackendConfig {
   listen: string;
@@ -57,6 +59,8 @@ export interface ServerConfig extends BackendConfig {
   tracerProvider?: TracerProvider;
   /** API keys and client certificates, each with its namespace and role; none: no authentication, one default namespace. */
   credentials?: Credentials;
+  /** The key fences are signed with and the further public keys published (--fence-signing-key, --fence-verify-keys); absent: no fence is signed. */
+  fenceKeys?: FenceRing;
 }
 
 export interface RunningServer {
@@ -102,6 +106,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const refreshHealth = () => setHealth(backend?.serving() ?? false);
   const metrics = config.httpListen ? new Metrics() : undefined;
   const tracing = startTracing(config.tracerProvider);
+  const fenceKeys = config.fenceKeys ?? new FenceRing(undefined);
   const grants = new GrantRate(); // for the dashboard: a few empty calls per grant when nobody looks
   const observer = [metrics, tracing?.observer].reduce<EngineObserver>((both, one) => (one ? bothObservers(both, one) : both), countGrants(grants));
 
@@ -166,6 +171,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
         namespaces: () => namespaces,
         grants,
         principalOfKey: (key) => auth.principalOfKey(key),
+        fenceKeys,
       });
       http = await startHttpListener(config.httpListen, httpRoutes);
     }
@@ -198,6 +204,16 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   refreshHealth();
   const { engine } = backend;
   const running = backend;
+  const leaseClock =
+    fenceKeys.signing &&
+    (await leaseClockOf(running.redisTimeMs, {
+      onReadFailed: (err) =>
+        log.warn({ err: String((err as Error)?.message ?? err) }, "could not read Redis's clock (TIME): signed fences state lease ends by the last reading"),
+    }));
+  if (fenceKeys.signing) {
+    const clock = running.redisTimeMs ? "Redis's clock" : "this server's clock (Redlock: no one Redis clock)";
+    log.info({ keyId: fenceKeys.signing.keyId, published: fenceKeys.published.map((k) => k.keyId), leaseEnds: clock }, 'signing fences');
+  }
   const serviceOptions = (namespace: string) => ({
     defaultTtlMs: config.defaultTtlMs,
     deadlineMarginMs: config.deadlineMarginMs,
@@ -215,6 +231,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       give: (kind: 'waiters' | 'holds') => callLimits.giveNamespaceSlot(namespaceLabel(namespace), kind),
     },
     logError,
+    signFence: leaseClock ? fenceKeys.signerFor(namespace, leaseClock) : undefined,
     // One line per lost lease and per Hold stream that broke; a shutdown ends them all, said once.
     onAbnormalEnd: ({ name, holdId, reason, message }: AbnormalHoldEnd) => {
       if (reason === 'server_shutdown') return;
@@ -235,7 +252,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   });
   gate.open([
     [LockServiceService, tenants.dispatch(LockServiceService, (call) => auth.namespaceOf(call.metadata))],
-    [AdminServiceService, adminService(tenants, calls)],
+    [AdminServiceService, adminService(tenants, calls, fenceKeys)],
   ]);
   if (http) log.info({ httpListen: config.httpListen, port: http.port }, 'serving the dashboard, /metrics, /healthz and /readyz');
   if (tracing && !config.tracerProvider) log.info('exporting traces over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT)');
@@ -247,6 +264,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       log.info('stopping: ending waits and holds, releasing their locks');
       setHealth(false);
       await tenants.close();
+      leaseClock?.stop();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
           server.forceShutdown();
@@ -273,6 +291,7 @@ interface HttpState {
   namespaces(): Namespaces | undefined;
   grants: GrantRate;
   principalOfKey: Parameters<typeof dashboardHandler>[0]['principalOfKey'];
+  fenceKeys: FenceRing;
 }
 
 /** The HTTP listener's routes: bound before the backend is up, so each asks for it when called. */
@@ -295,6 +314,7 @@ function httpRoutesFor(metrics: Metrics, state: HttpState): HttpRoutes {
   return {
     metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
     notReady,
+    fenceKeys: () => state.fenceKeys.jwkSet(),
     mounted: (req, res, path) => {
       if (state.namespaces()) return dashboard(req, res, path);
       res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8' });

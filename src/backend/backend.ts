@@ -15,6 +15,8 @@ export interface Backend {
   serving(): boolean;
   /** Whether Redis answers (for metrics and /readyz; absent: serving() says it). */
   redisUp?(): boolean;
+  /** Redis's clock (TIME) in Unix ms, for the lease ends signed fences state; absent: no one Redis clock (Redlock). */
+  redisTimeMs?(): Promise<number>;
   /** Why new grants are held back (a failover quarantine), or null. */
   grantsBlocked?(): string | null;
   /** Stops the engine's connections (and an embedded redis-server). The engine is closed first by the server. */

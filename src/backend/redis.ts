@@ -170,6 +170,10 @@ export async function startRedisBackend(config: BackendConfig, maxWaitersPerLock
     description: redactRedisUrl(redisUrl),
     serving: () => redisReady && !guard?.grantsBlocked(),
     redisUp: () => redisReady,
+    redisTimeMs: async () => {
+      const [seconds, micros] = await redis.commands.time();
+      return Number(seconds) * 1000 + Number(micros) / 1000;
+    },
     grantsBlocked: () => guard?.grantsBlocked() ?? null,
     async close() {
       trouble.stopping();

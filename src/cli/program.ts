@@ -3,6 +3,7 @@
 import { Command } from 'commander';
 import { acquireCommand } from './acquire';
 import { execCommand } from './exec';
+import { fenceKeyCommand } from './fence-key';
 import { hashKeyCommand } from './hash-key';
 import { inspectCommand } from './inspect';
 import { releaseCommand } from './release';
@@ -26,6 +27,7 @@ export function holdfastProgram(): Command {
   program.addCommand(inspectCommand());
   program.addCommand(statusCommand());
   program.addCommand(hashKeyCommand());
+  program.addCommand(fenceKeyCommand());
   program.addCommand(watchCommand());
   program.addCommand(skipFirstQuarantineCommand());
   return program;

@@ -15,6 +15,8 @@ import { count, millis, wholeNumber } from './options';
 import { routeGrpcLogs, serverLogger } from './logger';
 import { announceListening, runsWorkers, runWorkers, workerCount } from './workers';
 import { protectedModeRefusal } from './protected-mode';
+import { FenceKeyError, loadSigningKey, loadVerifyKeys } from '../fencing/keys';
+import { FenceRing } from '../fencing/ring';
 
 function refuseToStart(message: string): never {
   process.stderr.write(`holdfast: ${message}\n`);
@@ -66,6 +68,18 @@ function httpListen(opts: { httpListen?: string; metricsListen?: string }): stri
   return opts.httpListen ?? opts.metricsListen;
 }
 
+/** The fence keys, read before anything starts: a bad file refuses the start, naming the flag and the file. */
+function fenceRing(opts: { fenceSigningKey?: string; fenceVerifyKeys?: string }): FenceRing | undefined {
+  if (!opts.fenceSigningKey && !opts.fenceVerifyKeys) return undefined;
+  try {
+    const signing = opts.fenceSigningKey ? loadSigningKey(opts.fenceSigningKey) : undefined;
+    return new FenceRing(signing, opts.fenceVerifyKeys ? loadVerifyKeys(opts.fenceVerifyKeys) : []);
+  } catch (err) {
+    if (err instanceof FenceKeyError) refuseToStart(err.message);
+    throw err;
+  }
+}
+
 /** Ends the process this long after SIGTERM/SIGINT even if something hangs. */
 const EXIT_DEADLINE_MS = 10_000;
 
@@ -105,6 +119,10 @@ export function serveCommand(): Command {
     .addOption(
       new Option('--insecure', 'allow a non-loopback --listen address without TLS or API keys (protected mode off)').env('HOLDFAST_INSECURE').default(false),
     )
+    .addOption(
+      new Option('--fence-signing-key <file>', "sign every grant's fence with this Ed25519 private key (PEM PKCS#8, mode 0600: holdfast fence-key new)"),
+    )
+    .addOption(new Option('--fence-verify-keys <file>', 'a JWK set of further public keys to publish beside the signing key (rotation)'))
     .addOption(new Option('--redis <url>', 'Redis URL; omit to start a private redis-server').env('HOLDFAST_REDIS_URL'))
     .addOption(
       new Option('--redis-cluster <host:port,...>', 'seed nodes of a Redis Cluster, instead of --redis')
@@ -304,6 +322,7 @@ export function serveCommand(): Command {
 
       const refusal = protectedModeRefusal({ listen: opts.listen, tls: !!tls, authConfigured: credentials.configured, insecure: opts.insecure });
       if (refusal) refuseToStart(refusal);
+      const fenceKeys = fenceRing(opts);
       if (runsWorkers(opts.workers, opts.optimizeForSize)) {
         const givenRedis = opts.redis || opts.redisCluster || opts.redisSentinels || opts.redlock;
         await runWorkers({
@@ -368,6 +387,7 @@ export function serveCommand(): Command {
           },
           httpListen: httpListen(opts),
           credentials,
+          fenceKeys,
           logger,
         });
       } catch (err) {

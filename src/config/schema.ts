@@ -108,6 +108,8 @@ export const serveSettings = {
   tlsClientCa: z.string().min(1).optional(),
   tlsReloadCheckMs: ms(1),
   insecure: z.boolean(),
+  fenceSigningKey: z.string().min(1).optional(),
+  fenceVerifyKeys: z.string().min(1).optional(),
   redis: urlWithPassword(redisUrl.optional()),
   redisCluster: hostPorts.optional(),
   redisSentinels: hostPorts.optional(),

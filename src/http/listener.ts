@@ -1,6 +1,7 @@
 // The server's one HTTP listener, next to the gRPC one: /metrics for Prometheus, /healthz (the
-// process answers) and /readyz (it serves: Redis reachable, no quarantine) for probes, and
-// whatever is mounted on it (the dashboard, src/dashboard). GET and HEAD only: it changes nothing.
+// process answers) and /readyz (it serves: Redis reachable, no quarantine) for probes,
+// /fence-keys (the public keys of signed fences, a JWK set), and whatever is mounted on it (the
+// dashboard, src/dashboard). GET and HEAD only: it changes nothing.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostAndPort, listenError } from '../net/listen';
@@ -13,6 +14,8 @@ export interface HttpRoutes {
   metrics(): Promise<{ contentType: string; body: string }>;
   /** Why the server does not serve now, or null when it does. */
   notReady(): string | null;
+  /** The JWK set of the keys fences are signed with (empty without a signing key). */
+  fenceKeys?(): object;
   /** Further paths (the dashboard). */
   mounted?: HttpHandler;
 }
@@ -56,18 +59,21 @@ async function answer(req: IncomingMessage, res: ServerResponse, routes: HttpRou
       return send(res, 200, body, contentType);
     }
     if (path === '/healthz') return send(res, 200, 'ok\n');
+    // Public keys, public as /metrics is; a guard fetches them once, a rotation shows within a minute.
+    if (path === '/fence-keys' && routes.fenceKeys)
+      return send(res, 200, JSON.stringify(routes.fenceKeys()), 'application/json', { 'cache-control': 'public, max-age=60' });
     if (path === '/readyz') {
       const why = routes.notReady();
       return why === null ? send(res, 200, 'ready\n') : send(res, 503, `not ready: ${why}\n`);
     }
     if (routes.mounted?.(req, res, path)) return;
-    send(res, 404, 'not found: try /, /metrics, /healthz or /readyz\n');
+    send(res, 404, 'not found: try /, /metrics, /healthz, /readyz or /fence-keys\n');
   } catch (err) {
     send(res, 500, `error: ${(err as Error).message}\n`);
   }
 }
 
-function send(res: ServerResponse, code: number, body: string, contentType = 'text/plain; charset=utf-8'): void {
-  res.writeHead(code, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
+function send(res: ServerResponse, code: number, body: string, contentType = 'text/plain; charset=utf-8', headers: Record<string, string> = {}): void {
+  res.writeHead(code, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), ...headers });
   res.end(body);
 }

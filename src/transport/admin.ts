@@ -4,6 +4,7 @@
 import { ServerInterceptingCall, type ServerInterceptingCallInterface, type ServerInterceptor } from '@grpc/grpc-js';
 import type { AdminServiceServer } from '../../clients/ts/gen/holdfast/v1/admin';
 import type { LockBackend } from '../engine/backend';
+import type { FenceRing } from '../fencing/ring';
 
 const ADMIN_PATHS = '/holdfast.v1.AdminService/';
 const HOLD_PATH = '/holdfast.v1.LockService/Hold';
@@ -33,7 +34,7 @@ export class CallCounter {
   };
 }
 
-export function adminService(engine: Pick<LockBackend, 'stats'>, calls: CallCounter): AdminServiceServer {
+export function adminService(engine: Pick<LockBackend, 'stats'>, calls: CallCounter, fenceKeys?: FenceRing): AdminServiceServer {
   return {
     getServerStats: (_call, callback) => {
       const stats = engine.stats();
@@ -50,7 +51,7 @@ export function adminService(engine: Pick<LockBackend, 'stats'>, calls: CallCoun
         callsInFlight: calls.inFlight,
       });
     },
-    // Signing is not configured yet: no key signs and none is published.
-    getFenceKeys: (_call, callback) => callback(null, { signingKeyId: '', keys: [] }),
+    // The public keys guards verify fences with (as GET /fence-keys); none without --fence-signing-key.
+    getFenceKeys: (_call, callback) => callback(null, fenceKeys?.adminResponse() ?? { signingKeyId: '', keys: [] }),
   };
 }
