@@ -132,7 +132,13 @@ impl FenceGuardLayer {
 impl<S> Layer<S> for FenceGuardLayer {
     type Service = FenceGuard<S>;
 
+    /// Panics when the guard has a key ring but no lock: a signed fence is only worth checking
+    /// against the lock of the resource it protects.
     fn layer(&self, inner: S) -> FenceGuard<S> {
+        assert!(
+            self.config.rules.ring.is_none() || self.config.lock.is_some(),
+            "FenceGuardLayer: a guard with a key ring needs the resource's lock (lock or lock_from)"
+        );
         FenceGuard {
             inner,
             config: self.config.clone(),
