@@ -11,6 +11,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -53,14 +54,20 @@ def lock_keys(name, prefix="hf"):
 
 
 class Processes:
-    """A redis-server and a holdfast server (with `server_args` added to serve), each killed by PID on stop()."""
+    """A redis-server and a holdfast server (with `server_args` added to serve), each killed by PID on stop().
 
-    def __init__(self, server_args=(), ready_credentials=None):
+    signed=True: the server signs fences with a key made for it (holdfast fence-key new) and serves
+    its JWK set at `fence_keys_url` (its HTTP listener's /fence-keys)."""
+
+    def __init__(self, server_args=(), ready_credentials=None, signed=False):
         self.redis = None
         self.server = None
         self.addr = None
         self.redis_url = None
+        self.fence_keys_url = None
         self._server_args = list(server_args)
+        self._signed = signed
+        self._key_dir = None
         # A TLS server is ready when a TLS channel is (an insecure one never would be).
         self._ready_credentials = ready_credentials
 
@@ -95,14 +102,25 @@ class Processes:
         subprocess.run(["node", str(cli), "skip-first-quarantine", "--redis", self.redis_url],
                        check=True, stdout=subprocess.DEVNULL, cwd=REPO_ROOT)
 
+    def _signing_args(self, cli):
+        """serve's flags to sign fences with a new key, and publish it over HTTP."""
+        self._key_dir = tempfile.TemporaryDirectory(prefix="fence-key-")
+        key = pathlib.Path(self._key_dir.name) / "fence-key.pem"
+        subprocess.run(["node", str(cli), "fence-key", "new", "--out", str(key)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO_ROOT)
+        http = f"127.0.0.1:{free_port()}"
+        self.fence_keys_url = f"http://{http}/fence-keys"
+        return ["--fence-signing-key", str(key), "--http-listen", http]
+
     def _start_server(self):
         cli = REPO_ROOT / "dist" / "src" / "cli.js"
         if not cli.exists():
             raise RuntimeError(f"{cli} is missing: build the server first (npx tsc -p .)")
         self.addr = f"127.0.0.1:{free_port()}"
+        signing = self._signing_args(cli) if self._signed else []
         self.server = subprocess.Popen(
             ["node", str(cli), "serve", "--listen", self.addr, "--redis", self.redis_url, "--log-level", "warn",
-             *self._server_args],
+             *signing, *self._server_args],
             cwd=REPO_ROOT)
         creds = self._ready_credentials
         with grpc.secure_channel(self.addr, creds) if creds else grpc.insecure_channel(self.addr) as channel:
@@ -122,6 +140,8 @@ class Processes:
             os.kill(proc.pid, signal.SIGCONT)
             proc.kill()
             proc.wait(timeout=10)
+        if self._key_dir is not None:
+            self._key_dir.cleanup()
 
 
 def make_certs(directory):
@@ -129,6 +149,16 @@ def make_certs(directory):
     client (CN=test-client), other-ca and other-client. Returns a function reading one as bytes."""
     subprocess.run(["bash", str(REPO_ROOT / "test" / "support" / "make-certs.sh"), str(directory)], check=True)
     return lambda name: (pathlib.Path(directory) / name).read_bytes()
+
+
+def signed_server():
+    """(addr, fence_keys_url, processes): the signing server clients/test-clients.sh names
+    (HOLDFAST_SIGNED_ADDR, HOLDFAST_FENCE_KEYS_URL), or a new one (stop it after)."""
+    addr, url = os.environ.get("HOLDFAST_SIGNED_ADDR"), os.environ.get("HOLDFAST_FENCE_KEYS_URL")
+    if addr and url:
+        return addr, url, None
+    processes = Processes(signed=True).start()
+    return processes.addr, processes.fence_keys_url, processes
 
 
 def shared_server():

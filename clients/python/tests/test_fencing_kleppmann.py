@@ -1,7 +1,9 @@
-"""Kleppmann's scenario against a real holdfast server: holder A passes its lease check, is frozen
-(SIGSTOP) past its lease, holder B gets the lock and writes, A resumes and writes. Through the
-guarded storage service (examples/fenced_storage.py) A's write is refused and B's stays; the
-negative control, the same service unguarded, loses B's update."""
+"""Kleppmann's scenario against a real holdfast server that signs fences: holder A passes its lease
+check, is frozen (SIGSTOP) past its lease, holder B gets the lock and writes, A resumes and writes.
+Through the guarded storage service (examples/fenced_storage.py), unsigned or requiring fences the
+server signed for its lock (--fence-keys, --lock), A's write is refused and B's stays; the negative
+control, the same service unguarded, loses B's update. A holder of another lock is refused by the
+signed storage (403) and never reaches its store."""
 
 import http.client
 import os
@@ -31,7 +33,7 @@ class KleppmannTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         # Frequent keepalive pings, so the server notices the frozen holder in about 1.5 s (not 15).
-        cls.processes = support.Processes(["--keepalive-time-ms", "500", "--keepalive-timeout-ms", "1000"]).start()
+        cls.processes = support.Processes(["--keepalive-time-ms", "500", "--keepalive-timeout-ms", "1000"], signed=True).start()
 
     @classmethod
     def tearDownClass(cls):
@@ -57,9 +59,12 @@ class KleppmannTest(unittest.TestCase):
         self.assertTrue(line.startswith("storage on "), line)
         return line.split()[-1]
 
-    def scenario(self, storage):
+    def signed_storage(self, name):
+        return self.storage("--fence-keys", self.processes.fence_keys_url, "--lock", name)
+
+    def scenario(self, storage, name=None):
         """Runs A and B; returns (A's write line, B's write line, the item's final value)."""
-        name, key = support.random_name("kleppmann"), "ledger"
+        name, key = name or support.random_name("kleppmann"), "ledger"
         holder_a = self.spawn(HOLDER, self.processes.addr, storage, name, key, TTL_MS, stdin=subprocess.PIPE)
         self.assertTrue(holder_a.stdout.readline().startswith("holding "))
         os.kill(holder_a.pid, signal.SIGSTOP)  # paused right after its check, before its write
@@ -80,6 +85,22 @@ class KleppmannTest(unittest.TestCase):
         self.assertRegex(written_b, r"^wrote with fencing token \d+: 204")  # the current holder is never refused
         self.assertRegex(written_a, r'^wrote 409 \{"error": "stale_fencing_token"')
         self.assertEqual(final, "from B")
+
+    def test_with_signed_fences_the_guard_refuses_the_paused_holder_and_keeps_the_update(self):
+        name = support.random_name("kleppmann")
+        written_a, written_b, final = self.scenario(self.signed_storage(name), name)
+        self.assertRegex(written_b, r"^wrote with fencing token \d+: 204")
+        self.assertRegex(written_a, r'^wrote 409 \{"error": "stale_fencing_token"')
+        self.assertEqual(final, "from B")
+
+    def test_the_signed_storage_refuses_a_holder_of_another_lock(self):
+        name = support.random_name("kleppmann")
+        storage = self.signed_storage(name)
+        other = subprocess.run([sys.executable, str(EXAMPLE), "write", "--addr", self.processes.addr, "--storage", storage,
+                                name + "-other", "ledger", "misdirected"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(other.returncode, 1, other.stderr)
+        self.assertRegex(other.stdout, r'^wrote with fencing token \d+: 403 \{"error": "fence_for_another_lock"')
+        self.assertEqual(get(storage, "ledger"), "no such item\n")
 
     def test_negative_control_without_the_guard_the_update_is_lost(self):
         written_a, written_b, final = self.scenario(self.storage("--unguarded"))
