@@ -10,6 +10,8 @@ step "go test (the PostgreSQL fence store on a real PostgreSQL)" go -C clients/g
 if [ -n "${HOLDFAST_SIGNED_ADDR:-}" ]; then
   step "go signed fences end to end (signed_live_test.go, against \$HOLDFAST_SIGNED_ADDR)" \
     go -C clients/go test -count=1 -v -tags signedlive -run '^TestSignedLive' .
+  step "go fencing example with signed fences (a stale and a forged write refused)" \
+    go -C clients/go/examples run ./fenced --addr "$HOLDFAST_SIGNED_ADDR" --keys "$HOLDFAST_FENCE_KEYS_URL" "gosigned-$example_name"
 fi
 step "go example" go -C clients/go/examples run ./hold --addr "$addr" "go-$example_name"
 step "go session example" go -C clients/go/examples run ./session --addr "$addr" "gosess-$example_name"

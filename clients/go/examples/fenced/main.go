@@ -5,8 +5,12 @@
 //	go -C clients/go/examples run ./fenced --addr 127.0.0.1:50051 orders
 //	go -C clients/go/examples run ./fenced --addr 127.0.0.1:50051 --redis 127.0.0.1:6380 orders
 //
+//	go -C clients/go/examples run ./fenced --addr 127.0.0.1:50051 --keys http://127.0.0.1:9090/fence-keys orders
+//
 // --redis keeps the newest tokens in that Redis (fenceredis: it must run with appendonly yes and
-// appendfsync always); without it they are kept in memory. It exits 1 if the stale write passed.
+// appendfsync always); without it they are kept in memory. --keys (a server started with
+// --fence-signing-key, and the URL of its GET /fence-keys) makes the guard require fences signed
+// for LOCK, and shows a forged token refused (403) too. It exits 1 if a stale or forged write passed.
 package main
 
 import (
@@ -49,9 +53,10 @@ func (s *kv) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func main() {
 	addr := flag.String("addr", "127.0.0.1:50051", "holdfast server host:port")
 	redisAddr := flag.String("redis", "", "keep the newest tokens in this Redis (host:port) instead of in memory")
+	keysURL := flag.String("keys", "", "require fences signed by the keys at this URL (the server's /fence-keys)")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		log.Fatal("usage: fenced [--addr host:port] [--redis host:port] LOCK")
+		log.Fatal("usage: fenced [--addr host:port] [--redis host:port] [--keys URL] LOCK")
 	}
 	name := flag.Arg(0)
 	log.SetFlags(0)
@@ -61,7 +66,14 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	resource := serve(fencing.Guard{Store: store, OnStoreError: func(err error) { log.Print(err) }}.HTTP(&kv{values: map[string]string{}}))
+	guard := fencing.Guard{Store: store, OnStoreError: func(err error) { log.Print(err) }}
+	if *keysURL != "" {
+		if guard.Keys, err = fencing.FetchKeys(ctx, *keysURL); err != nil {
+			log.Fatal(err)
+		}
+		guard.Lock = name // the lock that protects this resource
+	}
+	resource := serve(guard.HTTP(&kv{values: map[string]string{}}))
 
 	conn, err := holdfast.Dial(ctx, *addr, holdfast.Security{APIKey: os.Getenv("HOLDFAST_API_KEY")})
 	if err != nil {
@@ -89,6 +101,13 @@ func main() {
 	if status := write(resource, first, "a late write by the first holder"); status != http.StatusConflict {
 		log.Fatalf("the stale write was answered %d, not refused", status)
 	}
+	if guard.Keys != nil { // a forger without the signing key sends the largest token
+		req, _ := http.NewRequest(http.MethodPut, resource+"/report", strings.NewReader("forged"))
+		fencing.SetHeader(req.Header, name, 18446744073709551615)
+		if status := send(req, "a forged token"); status != http.StatusForbidden {
+			log.Fatalf("the forged write was answered %d, not refused", status)
+		}
+	}
 }
 
 func newStore(ctx context.Context, redisAddr string) (fencing.Store, error) {
@@ -115,13 +134,18 @@ func write(resource string, lease *holdfast.Lease, value string) int {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lease.FenceHeader(req.Header)
+	lease.FenceHeader(req.Header) // Holdfast-Fence (when the server signs) and the unsigned pair
+	return send(req, fmt.Sprintf("fencing token %d: %q", lease.FencingToken(), value))
+}
+
+// send makes the request and prints what the resource answered.
+func send(req *http.Request, what string) int {
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	fmt.Printf("fencing token %d: %q -> %d %s\n", lease.FencingToken(), value, resp.StatusCode, strings.TrimSpace(string(body)))
+	fmt.Printf("%s -> %d %s\n", what, resp.StatusCode, strings.TrimSpace(string(body)))
 	return resp.StatusCode
 }
