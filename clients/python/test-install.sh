@@ -7,8 +7,10 @@
 # first-program markers) and examples/async_example.py run, and the import must come from that
 # venv (a negative control shows the check sees a holdfast from the checkout put first). Also: the
 # sdist installed once (pip builds it), the wheel once with the lowest grpcio and
-# protobuf it declares (3.9), and `pip install "<wheel>[redis,postgres]"` once, running
-# examples/fenced_storage.py demo.
+# protobuf it declares (3.9), then its `signed` extra there with the lowest cryptography it declares
+# (a signed fence of clients/conformance/signed-fence.json verifies, a forged one does not), and
+# `pip install "<wheel>[redis,postgres,signed]"` once, running examples/fenced_storage.py demo and
+# the same check.
 #   test-install.sh HOST:PORT      (a running holdfast server)
 # PIP_CACHE_DIR is shared in the cache outside the repository (registry downloads only).
 set -euo pipefail
@@ -34,15 +36,35 @@ awk '/<!-- first-program -->/ { on = 1; next } /<!-- \/first-program -->/ { on =
   "$client_dir/README.md" >"$scratch/first_program.py"
 grep -q holdfast "$scratch/first_program.py" || die "README.md has no first-program block"
 cp "$client_dir/examples/async_example.py" "$client_dir/examples/fenced_storage.py" "$scratch/"
-# The lowest versions the wheel allows, read from its metadata: "grpcio==1.72.1 protobuf==6.30.0".
-read -r -a floors < <("$python39" - "$wheel" "$version" <<'EOF'
-import re, sys, zipfile
-with zipfile.ZipFile(sys.argv[1]) as wheel:
-    metadata = wheel.read(f"holdfast-{sys.argv[2]}.dist-info/METADATA").decode()
-print(" ".join(f"{name}=={floor}" for name, floor in re.findall(r"^Requires-Dist: (\S+)>=([^;\s,]+)$", metadata, re.M)))
+cp "$repo/clients/conformance/signed-fence.json" "$scratch/"  # data for the check below
+cat >"$scratch/verify_signed.py" <<'EOF'
+import json, sys
+import cryptography
+from holdfast import fencing
+vectors = json.load(open("signed-fence.json"))
+ring = fencing.KeyRing.from_jwks(json.dumps(vectors["keys"]["ring"]))
+good = next(case for case in vectors["verify"] if "expect" in case)
+ring.verify(fencing.parse_signed(good["fence"]))
+forged = next(case for case in vectors["verify"] if case.get("error") == "bad_signature")
+try:
+    ring.verify(fencing.parse_signed(forged["fence"]))
+    sys.exit("test-install: a forged signed fence verified")
+except fencing.BadFenceSignature:
+    pass
+print(f"test-install: signed fences verify with cryptography {cryptography.__version__}")
 EOF
-)
+# The lowest versions the wheel allows, read from its metadata: "grpcio==1.72.1 protobuf==6.30.0",
+# and its `signed` extra's cryptography floor ("42").
+metadata="$("$python39" - "$wheel" "$version" <<'EOF'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as wheel:
+    print(wheel.read(f"holdfast-{sys.argv[2]}.dist-info/METADATA").decode())
+EOF
+)"
+read -r -a floors <<<"$(sed -n 's/^Requires-Dist: \([^>;[:space:]]*\)>=\([^;,[:space:]]*\)$/\1==\2/p' <<<"$metadata" | tr '\n' ' ')"
 [ "${#floors[@]}" = 2 ] || die "could not read the wheel's grpcio and protobuf floors (got: ${floors[*]})"
+crypto_floor="$(sed -n "s/^Requires-Dist: cryptography>=\([^;[:space:]]*\); extra == 'signed'$/\1/p" <<<"$metadata")"
+[ -n "$crypto_floor" ] || die "could not read the wheel's cryptography floor (the signed extra)"
 
 # The machine's own pip settings (/etc/pip.conf: the certificate authority its network needs,
 # which pip older than 24.2 has no other way to learn) stay, as for any user of this machine; the
@@ -81,15 +103,18 @@ installed() {
   # Negative control: the check sees a holdfast from the checkout put before the venv's.
   if PYTHONPATH="$client_dir" from_venv "$scratch/py39"; then die "the import check missed $where"; fi
   installed py39-floors "$python39" "$wheel" "${floors[@]}"
+  "$scratch/py39-floors/bin/pip" install --quiet "$wheel[signed]" "cryptography==$crypto_floor"
+  "$scratch/py39-floors/bin/python" verify_signed.py
   installed py39-sdist "$python39" "$sdist"
 ) >"$scratch/lane-1.log" 2>&1 &
 lane1=$!
 (
   installed py313 "$python313" "$wheel"
   # The fencing kit's store extras, into the 3.13 venv: the stores import their drivers.
-  "$scratch/py313/bin/pip" install --quiet "$wheel[redis,postgres]"
+  "$scratch/py313/bin/pip" install --quiet "$wheel[redis,postgres,signed]"
   "$scratch/py313/bin/python" -c 'import redis, psycopg2, holdfast.fencing.postgres, holdfast.fencing.redis_store'
   "$scratch/py313/bin/python" fenced_storage.py demo --addr "$addr" "$name-fenced"
+  "$scratch/py313/bin/python" verify_signed.py
   installed debian "$debian" "$wheel"
 ) >"$scratch/lane-2.log" 2>&1 &
 lane2=$!
