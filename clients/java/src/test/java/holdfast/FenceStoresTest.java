@@ -9,14 +9,11 @@ import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import holdfast.fencing.FenceCheck;
 import holdfast.fencing.FenceStore;
-import holdfast.fencing.MemoryFenceStore;
-import holdfast.fencing.PostgresFenceStore;
 import holdfast.fencing.RedisFenceStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -28,33 +25,22 @@ import org.junit.jupiter.api.Test;
 
 /** The three stores against the conformance decisions and many concurrent checks: memory, a real Redis, a real PostgreSQL. */
 class FenceStoresTest {
-  private static Path redisDir;
-  private static Support.RedisServer redis;
+  private static FenceBackends backends;
   private static RespFenceRedis resp;
-  private static PostgresServer postgres;
 
   @BeforeAll
   static void start() throws Exception {
-    redisDir = Files.createTempDirectory("holdfast-java-redis");
-    redis = Support.RedisServer.start("--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", redisDir.toString());
-    resp = new RespFenceRedis(redis.port);
-    postgres = PostgresServer.start();
+    backends = FenceBackends.start();
+    resp = backends.resp;
   }
 
   @AfterAll
   static void stop() throws Exception {
-    resp.close();
-    redis.close();
-    postgres.close();
-    Support.deleteTree(redisDir);
+    backends.close();
   }
 
   private static Map<String, FenceStore> stores() throws Exception {
-    Map<String, FenceStore> stores = new LinkedHashMap<>();
-    stores.put("memory", new MemoryFenceStore());
-    stores.put("redis", RedisFenceStore.open(resp, RedisFenceStore.Options.defaults()));
-    stores.put("postgres", PostgresFenceStore.open(postgres::connect));
-    return stores;
+    return backends.stores();
   }
 
   @Test

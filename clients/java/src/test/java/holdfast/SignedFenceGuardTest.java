@@ -67,10 +67,7 @@ import org.junit.jupiter.api.Test;
  */
 class SignedFenceGuardTest {
   private static final long FAR = System.currentTimeMillis() + Duration.ofDays(1).toMillis();
-  private static Path redisDir;
-  private static Support.RedisServer redis;
-  private static RespFenceRedis resp;
-  private static PostgresServer postgres;
+  private static FenceBackends backends;
   private static FenceSigner first;
   private static FenceSigner second;
   private static FenceSigner outsider;
@@ -78,10 +75,7 @@ class SignedFenceGuardTest {
 
   @BeforeAll
   static void start() throws Exception {
-    redisDir = Files.createTempDirectory("holdfast-java-redis");
-    redis = Support.RedisServer.start("--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", redisDir.toString());
-    resp = new RespFenceRedis(redis.port);
-    postgres = PostgresServer.start();
+    backends = FenceBackends.start();
     first = FenceSigner.of(FenceSigner.FIRST);
     second = FenceSigner.of(FenceSigner.SECOND);
     outsider = FenceSigner.of(FenceSigner.OUTSIDER);
@@ -90,10 +84,7 @@ class SignedFenceGuardTest {
 
   @AfterAll
   static void stop() throws Exception {
-    resp.close();
-    redis.close();
-    postgres.close();
-    Support.deleteTree(redisDir);
+    backends.close();
   }
 
   /** A real store, its checks counted: a refusal decided before the store leaves the count unchanged. */
@@ -113,11 +104,7 @@ class SignedFenceGuardTest {
   }
 
   private static Map<String, FenceStore> stores() throws Exception {
-    Map<String, FenceStore> stores = new LinkedHashMap<>();
-    stores.put("memory", new MemoryFenceStore());
-    stores.put("redis", RedisFenceStore.open(resp, RedisFenceStore.Options.defaults()));
-    stores.put("postgres", PostgresFenceStore.open(postgres::connect));
-    return stores;
+    return backends.stores();
   }
 
   /** An HTTP resource at /doc behind {@code filter} (none: unguarded): each write replaces the document. */

@@ -11,17 +11,13 @@ import holdfast.fencing.FenceGuard;
 import holdfast.fencing.FenceKeyRing;
 import holdfast.fencing.FenceStore;
 import holdfast.fencing.MemoryFenceStore;
-import holdfast.fencing.PostgresFenceStore;
-import holdfast.fencing.RedisFenceStore;
 import holdfast.v1.Lock.AcquireResponse;
 import io.grpc.ManagedChannel;
 import java.net.URI;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -40,30 +36,21 @@ class SignedFenceLiveTest {
   private static ManagedChannel channel;
   private static HoldfastClient client;
   private static FenceKeyRing ring;
-  private static Path redisDir;
-  private static Support.RedisServer redis;
-  private static RespFenceRedis resp;
-  private static PostgresServer postgres;
+  private static FenceBackends backends;
 
   @BeforeAll
   static void start() throws Exception {
     channel = Support.readyChannel(System.getenv("HOLDFAST_SIGNED_ADDR"));
     client = new HoldfastClient(channel);
     ring = FenceKeyRing.fromUrl(URI.create(System.getenv("HOLDFAST_FENCE_KEYS_URL")));
-    redisDir = Files.createTempDirectory("holdfast-java-redis");
-    redis = Support.RedisServer.start("--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", redisDir.toString());
-    resp = new RespFenceRedis(redis.port);
-    postgres = PostgresServer.start();
+    backends = FenceBackends.start();
   }
 
   @AfterAll
   static void stop() throws Exception {
     client.close();
     channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-    resp.close();
-    redis.close();
-    postgres.close();
-    Support.deleteTree(redisDir);
+    backends.close();
   }
 
   private static HoldOptions ttl(Duration ttl) {
@@ -90,11 +77,7 @@ class SignedFenceLiveTest {
    */
   @Test
   void kleppmannWithRealSignedGrantsOnEveryStore() throws Exception {
-    Map<String, FenceStore> stores = new LinkedHashMap<>();
-    stores.put("memory", new MemoryFenceStore());
-    stores.put("redis", RedisFenceStore.open(resp, RedisFenceStore.Options.defaults()));
-    stores.put("postgres", PostgresFenceStore.open(postgres::connect));
-    for (Map.Entry<String, FenceStore> store : stores.entrySet()) {
+    for (Map.Entry<String, FenceStore> store : backends.stores().entrySet()) {
       String lock = Support.randomName() + "/doc";
       try (SignedFenceGuardTest.Resource resource = new SignedFenceGuardTest.Resource(
           new FenceFilter(FenceGuard.builder(store.getValue()).keys(ring).build()).lock(lock))) {
