@@ -11,9 +11,21 @@ use http::{HeaderMap, StatusCode};
 
 use crate::support::*;
 
-fn signed_server() -> Option<(String, String)> {
+/// The signing server's key ring (fetched from its `/fence-keys`) and a client of it; `None` in a
+/// run without one.
+async fn signed_server() -> Option<(KeyRing, Client)> {
     let var = |name| std::env::var(name).ok().filter(|v| !v.is_empty());
-    Some((var("HOLDFAST_SIGNED_ADDR")?, var("HOLDFAST_FENCE_KEYS_URL")?))
+    let (Some(addr), Some(keys_url)) = (var("HOLDFAST_SIGNED_ADDR"), var("HOLDFAST_FENCE_KEYS_URL")) else {
+        eprintln!(
+            "HOLDFAST_SIGNED_ADDR and HOLDFAST_FENCE_KEYS_URL are not set: no server signs fences in this run (clients/test-clients.sh sets them)"
+        );
+        return None;
+    };
+    let ring = KeyRing::fetch(&keys_url).await.unwrap_or_else(|e| panic!("{e}"));
+    let client = Client::connect(addr.as_str(), ConnectOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    Some((ring, client))
 }
 
 fn lock_name(what: &str) -> String {
@@ -22,16 +34,9 @@ fn lock_name(what: &str) -> String {
 
 #[tokio::test]
 async fn real_signed_grants_through_the_guard() {
-    let Some((addr, keys_url)) = signed_server() else {
-        eprintln!(
-            "HOLDFAST_SIGNED_ADDR and HOLDFAST_FENCE_KEYS_URL are not set: no server signs fences in this run (clients/test-clients.sh sets them)"
-        );
+    let Some((ring, client)) = signed_server().await else {
         return;
     };
-    let ring = KeyRing::fetch(&keys_url).await.unwrap_or_else(|e| panic!("{e}"));
-    let client = Client::connect(addr.as_str(), ConnectOptions::default())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
     for backend in Backend::all() {
         let what = backend.name();
         let name = lock_name(what);
@@ -79,16 +84,9 @@ async fn real_signed_grants_through_the_guard() {
 
 #[tokio::test]
 async fn holds_are_re_signed_and_sessions_state_no_lease_end() {
-    let Some((addr, keys_url)) = signed_server() else {
-        eprintln!(
-            "HOLDFAST_SIGNED_ADDR and HOLDFAST_FENCE_KEYS_URL are not set: no server signs fences in this run (clients/test-clients.sh sets them)"
-        );
+    let Some((ring, client)) = signed_server().await else {
         return;
     };
-    let ring = KeyRing::fetch(&keys_url).await.unwrap_or_else(|e| panic!("{e}"));
-    let client = Client::connect(addr.as_str(), ConnectOptions::default())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
     let lease = client
         .hold(
             &lock_name("hold"),

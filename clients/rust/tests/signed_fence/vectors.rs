@@ -24,7 +24,7 @@ trait Implementation {
         Ok(parsed)
     }
 
-    /// Steps 1 to 7 on HTTP headers.
+    /// Steps 1 to 7 on HTTP headers, as [`rewrite`](Self::rewrite) leaves them.
     fn admit(
         &self,
         rules: &FenceRules,
@@ -32,7 +32,12 @@ trait Implementation {
         lock: Option<&str>,
         now_ms: u64,
     ) -> Result<AdmittedFence, Refusal> {
-        rules.admit(headers, Wire::Http, lock, now_ms)
+        rules.admit(&self.rewrite(headers), Wire::Http, lock, now_ms)
+    }
+
+    /// What the implementation reads of the headers: all of them, as sent.
+    fn rewrite(&self, headers: &HeaderMap) -> HeaderMap {
+        headers.clone()
     }
 }
 
@@ -78,50 +83,31 @@ impl Implementation for MatchesTheLockByPrefix {
 /// Wrong: beside a signed fence, ignores the unsigned headers (so their disagreement passes).
 struct IgnoresTheUnsignedHeaders;
 impl Implementation for IgnoresTheUnsignedHeaders {
-    fn admit(
-        &self,
-        rules: &FenceRules,
-        headers: &HeaderMap,
-        lock: Option<&str>,
-        now_ms: u64,
-    ) -> Result<AdmittedFence, Refusal> {
+    fn rewrite(&self, headers: &HeaderMap) -> HeaderMap {
         let mut headers = headers.clone();
         if headers.contains_key("holdfast-fence") {
             headers.remove("holdfast-fence-lock");
             headers.remove("holdfast-fence-token");
         }
-        rules.admit(&headers, Wire::Http, lock, now_ms)
+        headers
     }
 }
 
 /// Wrong: keeps the first value of a header sent twice (the Python guards' bug of issue 32).
 struct KeepsTheFirstOfTwo;
 impl Implementation for KeepsTheFirstOfTwo {
-    fn admit(
-        &self,
-        rules: &FenceRules,
-        headers: &HeaderMap,
-        lock: Option<&str>,
-        now_ms: u64,
-    ) -> Result<AdmittedFence, Refusal> {
-        let mut first = HeaderMap::new();
-        for name in headers.keys() {
-            first.insert(name.clone(), headers[name].clone());
-        }
-        rules.admit(&first, Wire::Http, lock, now_ms)
+    fn rewrite(&self, headers: &HeaderMap) -> HeaderMap {
+        headers
+            .keys()
+            .map(|name| (name.clone(), headers[name].clone()))
+            .collect()
     }
 }
 
 /// Wrong: reads tokens leniently (spaces, a sign, leading zeros), as a plain integer parse would.
 struct LenientTokens;
 impl Implementation for LenientTokens {
-    fn admit(
-        &self,
-        rules: &FenceRules,
-        headers: &HeaderMap,
-        lock: Option<&str>,
-        now_ms: u64,
-    ) -> Result<AdmittedFence, Refusal> {
+    fn rewrite(&self, headers: &HeaderMap) -> HeaderMap {
         let mut headers = headers.clone();
         let lenient = headers
             .get("holdfast-fence-token")
@@ -130,7 +116,7 @@ impl Implementation for LenientTokens {
         if let Some(token) = lenient {
             headers.insert("holdfast-fence-token", HeaderValue::from(token));
         }
-        rules.admit(&headers, Wire::Http, lock, now_ms)
+        headers
     }
 }
 
