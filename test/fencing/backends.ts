@@ -2,7 +2,7 @@
 // appendonly yes, appendfsync always), a private PostgreSQL (test/support/postgres.sh), and a
 // holdfast server for the holders. Each starts on free loopback ports and stops by PID.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -15,6 +15,8 @@ export const DURABLE_REDIS = ['--appendonly', 'yes', '--appendfsync', 'always', 
 export interface FenceRedis {
   url: string;
   client: Redis;
+  /** The redis-server's PID (a new one after killAndRestart). */
+  pid(): number;
   /** SIGKILLs redis-server (no shutdown save) and starts it on the same port and data dir. */
   killAndRestart(): Promise<void>;
   stop(): Promise<void>;
@@ -28,6 +30,7 @@ export async function startFenceRedis(args: string[] = DURABLE_REDIS): Promise<F
   return {
     url: server.url,
     client,
+    pid: () => server.process.pid!,
     async killAndRestart() {
       const exited = new Promise((resolve) => server.process.once('exit', resolve));
       server.process.kill('SIGKILL');
@@ -46,6 +49,10 @@ const POSTGRES_SH = join(__dirname, '..', 'support', 'postgres.sh');
 
 export interface FencePostgres {
   url: string;
+  /** The postmaster's PID. */
+  pid: number;
+  /** The postmaster and its children (the backends serving connections, the background workers): to stop or freeze them all by PID. */
+  pids(): number[];
   /** Replaced by a new pool after crashAndRestart. */
   pool: Pool;
   /** `pg_ctl restart -m immediate`: the postmaster quits without a checkpoint (as in a crash) and starts again on the same data dir, recovering from its WAL. Then a new `pool`. */
@@ -58,9 +65,12 @@ export async function startFencePostgres(): Promise<FencePostgres> {
   const dir = join(parent, 'pg');
   const out = execFileSync('bash', [POSTGRES_SH, 'start', dir], { encoding: 'utf8' });
   const url = /PGURL=(\S+)/.exec(out)![1];
+  const pid = Number(/PGPID=(\d+)/.exec(out)![1]);
   const newPool = () => new Pool({ connectionString: url, max: 8 }).on('error', () => {}); // idle clients cut by a restart
   const handle: FencePostgres = {
     url,
+    pid,
+    pids: () => [pid, ...childrenOf(pid)],
     pool: newPool(),
     async crashAndRestart() {
       const bin = execFileSync('bash', ['-c', 'ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1'], { encoding: 'utf8' }).trim();
@@ -85,11 +95,37 @@ export async function startFencePostgres(): Promise<FencePostgres> {
     },
     async stop() {
       await handle.pool.end().catch(() => {});
+      for (const p of handle.pids()) signal(p, 'SIGCONT'); // a test may have frozen them
       execFileSync('bash', [POSTGRES_SH, 'stop', dir], { stdio: 'ignore' });
       rmSync(parent, { recursive: true, force: true });
     },
   };
   return handle;
+}
+
+/** The PIDs whose parent is `pid` (from /proc: no ps needed). */
+export function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // Field 4 is the parent's PID; field 2 (the command) is in parentheses and may hold spaces.
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return children;
+}
+
+/** Sends `sig` to `pid`; a process already gone is fine. */
+export function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+  }
 }
 
 /**

@@ -45,6 +45,15 @@ export interface FenceValues {
   token: string[];
 }
 
+/**
+ * The values of one field as received: each value split at commas, since HTTP and gRPC transports
+ * may join a header sent twice into one value ("a, b"), and none of the three ever holds a comma
+ * (encodeURIComponent encodes it). So a header sent twice is seen as twice either way.
+ */
+export function receivedValues(values: readonly string[]): string[] {
+  return values.flatMap((v) => (v.includes(',') ? v.split(',').map((part) => part.trim()) : [v]));
+}
+
 /** Checks the rules themselves (a guard's options): throws RangeError naming the option at fault. */
 export function checkRules(rules: FenceRules, who: string): void {
   if (rules.namespace !== undefined && rules.namespace === '') throw new RangeError(`${who}: namespace must not be empty`);
@@ -71,7 +80,7 @@ export function admitFence(values: FenceValues, names: FenceNames, rules: FenceR
 
 function admit(values: FenceValues, names: FenceNames, rules: FenceRules, resourceLock: string | undefined, nowMs: number): AdmittedFence {
   for (const field of ['fence', 'lock', 'token'] as const) {
-    if (values[field].length > 1) throw new FenceError('malformed', field, names[field], 'must be sent once');
+    if (values[field].length > 1) throw sentTwice(field, names);
   }
   const [signedText] = values.fence;
   const [lockText] = values.lock;
@@ -106,9 +115,13 @@ function admit(values: FenceValues, names: FenceNames, rules: FenceRules, resour
 /** The unsigned pair alone (fenceFromHeaders, fenceFromMetadata); throws FenceError. */
 export function readUnsigned(values: FenceValues, names: FenceNames): Fence {
   for (const field of ['lock', 'token'] as const) {
-    if (values[field].length > 1) throw new FenceError('malformed', field, names[field], 'must be sent once');
+    if (values[field].length > 1) throw sentTwice(field, names);
   }
   return decodeFence({ lock: values.lock[0], token: values.token[0] }, names);
+}
+
+function sentTwice(field: 'fence' | 'lock' | 'token', names: FenceNames): FenceError {
+  return new FenceError('malformed', field, names[field], 'must be sent once (a comma in a value counts as two: none of the three holds one)');
 }
 
 function bind(lock: string, resourceLock: string | undefined): void {

@@ -5,7 +5,7 @@
 // at one of them) run inside the admitted fence's AsyncLocalStorage, so currentFence() works in
 // the handler, unary or streaming, as it does behind the HTTP guard.
 import { type Metadata, ResponderBuilder, ServerInterceptingCall, ServerListenerBuilder, status, type ServerInterceptor } from '@grpc/grpc-js';
-import { readUnsigned, withAdmittedFence, type AdmittedFence, type FenceValues } from './admit';
+import { readUnsigned, receivedValues, withAdmittedFence, type AdmittedFence, type FenceValues } from './admit';
 import { judge, LOCK_RULE_FAILED, type GuardOptions } from './judge';
 import { FenceRefusal } from './refusal';
 import type { FenceStore } from './store';
@@ -18,7 +18,7 @@ export interface GrpcFenceGuardOptions extends GuardOptions<[methodPath: string,
 
 /** The three fence keys' values in gRPC metadata (a key sent twice has two values). */
 export function fenceValuesOfMetadata(metadata: Metadata): FenceValues {
-  const all = (key: string) => metadata.get(key).map(String);
+  const all = (key: string) => receivedValues(metadata.get(key).map(String));
   return { fence: all(FENCE_METADATA.fence), lock: all(FENCE_METADATA.lock), token: all(FENCE_METADATA.token) };
 }
 

@@ -1,7 +1,7 @@
 // The resource side over HTTP: a Node `http` guard that works as connect/Express-style middleware
 // `(req, res, next)` and, through `wrap`, around a plain `(req, res)` request handler.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { readUnsigned, withAdmittedFence, type AdmittedFence, type FenceValues } from './admit';
+import { readUnsigned, receivedValues, withAdmittedFence, type AdmittedFence, type FenceValues } from './admit';
 import { judge, LOCK_RULE_FAILED, type GuardOptions } from './judge';
 import { FenceRefusal } from './refusal';
 import type { FenceStore } from './store';
@@ -29,7 +29,7 @@ export function fenceOf(req: IncomingMessage): AdmittedFence | undefined {
 export function fenceValuesOfHeaders(headers: Record<string, string | string[] | undefined>): FenceValues {
   const all = (name: string): string[] => {
     const value = headers[name.toLowerCase()];
-    return value === undefined ? [] : Array.isArray(value) ? value : [value];
+    return receivedValues(value === undefined ? [] : Array.isArray(value) ? value : [value]);
   };
   return { fence: all(FENCE_HEADERS.fence), lock: all(FENCE_HEADERS.lock), token: all(FENCE_HEADERS.token) };
 }
