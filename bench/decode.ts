@@ -7,7 +7,7 @@
 // node bench/dist/bench/decode.js --before=/tmp/hf-before/dist/src/cli.js [--rounds=5] [--pairs=2000]
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { LockServiceService } from '../clients/ts/gen/holdfast/v1/lock';
+import { LockServiceService } from '../gen/holdfast/v1/lock';
 import { guardRequests } from '../src/transport/decode';
 import { checkMessageBytes, readRequestShapes } from '../src/transport/wire';
 import { launchServer } from '../test/support/server';

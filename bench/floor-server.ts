@@ -5,7 +5,7 @@
 //
 //   node bench/dist/bench/floor-server.js    prints "floor listening <port>" once it listens
 import { Server, ServerCredentials, status, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
-import { LockServiceService, type AcquireRequest, type AcquireResponse, type ReleaseRequest, type ReleaseResponse } from '../clients/ts/gen/holdfast/v1/lock';
+import { LockServiceService, type AcquireRequest, type AcquireResponse, type ReleaseRequest, type ReleaseResponse } from '../gen/holdfast/v1/lock';
 
 interface Waiter {
   respond(token: string): void;

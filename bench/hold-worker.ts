@@ -1,7 +1,7 @@
 // A client process of the hold benchmark (forked by hold.ts): holds its share of the Hold
 // streams over a few channels, counts their events, and measures cancel-to-free on request.
 import { Metadata, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
-import type { HoldRequest, HoldResponse } from '../clients/ts/gen/holdfast/v1/lock';
+import type { HoldRequest, HoldResponse } from '../gen/holdfast/v1/lock';
 import { lockClient, nowMs, sleep, type LockClient } from './support';
 
 export type WorkerCommand =

@@ -4,7 +4,7 @@
 // forked, the load process (runLoad).
 import { fork, type ChildProcess } from 'node:child_process';
 import type { ServiceError } from '@grpc/grpc-js';
-import { HoldRequest } from '../clients/ts/gen/holdfast/v1/lock';
+import { HoldRequest } from '../gen/holdfast/v1/lock';
 import { lockClient, sleep, type LockClient } from './support';
 
 export const LOAD_PROCESSES = 2;

@@ -7,7 +7,7 @@
 //                                      [--seconds=30] [--per-connection=500] [--ttl-ms=30000]
 // (or HOLDFAST_BENCH_WAITERS, _WAITERS_PER_LOCK, _HOLDS, _SECONDS, _PER_CONNECTION, _TTL_MS)
 import { randomBytes } from 'node:crypto';
-import { ReleaseRequest } from '../clients/ts/gen/holdfast/v1/lock';
+import { ReleaseRequest } from '../gen/holdfast/v1/lock';
 import { lockKeys } from '../src/engine/keys';
 import { LOAD_PROCESSES, LOAD_TIMEOUT_MS, startLoad, type Load } from './resources-load';
 import {

@@ -8,7 +8,7 @@
 // (or HOLDFAST_BENCH_TTL_MS, _SECONDS, _SETTLE_MS; HOLDFAST_BENCH_LOCKS=1000,10000;
 //  HOLDFAST_BENCH_SERVER_NODE_ARGS for profiling flags)
 import { randomBytes } from 'node:crypto';
-import { SessionRequest, type SessionResponse } from '../clients/ts/gen/holdfast/v1/lock';
+import { SessionRequest, type SessionResponse } from '../gen/holdfast/v1/lock';
 import {
   cpuSeconds,
   fixed,

@@ -5,7 +5,7 @@
 //   node bench/dist/bench/session-memory.js [--ops=10000] [--settle-ms=5000]
 // (or HOLDFAST_BENCH_OPS, HOLDFAST_BENCH_SETTLE_MS)
 import { randomBytes } from 'node:crypto';
-import { LockMode, SessionRequest, type SessionResponse } from '../clients/ts/gen/holdfast/v1/lock';
+import { LockMode, SessionRequest, type SessionResponse } from '../gen/holdfast/v1/lock';
 import { fixed, lockClient, machineNote, markdownTable, rssKiB, setting, sleep, startBenchRedis, startHoldfast, writeResult } from './support';
 
 const OPS = setting('ops', 'HOLDFAST_BENCH_OPS', 10_000);

@@ -14,7 +14,7 @@ import {
   type InspectResponse,
   type ReleaseRequest,
   type ReleaseResponse,
-} from '../clients/ts/gen/holdfast/v1/lock';
+} from '../gen/holdfast/v1/lock';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/redis/embedded';
 import { CLI, ROOT } from '../test/support/paths';
 import { launchServer } from '../test/support/server';

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-generated=(clients/ts/gen clients/python/holdfast/v1 clients/go/gen)
+generated=(gen clients/python/holdfast/v1 clients/go/gen)
 clients/generate.sh
 untracked=$(git ls-files --others --exclude-standard -- "${generated[@]}")
 if [ -n "$untracked" ]; then

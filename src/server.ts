@@ -5,13 +5,13 @@ import { type Metadata, Server, ServerCredentials, type UntypedServiceImplementa
 import * as protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
-import { AdminServiceService } from '../clients/ts/gen/holdfast/v1/admin';
+import { AdminServiceService } from '../gen/holdfast/v1/admin';
 import type { Backend, BackendConfig } from './backend/backend';
 import { startRedisBackend, usesEmbeddedRedis } from './backend/redis';
 import { startRedlockBackend } from './backend/redlock';
 import type { LockBackend } from './engine/backend';
 import type { EngineObserver } from './engine/observer';
-import { LockServiceService } from '../clients/ts/gen/holdfast/v1/lock';
+import { LockServiceService } from '../gen/holdfast/v1/lock';
 import { Credentials } from './auth/credentials';
 import { DEFAULT_NAMESPACE } from './engine/keys';
 import { adminService, CallCounter } from './transport/admin';

@@ -4,7 +4,7 @@ import { checkAddress } from './address';
 import { countedFrom, type LeaseClock } from './deadline';
 import { explainConnectionErrors } from './connection-errors';
 import { secureChannel, type ConnectionSecurity } from './credentials';
-import type { AcquireRequest, AcquireResponse, LockServiceClient } from './gen/holdfast/v1/lock';
+import type { AcquireRequest, AcquireResponse, LockServiceClient } from '../../gen/holdfast/v1/lock';
 import { holderInfo, type HolderInfo } from './holders';
 import { NotAcquiredError } from './errors';
 import { openLease, openSessionLease } from './hold';

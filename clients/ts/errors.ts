@@ -1,5 +1,5 @@
 // The errors the SDK adds to grpc-js's ServiceError (which it passes through unchanged).
-import type { LostReason } from './gen/holdfast/v1/lock';
+import type { LostReason } from '../../gen/holdfast/v1/lock';
 
 /** The lock was not granted: it stayed taken for the whole wait. */
 export class NotAcquiredError extends Error {

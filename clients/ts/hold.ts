@@ -1,6 +1,6 @@
 // Opens a Hold stream and resolves with its Lease once the lock is granted.
 import { status, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
-import type { HoldAcquired, HoldRequest, HoldResponse, LockServiceClient } from './gen/holdfast/v1/lock';
+import type { HoldAcquired, HoldRequest, HoldResponse, LockServiceClient } from '../../gen/holdfast/v1/lock';
 import { countedFrom, type LeaseClock } from './deadline';
 import { NotAcquiredError } from './errors';
 import { Lease } from './lease';

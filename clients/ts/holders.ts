@@ -1,5 +1,5 @@
 // A lock's holders as the SDK shows them (Inspect, Watch, observe): never a token.
-import { LockMode, type Holder } from './gen/holdfast/v1/lock';
+import { LockMode, type Holder } from '../../gen/holdfast/v1/lock';
 
 export type Mode = 'exclusive' | 'shared';
 

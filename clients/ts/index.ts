@@ -11,5 +11,5 @@ export { LeaseSet, LockSet, type SetMemberInfo } from './lock-set';
 export { Lock, type ReleaseResult } from './lock';
 export { isServiceError, type UnaryCalls } from './rpc';
 export { acquireRequest, holdRequest, type AcquireOptions, type HoldOptions, type LockOptions } from './options';
-export { LockMode, LostReason } from './gen/holdfast/v1/lock';
+export { LockMode, LostReason } from '../../gen/holdfast/v1/lock';
 export * from './fencing';

@@ -6,7 +6,7 @@
 // confirmation (acquired, renewed) can only move that deadline forward; one whose deadline has
 // already passed when it arrives means the lease may be someone else's by now, so it counts as lost.
 import { status, type ClientReadableStream, type Metadata, type StatusObject } from '@grpc/grpc-js';
-import type { HoldAcquired, HoldResponse } from './gen/holdfast/v1/lock';
+import type { HoldAcquired, HoldResponse } from '../../gen/holdfast/v1/lock';
 import { deadlinePassed, laterDeadline, toEpochMs, type LeaseClock } from './deadline';
 import { LeaseLostError } from './errors';
 import { attachFenceHeaders, attachFenceMetadata, type HeaderTarget } from './fencing/attach';

@@ -10,7 +10,7 @@ import type {
   HoldSetRequest,
   LockServiceClient,
   SetMember,
-} from './gen/holdfast/v1/lock';
+} from '../../gen/holdfast/v1/lock';
 import { countedFrom, toEpochMs, type LeaseClock } from './deadline';
 import { NotAcquiredError } from './errors';
 import { attachFenceHeaders, attachFenceMetadata, type HeaderTarget } from './fencing/attach';

@@ -1,6 +1,6 @@
 // A grant from the unary Acquire: nothing renews it; it lasts ttlMs unless renewed or released.
 import type { Metadata } from '@grpc/grpc-js';
-import type { AcquireResponse } from './gen/holdfast/v1/lock';
+import type { AcquireResponse } from '../../gen/holdfast/v1/lock';
 import { attachFenceHeaders, attachFenceMetadata, type HeaderTarget } from './fencing/attach';
 import { laterDeadline, leaseDeadline, toEpochMs, type LeaseClock } from './deadline';
 import { int64Field } from './options';

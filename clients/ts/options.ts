@@ -1,5 +1,5 @@
 // The SDK's option objects and how they become request fields (int64 fields are decimal strings).
-import { LockMode, type AcquireRequest, type HoldRequest } from './gen/holdfast/v1/lock';
+import { LockMode, type AcquireRequest, type HoldRequest } from '../../gen/holdfast/v1/lock';
 
 export interface LockOptions {
   /** Lease length in ms (10 .. 86 400 000); unset or 0: the server's default. */

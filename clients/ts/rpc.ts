@@ -18,7 +18,7 @@ import type {
   RenewResponse,
   SetValueRequest,
   SetValueResponse,
-} from './gen/holdfast/v1/lock';
+} from '../../gen/holdfast/v1/lock';
 
 type Callback<Res> = (err: ServiceError | null, res: Res) => void;
 type UnaryMethod<Req, Res> = (req: Req, metadata: Metadata, options: Partial<CallOptions>, cb: Callback<Res>) => unknown;

@@ -36,7 +36,7 @@ import type {
   RenewResponse,
   SessionRequest,
   SessionResponse,
-} from './gen/holdfast/v1/lock';
+} from '../../gen/holdfast/v1/lock';
 
 /** One operation: a SessionRequest with exactly one of these set. */
 type Operation = Pick<SessionRequest, 'acquire' | 'release' | 'renew' | 'hold' | 'ping' | 'acquireSet' | 'releaseSet' | 'holdSet'>;

@@ -10,7 +10,7 @@
 //   the rest until the budget refills (the caller learns at once that its call is over; the
 //   server hears of it a little later).
 import type { ChannelCredentials, ClientOptions } from '@grpc/grpc-js';
-import { LockServiceClient } from './gen/holdfast/v1/lock';
+import { LockServiceClient } from '../../gen/holdfast/v1/lock';
 
 /** Waiting Holds per connection: aborting all of them at once uses under half the burst. */
 export const WAITS_PER_CONNECTION = 450;

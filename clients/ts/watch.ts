@@ -2,7 +2,7 @@
 // stream's own flow control applies: a loop that is slow to take the next change makes the
 // server send only the latest state once it catches up, never a backlog.
 import { status, type ServiceError } from '@grpc/grpc-js';
-import { type LostReason, WatchEvent, type LockServiceClient, type WatchResponse } from './gen/holdfast/v1/lock';
+import { type LostReason, WatchEvent, type LockServiceClient, type WatchResponse } from '../../gen/holdfast/v1/lock';
 import { holderInfo, type HolderInfo } from './holders';
 
 export type WatchEventName = 'state' | 'granted' | 'released' | 'expired' | 'lost' | 'value_changed';

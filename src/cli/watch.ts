@@ -1,7 +1,7 @@
 // holdfast watch NAME: prints the lock's state, then one line per change as it happens, until
 // interrupted.
 import { Command } from 'commander';
-import { lostReasonToJSON, watchEventToJSON, type WatchResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { lostReasonToJSON, watchEventToJSON, type WatchResponse } from '../../gen/holdfast/v1/lock';
 import type { HolderInfo, LockChange } from '@holdfast/client';
 import { exitWith, withClient, withConnectionFlags, type ConnectionFlags } from './client-options';
 import { printJson } from './print-json';

@@ -1,6 +1,6 @@
 // The server's fence keys: the one it signs with and the further public keys it publishes (a key
 // being rotated in or out). Published signing key first, as GetFenceKeys and GET /fence-keys list them.
-import type { GetFenceKeysResponse } from '../../clients/ts/gen/holdfast/v1/admin';
+import type { GetFenceKeysResponse } from '../../gen/holdfast/v1/admin';
 import { fenceString, type SignFence } from './fence';
 import { jwkOf, type Jwk, type PublicFenceKey, type SigningKey } from './keys';
 import type { LeaseClock } from './lease-clock';

@@ -2,7 +2,7 @@
 // return to zero. The engine counts its waiters, subscriptions, leases and timers; the calls in
 // flight are counted here, by one server interceptor, since only the transport sees every call.
 import { ServerInterceptingCall, type ServerInterceptingCallInterface, type ServerInterceptor } from '@grpc/grpc-js';
-import type { AdminServiceServer } from '../../clients/ts/gen/holdfast/v1/admin';
+import type { AdminServiceServer } from '../../gen/holdfast/v1/admin';
 import type { LockBackend } from '../engine/backend';
 import type { FenceRing } from '../fencing/ring';
 

@@ -4,7 +4,7 @@
 // lease to run out, since the client may not know its stream is over.
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import type { ServerSurfaceCall } from '@grpc/grpc-js/build/src/server-call';
-import { LostReason, type HoldRequest, type HoldResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LostReason, type HoldRequest, type HoldResponse } from '../../gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
 import { newHoldId } from '../engine/engine';
 import { LockError } from '../engine/errors';

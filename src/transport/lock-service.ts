@@ -1,7 +1,7 @@
 // gRPC handlers of holdfast.v1.LockService: check the request, call the engine, build the
 // response. Errors go through the one status table.
 import type { sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
-import type { LockServiceServer } from '../../clients/ts/gen/holdfast/v1/lock';
+import type { LockServiceServer } from '../../gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
 import { boundedWait, callScope } from './call-context';
 import { toAcquireParams } from './requests';

@@ -5,14 +5,7 @@
 // Release of any member) ends the stream with OK, as it ends a Hold's.
 import type { sendUnaryData, ServerUnaryCall, ServerWritableStream } from '@grpc/grpc-js';
 import type { ServerSurfaceCall } from '@grpc/grpc-js/build/src/server-call';
-import type {
-  AcquireSetRequest,
-  AcquireSetResponse,
-  HoldSetRequest,
-  HoldSetResponse,
-  ReleaseSetRequest,
-  ReleaseSetResponse,
-} from '../../clients/ts/gen/holdfast/v1/lock';
+import type { AcquireSetRequest, AcquireSetResponse, HoldSetRequest, HoldSetResponse, ReleaseSetRequest, ReleaseSetResponse } from '../../gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
 import { newHoldId } from '../engine/engine';
 import { LockError } from '../engine/errors';

@@ -13,7 +13,7 @@ import type {
   RenewResponse,
   SetValueRequest,
   SetValueResponse,
-} from '../../clients/ts/gen/holdfast/v1/lock';
+} from '../../gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
 import { LockError } from '../engine/errors';
 import type { AcquireParams } from '../engine/types';

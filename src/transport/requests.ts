@@ -7,7 +7,7 @@ import {
   type HoldRequest,
   type HoldSetRequest,
   type ReleaseSetRequest,
-} from '../../clients/ts/gen/holdfast/v1/lock';
+} from '../../gen/holdfast/v1/lock';
 import { MAX_HOLD_MS, MAX_TTL_MS, MAX_WAIT_MS, MIN_TTL_MS } from '../config/bounds';
 import { LockError } from '../engine/errors';
 import { Mode, type AcquireParams } from '../engine/types';

@@ -2,7 +2,7 @@
 // the same checks, the same engine calls, the same answers and errors. A hold is kept by the
 // engine's watchdog as a Hold stream's is, and reported to the session rather than to a stream.
 import type { ServerSurfaceCall } from '@grpc/grpc-js/build/src/server-call';
-import type { HoldRequest, HoldSetRequest, SessionRequest, SessionResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import type { HoldRequest, HoldSetRequest, SessionRequest, SessionResponse } from '../../gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
 import { newHoldId } from '../engine/engine';
 import { LockError } from '../engine/errors';

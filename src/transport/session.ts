@@ -11,7 +11,7 @@
 // (max-session-waiters, over it RESOURCE_EXHAUSTED), so that quick operations, cancels among
 // them, are always read soon.
 import { status, type Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
-import type { SessionRequest, SessionResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import type { SessionRequest, SessionResponse } from '../../gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
 import type { LostReason } from '../engine/types';
 import { callScope, peerAnswers } from './call-context';

@@ -2,7 +2,7 @@
 // the lock once per change for all watchers on this server; this stream only writes. A watcher
 // whose connection cannot keep up is sent nothing more until it drains, then only the latest state.
 import type { ServerWritableStream } from '@grpc/grpc-js';
-import { LostReason, WatchEvent, type WatchRequest, type WatchResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LostReason, WatchEvent, type WatchRequest, type WatchResponse } from '../../gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
 import type { VanishReason } from '../engine/types';
 import type { WatchEventKind, WatchUpdate } from '../engine/watch-room';

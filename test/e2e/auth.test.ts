@@ -7,7 +7,7 @@ import { credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient, type ClientTls } from '../../clients/ts/index';
 import { secureChannel } from '../../clients/ts/credentials';
-import { AdminServiceClient, type GetServerStatsResponse } from '../../clients/ts/gen/holdfast/v1/admin';
+import { AdminServiceClient, type GetServerStatsResponse } from '../../gen/holdfast/v1/admin';
 import { hashApiKey, newApiKey } from '../../src/auth/api-keys';
 import { lockKeys } from '../../src/engine/keys';
 import { makeTestCerts, type TestCerts } from '../support/certs';

@@ -4,7 +4,7 @@
 import { credentials, makeGenericClientConstructor, status, type Client, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AcquireResponse, LockServiceService } from '../../clients/ts/gen/holdfast/v1/lock';
+import { AcquireResponse, LockServiceService } from '../../gen/holdfast/v1/lock';
 import type { TestClient } from '../support/client';
 import { useServers } from '../support/fixture';
 import { uniqueName } from '../support/redis';

@@ -4,7 +4,7 @@ import calculateSlot from 'cluster-key-slot';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient, NotAcquiredError } from '../../clients/ts/index';
-import { LockMode } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LockMode } from '../../gen/holdfast/v1/lock';
 import { lockKeys } from '../../src/engine/keys';
 import { connect, type TestClient } from '../support/client';
 import { openSession } from '../support/session';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 // The core LockService over real gRPC, against real holdfast server processes on a real redis-server.
 import { status } from '@grpc/grpc-js';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { LockMode } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LockMode } from '../../gen/holdfast/v1/lock';
 import type { TestClient } from '../support/client';
 import { useServers } from '../support/fixture';
 import { uniqueName } from '../support/redis';

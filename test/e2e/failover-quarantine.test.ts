@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { LostReason, type AcquireResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LostReason, type AcquireResponse } from '../../gen/holdfast/v1/lock';
 import { connect, type TestClient } from '../support/client';
 import { expectFailoverLoss } from '../support/failover-loss';
 import { healthStatus } from '../support/health';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
-import { LostReason, type AcquireResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LostReason, type AcquireResponse } from '../../gen/holdfast/v1/lock';
 import { startEmbeddedRedis } from '../../src/redis/embedded';
 import { connect, type TestClient } from '../support/client';
 import { startTestRedis, uniqueName } from '../support/redis';

@@ -6,7 +6,7 @@
 import { status } from '@grpc/grpc-js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient } from '../../clients/ts/index';
-import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LostReason } from '../../gen/holdfast/v1/lock';
 import { startHoldingChild, startSdkHoldingChild } from '../support/child';
 import { connect, type HoldStream, type TestClient } from '../support/client';
 import { useServers } from '../support/fixture';

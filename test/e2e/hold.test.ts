@@ -2,7 +2,7 @@
 // and frozen, a real redis-server that is deleted behind the server's back and stopped.
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LostReason } from '../../gen/holdfast/v1/lock';
 import { connect, type TestClient } from '../support/client';
 import { useServers } from '../support/fixture';
 import { deleteLockState, startTestRedis, uniqueName, type TestRedis } from '../support/redis';

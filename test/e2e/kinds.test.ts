@@ -1,7 +1,7 @@
 // Lock kinds on one data model: shared/exclusive (read-write) locks and counting semaphores.
 import { status } from '@grpc/grpc-js';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { LockMode } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LockMode } from '../../gen/holdfast/v1/lock';
 import type { TestClient } from '../support/client';
 import { useServers } from '../support/fixture';
 import { uniqueName } from '../support/redis';

@@ -5,7 +5,7 @@
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient, LeaseLostError, NotAcquiredError } from '../../clients/ts/index';
-import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LostReason } from '../../gen/holdfast/v1/lock';
 import { useServers } from '../support/fixture';
 import { deleteLockState, uniqueName } from '../support/redis';
 import { waitFor } from '../support/wait';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient } from '../../clients/ts/index';
-import { LockServiceClient, type AcquireResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LockServiceClient, type AcquireResponse } from '../../gen/holdfast/v1/lock';
 import { credentials } from '@grpc/grpc-js';
 import { freePort } from '../../src/redis/embedded';
 import {

@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { redlockKeys } from '../../src/engine/keys';
 import { freePort, startEmbeddedRedis, type EmbeddedRedis } from '../../src/redis/embedded';
-import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LostReason } from '../../gen/holdfast/v1/lock';
 import { connect, type TestClient } from '../support/client';
 import { contend, expectExclusive } from '../support/contention';
 import { GRANTS, acquired, moved, readCounters, releasedBy, waited } from '../support/counters';

@@ -18,7 +18,7 @@ import {
   RenewRequest,
   type SessionResponse,
   SetValueRequest,
-} from '../../clients/ts/gen/holdfast/v1/lock';
+} from '../../gen/holdfast/v1/lock';
 import { useServers } from '../support/fixture';
 import { uniqueName } from '../support/redis';
 import { NOT_UTF8, bytesField, message, randomBytes, tag, varintField } from '../support/wire-bytes';

@@ -9,7 +9,7 @@ import { FileDescriptorProtoSchema, FileDescriptorSetSchema } from '@bufbuild/pr
 import { credentials, makeGenericClientConstructor, status, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LockServiceService } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LockServiceService } from '../../gen/holdfast/v1/lock';
 import type { TestClient } from '../support/client';
 import { useServers } from '../support/fixture';
 import { ROOT } from '../support/paths';

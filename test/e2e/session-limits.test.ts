@@ -4,7 +4,7 @@
 // a session as one stream in the per-connection caps, its waits in the per-namespace caps.
 import { status } from '@grpc/grpc-js';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { LockMode } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LockMode } from '../../gen/holdfast/v1/lock';
 import { connect, type TestClient } from '../support/client';
 import { useServers } from '../support/fixture';
 import { uniqueName } from '../support/redis';

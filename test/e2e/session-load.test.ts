@@ -2,7 +2,7 @@
 // back under its own op_id, exactly once; cancelling half of them leaves no grant behind.
 import { status } from '@grpc/grpc-js';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { LockMode, type SessionResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LockMode, type SessionResponse } from '../../gen/holdfast/v1/lock';
 import type { TestClient } from '../support/client';
 import { useServers } from '../support/fixture';
 import { uniqueName } from '../support/redis';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { secureChannel } from '../../clients/ts/credentials';
-import { WatchEvent, WatchRequest, type WatchResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { WatchEvent, WatchRequest, type WatchResponse } from '../../gen/holdfast/v1/lock';
 import { hashApiKey, newApiKey } from '../../src/auth/api-keys';
 import { freePort } from '../../src/redis/embedded';
 import { connect, type TestClient } from '../support/client';

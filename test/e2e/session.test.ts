@@ -3,7 +3,7 @@
 // for the whole session, a clean end freeing every lock at once, cancels leaving nothing behind.
 import { status } from '@grpc/grpc-js';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LostReason } from '../../gen/holdfast/v1/lock';
 import type { TestClient } from '../support/client';
 import { useServers } from '../support/fixture';
 import { deleteLockState, uniqueName } from '../support/redis';

@@ -11,7 +11,7 @@ import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LockServiceClient } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LockServiceClient } from '../../gen/holdfast/v1/lock';
 import { freePort } from '../../src/redis/embedded';
 import { startServer, type RunningServer } from '../../src/server';
 import { connect, acquireRequest, type TestClient } from '../support/client';

@@ -5,7 +5,7 @@ import { setMaxListeners } from 'node:events';
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HoldfastClient, type LockChange } from '../../clients/ts/index';
-import { LostReason, WatchEvent, type WatchResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LostReason, WatchEvent, type WatchResponse } from '../../gen/holdfast/v1/lock';
 import { lockKeys } from '../../src/engine/keys';
 import { startHoldingChild, startJsonLineChild } from '../support/child';
 import { collect } from '../support/collect';

@@ -2,7 +2,7 @@
 // ended: its status, the Hold events before it, and whether the client cancelled it or gave it a
 // deadline. Also what one connection can afford in cancels (see ResetBudget).
 import { Client, credentials, Metadata, status, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
-import { HoldResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { HoldResponse } from '../../gen/holdfast/v1/lock';
 import { PATHS } from './bodies';
 import type { End, Method } from './plans';
 

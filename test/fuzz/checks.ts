@@ -1,6 +1,6 @@
 // What the fuzzer asserts about each answer and about the server afterwards.
 import { status } from '@grpc/grpc-js';
-import type { GetServerStatsResponse } from '../../clients/ts/gen/holdfast/v1/admin';
+import type { GetServerStatsResponse } from '../../gen/holdfast/v1/admin';
 import { DEFAULT_LIMITS } from '../../src/transport/limits';
 import type { TestClient } from '../support/client';
 import type { Outcome } from './calls';

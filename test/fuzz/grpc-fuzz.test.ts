@@ -10,7 +10,7 @@
 import { credentials, makeGenericClientConstructor, type ServiceError } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AdminServiceClient, GetServerStatsResponse } from '../../clients/ts/gen/holdfast/v1/admin';
+import { AdminServiceClient, GetServerStatsResponse } from '../../gen/holdfast/v1/admin';
 import type { TestClient } from '../support/client';
 import { useServers } from '../support/fixture';
 import { uniqueName, type TestRedis } from '../support/redis';

@@ -4,7 +4,7 @@
 // asserts on it.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { status } from '@grpc/grpc-js';
-import { AcquireRequest, AcquireResponse, HoldRequest, type HoldResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { AcquireRequest, AcquireResponse, HoldRequest, type HoldResponse } from '../../gen/holdfast/v1/lock';
 import { bytesField, message } from '../support/wire-bytes';
 import { describeBytes, encodeBody, readShapes, type BodyContext, type LiveGrant } from './bodies';
 import { call, LARGE_BYTES, openConnection, type Connection, type Send } from './calls';

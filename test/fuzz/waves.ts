@@ -4,7 +4,7 @@
 // drops a connection (ResetBudget in calls.ts).
 import fc from 'fast-check';
 import { status } from '@grpc/grpc-js';
-import { AcquireResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { AcquireResponse } from '../../gen/holdfast/v1/lock';
 import { startTcpProxy } from '../support/tcp-proxy';
 import { bytesField, message, varintField } from '../support/wire-bytes';
 import type { LiveGrant } from './bodies';

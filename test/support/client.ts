@@ -11,7 +11,7 @@ import {
   type ReleaseResponse,
   type RenewResponse,
   type CheckFencingTokenResponse,
-} from '../../clients/ts/gen/holdfast/v1/lock';
+} from '../../gen/holdfast/v1/lock';
 
 type Unary<Req, Res> = (req: Req, metadata: Metadata, options: { deadline?: number }, cb: (err: ServiceError | null, res: Res) => void) => unknown;
 

@@ -3,7 +3,7 @@
 // + ttl - the watchdog's margin (ttl/10). When the failover outlasted that on a loaded machine, the
 // lease runs out first, and BACKEND_UNAVAILABLE is as honest an answer.
 import { expect } from 'vitest';
-import { LostReason } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LostReason } from '../../gen/holdfast/v1/lock';
 
 /**
  * `reachableAt`: when the server could first reach the new master (as the test saw it);

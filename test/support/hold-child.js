@@ -1,7 +1,7 @@
 // A holder in its own process: opens Hold on argv[2] for lock argv[3] (ttl argv[4]) and prints
 // each event as a JSON line. Tests kill or freeze it.
 const { credentials } = require('@grpc/grpc-js');
-const { LockServiceClient } = require('../../dist/clients/ts/gen/holdfast/v1/lock.js');
+const { LockServiceClient } = require('../../dist/gen/holdfast/v1/lock.js');
 
 const [addr, name, ttlMs] = process.argv.slice(2);
 const client = new LockServiceClient(addr, credentials.createInsecure());

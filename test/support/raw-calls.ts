@@ -1,7 +1,7 @@
 // Any LockService method over a real grpc-js channel, with the status it ended with as a plain
 // value (never a rejection), a deadline, and a cancel: for tests that look at how calls end.
 import { Metadata, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
-import * as lock from '../../clients/ts/gen/holdfast/v1/lock';
+import * as lock from '../../gen/holdfast/v1/lock';
 
 type Codec<T> = { fromPartial(object: object): T };
 

@@ -11,7 +11,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
-import { LockServiceService } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LockServiceService } from '../../gen/holdfast/v1/lock';
 import { clientCertificateSubject, type ClientCertificateSubject } from '../../src/tls/peer';
 
 export interface RecordedCall {

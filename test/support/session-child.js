@@ -3,7 +3,7 @@
 // deadline Hold's rule gives (epoch ms): the moment this client stops counting on its locks.
 // Tests kill or freeze it; it never ends by itself.
 const { credentials } = require('@grpc/grpc-js');
-const { LockServiceClient, SessionRequest } = require('../../dist/clients/ts/gen/holdfast/v1/lock.js');
+const { LockServiceClient, SessionRequest } = require('../../dist/gen/holdfast/v1/lock.js');
 const { leaseDeadline, toEpochMs } = require('../../dist/clients/ts/deadline.js');
 
 const [addr, ttlMs, ...names] = process.argv.slice(2);

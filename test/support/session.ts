@@ -1,7 +1,7 @@
 // A raw Session stream over a real grpc-js channel (ts-proto stubs): send operations, await each
 // answer by its op_id, see every message the server sent, and how the stream ended.
 import { Metadata, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
-import { type DeepPartial, type LockServiceClient, SessionRequest, type SessionResponse } from '../../clients/ts/gen/holdfast/v1/lock';
+import { type DeepPartial, type LockServiceClient, SessionRequest, type SessionResponse } from '../../gen/holdfast/v1/lock';
 
 export interface SessionStream {
   call: ClientDuplexStream<SessionRequest, SessionResponse>;

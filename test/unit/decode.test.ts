@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MethodDefinition } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
-import { LockServiceService } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LockServiceService } from '../../gen/holdfast/v1/lock';
 import { guardRequests } from '../../src/transport/decode';
 import { checkMessageBytes, readRequestShapes, streamedOpOf, type MessageShape } from '../../src/transport/wire';
 import { NOT_UTF8, bytesField, message, randomBytes, tag, varint, varintField } from '../support/wire-bytes';

@@ -1,6 +1,6 @@
 // Wire request checks: every bad field is refused with a message naming it, before any engine call.
 import { describe, expect, it } from 'vitest';
-import { LockMode, type AcquireRequest } from '../../clients/ts/gen/holdfast/v1/lock';
+import { LockMode, type AcquireRequest } from '../../gen/holdfast/v1/lock';
 import { LockError } from '../../src/engine/errors';
 import { Mode } from '../../src/engine/types';
 import { checkFencingToken, checkMillis, toAcquireParams } from '../../src/transport/requests';

@@ -1,5 +1,5 @@
 // Runs a job under a lock; the job stops writing as soon as the lease may be lost.
-// Built with the package: node clients/ts/dist/examples/with-lock.js (HOLDFAST_ADDR=host:port;
+// Built with the package: node clients/ts/dist/clients/ts/examples/with-lock.js (HOLDFAST_ADDR=host:port;
 // HOLDFAST_TLS_CA, HOLDFAST_TLS_CERT and HOLDFAST_TLS_KEY name PEM files for TLS and mutual TLS,
 // HOLDFAST_API_KEY is sent on every call)
 import { readFileSync } from 'node:fs';
