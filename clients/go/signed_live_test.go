@@ -184,26 +184,32 @@ func (r *signedRegister) put(t *testing.T, value, lock string, token uint64, fen
 	return resp.StatusCode
 }
 
+// pausedHolder is A, granted name for 1 s by a unary Acquire it never renews (as a paused holder
+// would not), writing "first:1" to reg, and B, a Hold granted once A's lease has ended.
+func pausedHolder(t *testing.T, client holdfastv1.LockServiceClient, reg *signedRegister, name string) (*holdfastv1.AcquireResponse, *Lease) {
+	a, err := client.Acquire(context.Background(), &holdfastv1.AcquireRequest{Name: name, TtlMs: 1000})
+	if err != nil || !a.Acquired {
+		t.Fatalf("A: %v %v", a, err)
+	}
+	if code := reg.put(t, "first:1", name, a.FencingToken, a.SignedFence); code != 200 {
+		t.Fatalf("A's write within its lease: %d", code)
+	}
+	b, err := Hold(context.Background(), client, name, Options{TTL: 10 * time.Second, Wait: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Release() })
+	return a, b
+}
+
 // Kleppmann's scenario with real signed grants: A's unary grant (a 1 s lease it never renews, as a
 // paused holder) writes, B is granted once A's lease has ended and writes three times (with
 // Lease.FenceHeader), and A's late write is refused 409; no update is lost.
 func TestSignedLiveKleppmann(t *testing.T) {
 	client, ring, _ := signedServer(t)
-	ctx := context.Background()
 	name := randomName(t)
 	reg := newSignedRegister(t, fencing.Guard{Store: &fencing.MemoryStore{}, Keys: ring, Lock: name})
-	a, err := client.Acquire(ctx, &holdfastv1.AcquireRequest{Name: name, TtlMs: 1000})
-	if err != nil || !a.Acquired {
-		t.Fatalf("A: %v %v", a, err)
-	}
-	if code := reg.put(t, "first:1", name, a.FencingToken, a.SignedFence); code != 200 {
-		t.Fatalf("A's first write: %d", code)
-	}
-	b, err := Hold(ctx, client, name, Options{TTL: 10 * time.Second, Wait: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Release()
+	a, b := pausedHolder(t, client, reg, name)
 	for i := 1; i <= 3; i++ {
 		req, _ := http.NewRequest(http.MethodPut, reg.url, strings.NewReader(fmt.Sprintf("second:%d", i)))
 		b.FenceHeader(req.Header)
@@ -230,23 +236,11 @@ func TestSignedLiveKleppmann(t *testing.T) {
 // wrote; with an allowance A's write is refused 409, without the check it is admitted (the control).
 func TestSignedLiveLeaseEndCheck(t *testing.T) {
 	client, ring, _ := signedServer(t)
-	ctx := context.Background()
 	name := randomName(t)
 	const skew = 200 * time.Millisecond
 	checked := newSignedRegister(t, fencing.Guard{Store: &fencing.MemoryStore{}, Keys: ring, Lock: name, LeaseEndCheck: true, LeaseEndSkew: skew})
 	unchecked := newSignedRegister(t, fencing.Guard{Store: &fencing.MemoryStore{}, Keys: ring, Lock: name})
-	a, err := client.Acquire(ctx, &holdfastv1.AcquireRequest{Name: name, TtlMs: 1000})
-	if err != nil || !a.Acquired {
-		t.Fatalf("A: %v %v", a, err)
-	}
-	if code := checked.put(t, "first:1", name, a.FencingToken, a.SignedFence); code != 200 {
-		t.Fatalf("A's write within its lease: %d", code)
-	}
-	b, err := Hold(ctx, client, name, Options{TTL: 10 * time.Second, Wait: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Release()
+	a, _ := pausedHolder(t, client, checked, name)
 	end := verified(t, ring, a.SignedFence, name, a.FencingToken, true).LeaseEndMs
 	time.Sleep(time.Until(time.UnixMilli(int64(end)).Add(skew + time.Millisecond))) // the guard's clock past end + skew
 	if code := checked.put(t, "first:2", name, a.FencingToken, a.SignedFence); code != http.StatusConflict {

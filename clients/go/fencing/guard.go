@@ -214,7 +214,7 @@ func (g Guard) HTTP(next http.Handler) http.Handler {
 		}
 		ctx, err := g.admit(r.Context(), func(name string) []string { return r.Header.Values(name) }, httpWire, lockOf)
 		if err != nil {
-			status, body := httpRefusal(err)
+			status, _, body := refusal(err)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(status)
 			_ = json.NewEncoder(w).Encode(body)
@@ -224,54 +224,40 @@ func (g Guard) HTTP(next http.Handler) http.Handler {
 	})
 }
 
-// httpRefusal is the status and JSON body of the refusal err.
-func httpRefusal(err error) (int, map[string]string) {
+// refusal is the HTTP status, the gRPC code and the JSON body (its "message" the gRPC status
+// message) of the refusal err.
+func refusal(err error) (int, codes.Code, map[string]string) {
 	var bad *BadFenceError
 	var rejected *RefusedError
 	var stale *StaleError
 	var unavailable *UnavailableError
 	switch {
 	case errors.As(err, &bad):
-		return http.StatusBadRequest, map[string]string{"error": bad.Kind + "_fence", "field": bad.Field, "header": bad.Header, "message": bad.Error()}
+		return http.StatusBadRequest, codes.InvalidArgument,
+			map[string]string{"error": bad.Kind + "_fence", "field": bad.Field, "header": bad.Header, "message": bad.Error()}
 	case errors.As(err, &rejected):
 		body := map[string]string{"error": rejected.Code, "message": rejected.Message}
 		for k, v := range rejected.Fields {
 			body[k] = v
 		}
 		if rejected.Code == "fence_lease_ended" {
-			return http.StatusConflict, body
+			return http.StatusConflict, codes.FailedPrecondition, body
 		}
-		return http.StatusForbidden, body
+		return http.StatusForbidden, codes.PermissionDenied, body
 	case errors.As(err, &stale):
-		return http.StatusConflict, map[string]string{"error": "stale_fencing_token", "lock": stale.Lock,
+		return http.StatusConflict, codes.FailedPrecondition, map[string]string{"error": "stale_fencing_token", "lock": stale.Lock,
 			"token": FormatToken(stale.Token), "newest": FormatToken(stale.Newest), "message": stale.Error()}
 	case errors.As(err, &unavailable):
-		return http.StatusServiceUnavailable, map[string]string{"error": "fence_store_unavailable", "lock": unavailable.Lock, "message": unavailable.Error()}
+		return http.StatusServiceUnavailable, codes.Unavailable,
+			map[string]string{"error": "fence_store_unavailable", "lock": unavailable.Lock, "message": unavailable.Error()}
 	default:
-		return http.StatusInternalServerError, map[string]string{"error": "fence_guard_misconfigured", "message": err.Error()}
+		return http.StatusInternalServerError, codes.Internal, map[string]string{"error": "fence_guard_misconfigured", "message": err.Error()}
 	}
 }
 
-// grpcRefusal is the status of the refusal err.
 func grpcRefusal(err error) error {
-	var bad *BadFenceError
-	var rejected *RefusedError
-	var stale *StaleError
-	var unavailable *UnavailableError
-	switch {
-	case errors.As(err, &bad):
-		return status.Error(codes.InvalidArgument, bad.Error())
-	case errors.As(err, &rejected) && rejected.Code == "fence_lease_ended":
-		return status.Error(codes.FailedPrecondition, rejected.Message)
-	case errors.As(err, &rejected):
-		return status.Error(codes.PermissionDenied, rejected.Message)
-	case errors.As(err, &stale):
-		return status.Error(codes.FailedPrecondition, stale.Error())
-	case errors.As(err, &unavailable):
-		return status.Error(codes.Unavailable, unavailable.Error())
-	default:
-		return status.Error(codes.Internal, err.Error())
-	}
+	_, code, body := refusal(err)
+	return status.Error(code, body["message"])
 }
 
 // Unary is a grpc.UnaryServerInterceptor that guards every unary call.

@@ -3,7 +3,6 @@ package fencing_test
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,10 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
@@ -84,24 +80,6 @@ func TestHTTPGuard(t *testing.T) {
 	}
 }
 
-// grpcHealth serves the standard health service behind the guard on a real loopback listener.
-func grpcHealth(t *testing.T, guard fencing.Guard) healthpb.HealthClient {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := grpc.NewServer(grpc.UnaryInterceptor(guard.Unary), grpc.StreamInterceptor(guard.Stream))
-	healthpb.RegisterHealthServer(server, health.NewServer())
-	go func() { _ = server.Serve(listener) }()
-	t.Cleanup(server.Stop)
-	conn, err := grpc.Dial(listener.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return healthpb.NewHealthClient(conn)
-}
-
 func callCtx(t *testing.T, lock string, token uint64) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
@@ -121,7 +99,7 @@ func wantCode(t *testing.T, what string, err error, code codes.Code, words ...st
 }
 
 func TestGRPCGuardUnary(t *testing.T) {
-	client, lock := grpcHealth(t, fencing.Guard{Store: &fencing.MemoryStore{}}), fencetest.RandomLock(t)
+	client, lock := fencetest.Serve(t, fencing.Guard{Store: &fencing.MemoryStore{}}).GRPC, fencetest.RandomLock(t)
 	for _, token := range []uint64{41, 42, 42} {
 		if _, err := client.Check(callCtx(t, lock, token), &healthpb.HealthCheckRequest{}); err != nil {
 			t.Fatalf("token %d (newest or equal): %v", token, err)
@@ -135,7 +113,7 @@ func TestGRPCGuardUnary(t *testing.T) {
 
 func TestGRPCGuardLetsUnguardedMethodsThrough(t *testing.T) {
 	guard := fencing.Guard{Store: &fencing.MemoryStore{}, Unguarded: func(method string) bool { return method == "/grpc.health.v1.Health/Check" }}
-	client := grpcHealth(t, guard)
+	client := fencetest.Serve(t, guard).GRPC
 	if _, err := client.Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatalf("an unguarded method without a fence: %v", err)
 	}
@@ -147,7 +125,7 @@ func TestGRPCGuardLetsUnguardedMethodsThrough(t *testing.T) {
 }
 
 func TestGRPCGuardStream(t *testing.T) {
-	client, lock := grpcHealth(t, fencing.Guard{Store: &fencing.MemoryStore{}}), fencetest.RandomLock(t)
+	client, lock := fencetest.Serve(t, fencing.Guard{Store: &fencing.MemoryStore{}}).GRPC, fencetest.RandomLock(t)
 	watch := func(token uint64) error {
 		stream, err := client.Watch(callCtx(t, lock, token), &healthpb.HealthCheckRequest{})
 		if err != nil {

@@ -90,7 +90,7 @@ func admitted(g Guard, values map[string][]string) (Fence, string) {
 	ctx, err := g.admit(context.Background(), md.Get, grpcWire, func() string { return g.Lock })
 	viaGRPC := ""
 	if err != nil {
-		_, body := httpRefusal(err)
+		_, _, body := refusal(err)
 		viaGRPC = vectorName[body["error"]]
 	} else if f, _ := FromContext(ctx); f != seen {
 		viaGRPC = fmt.Sprintf("gRPC admitted %+v, HTTP %+v", f, seen)
