@@ -1,6 +1,6 @@
-//! Real signed grants from a holdfast server started with a fence signing key
-//! (clients/test-clients.sh exports HOLDFAST_SIGNED_ADDR and HOLDFAST_FENCE_KEYS_URL): the key
-//! ring fetched from its `/fence-keys`, Kleppmann's scenario on each store with the grants'
+//! Real signed grants from a holdfast server started with a fence signing key (the one
+//! clients/test-clients.sh names in HOLDFAST_SIGNED_ADDR and HOLDFAST_FENCE_KEYS_URL, or one
+//! started here with a key of its own): the key ring fetched from its `/fence-keys`, Kleppmann's scenario on each store with the grants'
 //! own fences, a Hold's renewals re-signed, a session's fences without a lease end.
 
 use std::time::{Duration, Instant};
@@ -11,21 +11,22 @@ use http::{HeaderMap, StatusCode};
 
 use crate::support::*;
 
-/// The signing server's key ring (fetched from its `/fence-keys`) and a client of it; `None` in a
-/// run without one.
-async fn signed_server() -> Option<(KeyRing, Client)> {
+/// The signing server's key ring (fetched from its `/fence-keys`), a client of it, and the server
+/// when it was started here (it stops when dropped).
+async fn signed_server() -> (KeyRing, Client, Option<SigningServer>) {
     let var = |name| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let (Some(addr), Some(keys_url)) = (var("HOLDFAST_SIGNED_ADDR"), var("HOLDFAST_FENCE_KEYS_URL")) else {
-        eprintln!(
-            "HOLDFAST_SIGNED_ADDR and HOLDFAST_FENCE_KEYS_URL are not set: no server signs fences in this run (clients/test-clients.sh sets them)"
-        );
-        return None;
+    let (addr, keys_url, own) = match (var("HOLDFAST_SIGNED_ADDR"), var("HOLDFAST_FENCE_KEYS_URL")) {
+        (Some(addr), Some(url)) => (addr, url, None),
+        _ => {
+            let server = SigningServer::start().await;
+            (server.addr.clone(), server.keys_url.clone(), Some(server))
+        }
     };
     let ring = KeyRing::fetch(&keys_url).await.unwrap_or_else(|e| panic!("{e}"));
     let client = Client::connect(addr.as_str(), ConnectOptions::default())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    Some((ring, client))
+    (ring, client, own)
 }
 
 fn lock_name(what: &str) -> String {
@@ -34,9 +35,19 @@ fn lock_name(what: &str) -> String {
 
 #[tokio::test]
 async fn real_signed_grants_through_the_guard() {
-    let Some((ring, client)) = signed_server().await else {
-        return;
-    };
+    let (ring, client, _server) = signed_server().await;
+    // The same ring from AdminService.GetFenceKeys.
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", client.addr()))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let keys = holdfast::v1::admin_service_client::AdminServiceClient::new(channel)
+        .get_fence_keys(holdfast::v1::GetFenceKeysRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(KeyRing::from_fence_keys(&keys).unwrap().key_ids(), ring.key_ids());
     for backend in Backend::all() {
         let what = backend.name();
         let name = lock_name(what);
@@ -84,9 +95,7 @@ async fn real_signed_grants_through_the_guard() {
 
 #[tokio::test]
 async fn holds_are_re_signed_and_sessions_state_no_lease_end() {
-    let Some((ring, client)) = signed_server().await else {
-        return;
-    };
+    let (ring, client, _server) = signed_server().await;
     let lease = client
         .hold(
             &lock_name("hold"),

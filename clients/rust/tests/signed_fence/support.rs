@@ -441,3 +441,88 @@ impl Backend {
         }
     }
 }
+
+/// A holdfast server of the test's own (the repository's dist/src/cli.js, which
+/// clients/test-clients.sh builds) on a redis-server of its own, signing fences with a key made by
+/// `holdfast fence-key new`, its key ring at `keys_url`; stopped when dropped.
+pub struct SigningServer {
+    pub addr: String,
+    pub keys_url: String,
+    child: Child,
+    _redis: RedisServer,
+    _dir: TempDir,
+}
+
+impl SigningServer {
+    pub async fn start() -> Self {
+        let cli = repo_file("dist/src/cli.js");
+        assert!(
+            cli.is_file(),
+            "{} is missing: build the server (npm run build)",
+            cli.display()
+        );
+        let redis = RedisServer::start(&[]);
+        let dir = TempDir::new("signing");
+        let key = dir.0.join("fence-key.pem");
+        let node = |args: &[&std::ffi::OsStr]| {
+            let status = Command::new("node")
+                .arg(&cli)
+                .args(args)
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "node cli.js {args:?} failed");
+        };
+        // A Redis new to holdfast: the server grants at once instead of waiting out the quarantine.
+        node(&["skip-first-quarantine".as_ref(), "--redis".as_ref(), redis.url.as_ref()]);
+        node(&["fence-key".as_ref(), "new".as_ref(), "--out".as_ref(), key.as_os_str()]);
+        let addr = format!("127.0.0.1:{}", free_port());
+        let http = format!("127.0.0.1:{}", free_port());
+        let child = Command::new("node")
+            .arg(&cli)
+            .args([
+                "serve",
+                "--listen",
+                &addr,
+                "--redis",
+                &redis.url,
+                "--log-level",
+                "warn",
+                "--http-listen",
+                &http,
+            ])
+            .arg("--fence-signing-key")
+            .arg(&key)
+            .spawn()
+            .expect("node runs");
+        let server = Self {
+            addr,
+            keys_url: format!("http://{http}/fence-keys"),
+            child,
+            _redis: redis,
+            _dir: dir,
+        };
+        // The server says nothing we could wait on: connect until it answers.
+        let started = Instant::now();
+        while holdfast::Client::connect(server.addr.as_str(), holdfast::ConnectOptions::default())
+            .await
+            .is_err()
+            || holdfast::fencing::KeyRing::fetch(&server.keys_url).await.is_err()
+        {
+            assert!(
+                started.elapsed() < WAIT_LIMIT,
+                "the signing server on {} did not start",
+                server.addr
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        server
+    }
+}
+
+impl Drop for SigningServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
