@@ -27,55 +27,53 @@ class FenceRefused(Exception):
         return http.HTTPStatus(self.status).phrase
 
 
-class SignedFenceRequired(FenceRefused):
+class _Worded(FenceRefused):
+    """A refusal whose message is `words` filled with its body's fields (`fields`, given in order)."""
+
+    words = ""
+    field_names = ()
+
+    def __init__(self, *values):
+        fields = {name: str(value) for name, value in zip(self.field_names, values)}
+        super().__init__(self.words.format(**fields), **fields)
+
+
+class SignedFenceRequired(_Worded):
     """Only unsigned headers came, and the guard requires a signed fence."""
 
     error, status, grpc_code = "signed_fence_required", 403, "PERMISSION_DENIED"
-
-    def __init__(self, header):
-        super().__init__(f"this resource requires a signed fence (header {header})", header=header)
+    words, field_names = "this resource requires a signed fence (header {header})", ("header",)
 
 
-class UnknownFenceKey(FenceRefused):
+class UnknownFenceKey(_Worded):
     error, status, grpc_code = "unknown_fence_key", 403, "PERMISSION_DENIED"
-
-    def __init__(self, key_id):
-        super().__init__(f'fence signed by unknown key "{key_id}"', key_id=key_id)
+    words, field_names = 'fence signed by unknown key "{key_id}"', ("key_id",)
 
 
-class BadFenceSignature(FenceRefused):
+class BadFenceSignature(_Worded):
     error, status, grpc_code = "bad_fence_signature", 403, "PERMISSION_DENIED"
-
-    def __init__(self, key_id):
-        super().__init__(f'fence signature does not verify with key "{key_id}"', key_id=key_id)
+    words, field_names = 'fence signature does not verify with key "{key_id}"', ("key_id",)
 
 
-class FenceForAnotherNamespace(FenceRefused):
+class FenceForAnotherNamespace(_Worded):
     error, status, grpc_code = "fence_for_another_namespace", 403, "PERMISSION_DENIED"
-
-    def __init__(self, namespace, expected):
-        super().__init__(f'fence for namespace "{namespace}" refused: this resource is protected in namespace "{expected}"',
-                         namespace=namespace, expected=expected)
+    words = 'fence for namespace "{namespace}" refused: this resource is protected in namespace "{expected}"'
+    field_names = ("namespace", "expected")
 
 
-class FenceForAnotherLock(FenceRefused):
+class FenceForAnotherLock(_Worded):
     error, status, grpc_code = "fence_for_another_lock", 403, "PERMISSION_DENIED"
-
-    def __init__(self, lock, expected):
-        super().__init__(f'fence for lock "{lock}" refused: this resource is protected by lock "{expected}"',
-                         lock=lock, expected=expected)
+    words = 'fence for lock "{lock}" refused: this resource is protected by lock "{expected}"'
+    field_names = ("lock", "expected")
 
 
-class FenceLeaseEnded(FenceRefused):
+class FenceLeaseEnded(_Worded):
     """The fence's signed lease end has certainly passed by the guard's clock (beyond the skew allowance)."""
 
     error, status, grpc_code = "fence_lease_ended", 409, "FAILED_PRECONDITION"
-
-    def __init__(self, lock, token, lease_end_ms, now_ms, skew_ms):
-        super().__init__(f'fence for lock "{lock}" (token {token}) refused: its lease ended at {lease_end_ms}, '
-                         f"now is {now_ms} (skew allowance {skew_ms} ms)",
-                         lock=lock, token=str(token), lease_end_ms=str(lease_end_ms), now_ms=str(now_ms),
-                         skew_ms=str(skew_ms))
+    words = ('fence for lock "{lock}" (token {token}) refused: its lease ended at {lease_end_ms}, now is {now_ms} '
+             "(skew allowance {skew_ms} ms)")
+    field_names = ("lock", "token", "lease_end_ms", "now_ms", "skew_ms")
 
 
 class FenceStoreUnavailable(FenceRefused):
