@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Keeps the layout of docs/internals.md true: no import circles between files, and no arrow
-// from a part to one above it (the engine knows no transport, gRPC or topology; config sits at
-// the bottom; storage and backends know no transport). Type-only imports count too: a circle of
+// from a part to one above it (the engine knows no transport, gRPC or topology, and reads no
+// files; config sits at the bottom; storage and backends know no transport). Type-only imports count too: a circle of
 // types is still a circle for a reader.
 // Usage: node scripts/check-imports.mjs [ROOT...] (default: src clients/ts). Exit 1 on any problem.
 // Node built-ins only: the imports it reads are one regular expression away.
@@ -31,6 +31,12 @@ export const RULES = [
     packages: ['@grpc/grpc-js', 'cluster-key-slot'],
     symbols: { ioredis: ['Cluster'] },
     why: 'the engine knows lock rules only: no transport, no gRPC, no topology',
+  },
+  {
+    from: 'src/engine/',
+    to: ['src/package-root'],
+    packages: ['fs', 'node:fs', 'child_process', 'node:child_process'],
+    why: 'the engine reads no files and starts nothing: storage reads the Lua files (src/redis/scripts.ts)',
   },
   {
     from: 'src/redis/',

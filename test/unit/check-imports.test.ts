@@ -51,6 +51,20 @@ it('fails on arrows that point up: the engine to gRPC or a Cluster, config to th
   expect(problems.join('\n')).toMatch(/clients\/ts\/x\.ts imports src\/transport\/t\.ts/);
 });
 
+it('fails on an engine that reads files or starts processes: storage does that', () => {
+  const root = fixture({
+    'src/engine/e.ts':
+      "import { readFileSync } from 'node:fs';\nimport { spawn } from 'child_process';\nimport { packageRoot } from '../package-root';\nexport const e = [readFileSync, spawn, packageRoot];\n",
+    'src/package-root.ts': 'export const packageRoot = () => "";\n',
+    'src/redis/scripts.ts': "import { readFileSync } from 'node:fs';\nimport { packageRoot } from '../package-root';\nexport const s = [readFileSync, packageRoot];\n",
+  });
+  const problems: string[] = check(root, ['src']);
+  expect(problems).toHaveLength(3);
+  expect(problems.join('\n')).toMatch(/src\/engine\/e\.ts imports node:fs \(readFileSync\): the engine reads no files/);
+  expect(problems.join('\n')).toMatch(/src\/engine\/e\.ts imports child_process \(spawn\)/);
+  expect(problems.join('\n')).toMatch(/src\/engine\/e\.ts imports src\/package-root\.ts/);
+});
+
 it('lets the engine take a Redis type and config take config', () => {
   const root = fixture({
     'src/engine/e.ts': "import type { Redis } from 'ioredis';\nimport { B } from '../config/b';\nexport type R = Redis;\nexport const e = B;\n",
