@@ -56,7 +56,8 @@ it('fails on an engine that reads files or starts processes: storage does that',
     'src/engine/e.ts':
       "import { readFileSync } from 'node:fs';\nimport { spawn } from 'child_process';\nimport { packageRoot } from '../package-root';\nexport const e = [readFileSync, spawn, packageRoot];\n",
     'src/package-root.ts': 'export const packageRoot = () => "";\n',
-    'src/redis/scripts.ts': "import { readFileSync } from 'node:fs';\nimport { packageRoot } from '../package-root';\nexport const s = [readFileSync, packageRoot];\n",
+    'src/redis/scripts.ts':
+      "import { readFileSync } from 'node:fs';\nimport { packageRoot } from '../package-root';\nexport const s = [readFileSync, packageRoot];\n",
   });
   const problems: string[] = check(root, ['src']);
   expect(problems).toHaveLength(3);
