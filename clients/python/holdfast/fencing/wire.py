@@ -115,13 +115,15 @@ def parse(lock, token, lock_header=HTTP_LOCK_HEADER, token_header=HTTP_TOKEN_HEA
 
 def _collect(pairs, names):
     """{"fence": [...], "lock": [...], "token": [...]}: every value of each of the three among
-    (key, value) pairs whose keys are compared as given."""
+    (key, value) pairs whose keys are compared as given. A value with a comma counts as two: that is
+    how a header sent twice reaches a WSGI app, and how proxies and some gRPC stacks pass it on (no
+    fence, lock or token contains one: encodeURIComponent writes %2C)."""
     wanted = {name: field for field, name in names.items()}
     found = {field: [] for field in names}
     for key, value in pairs:
         field = wanted.get(key)
         if field is not None:
-            found[field].append(value)
+            found[field].extend(value.split(","))
     return found
 
 
@@ -138,13 +140,9 @@ def collect_asgi(headers):
 
 
 def collect_wsgi(environ):
-    """The fence fields' values in a WSGI environ. The server joins a header sent twice into one
-    value with a comma, which none of the three may contain: such a value counts as sent twice."""
-    found = {}
-    for field, name in HTTP_NAMES.items():
-        value = environ.get("HTTP_" + name.upper().replace("-", "_"))
-        found[field] = [] if value is None else value.split(",")
-    return found
+    """The fence fields' values in a WSGI environ (whose server joins a header sent twice with a comma)."""
+    keys = {field: "HTTP_" + name.upper().replace("-", "_") for field, name in HTTP_NAMES.items()}
+    return _collect(((key, environ[key]) for key in keys.values() if key in environ), keys)
 
 
 def once(raw, names):
