@@ -2,7 +2,8 @@
 # Installs the crate the way clients/rust/README.md says, from the .crate that package.sh writes,
 # in a scratch folder outside the repository with a fresh HOME and CARGO_HOME: runs the README's
 # install recipe there, puts the README's first program in the new project, builds it and runs it
-# against the server at HOST:PORT, where it takes a lock and prints its fencing token.
+# against the server at HOST:PORT, where it takes a lock and prints its fencing token; then checks
+# that the crate builds with the fencing kit's features (guard, redis-store, postgres-store).
 #   clients/rust/test-install.sh HOST:PORT
 # Shared with the developer's cargo, for speed only: the registry download cache (CARGO_HOME's
 # registry/) and a build folder for the dependencies (holdfast itself builds from the unpacked
@@ -53,3 +54,5 @@ cd "$scratch/lockdemo"
 "${clean_env[@]}" HOLDFAST_ADDR="$addr" cargo run --quiet | tee "$scratch/out"
 if grep -q "$repo" Cargo.toml Cargo.lock; then die "lockdemo names a path in the repository"; fi
 grep -q "^holding reports with fencing token [1-9][0-9]*$" "$scratch/out" || die "the program did not print a fencing token"
+# The fencing kit's features build from the packed crate too (its copy of fence-record-1.lua included).
+"${clean_env[@]}" cargo check --quiet --features holdfast/guard,holdfast/redis-store,holdfast/postgres-store

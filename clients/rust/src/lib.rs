@@ -8,6 +8,10 @@
 //! client believes it only until its request's send time plus the lease the server reported, less
 //! a clock-drift allowance.
 //!
+//! A lease's fence ([`fence`]) goes on every request to what the lock protects; the resource's side
+//! of the fencing kit, a guard that checks signed fences before its store, is `fencing`, behind
+//! the Cargo features `guard`, `redis-store` and `postgres-store`.
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), holdfast::Error> {
 //! let client = holdfast::Client::connect_env().await?;
