@@ -19,6 +19,10 @@ export interface FenceRedis {
   pid(): number;
   /** SIGKILLs redis-server (no shutdown save) and starts it on the same port and data dir. */
   killAndRestart(): Promise<void>;
+  /** SIGKILLs redis-server by its PID and resolves once it exited. */
+  kill(): Promise<void>;
+  /** Starts it again on the same port and data dir (after kill). */
+  start(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -27,22 +31,32 @@ export async function startFenceRedis(args: string[] = DURABLE_REDIS): Promise<F
   let server: EmbeddedRedis = await startEmbeddedRedis({ dataDir, args });
   const client = new Redis(server.url, { maxRetriesPerRequest: 20 });
   client.on('error', () => {});
-  return {
+  const handle: FenceRedis = {
     url: server.url,
     client,
     pid: () => server.process.pid!,
     async killAndRestart() {
+      await handle.kill();
+      await handle.start();
+    },
+    async kill() {
+      if (server.process.exitCode !== null || server.process.signalCode !== null) return;
       const exited = new Promise((resolve) => server.process.once('exit', resolve));
-      server.process.kill('SIGKILL');
+      signal(server.process.pid!, 'SIGCONT'); // a frozen one too
+      signal(server.process.pid!, 'SIGKILL');
       await exited;
+    },
+    async start() {
       server = await startEmbeddedRedis({ dataDir, port: server.port, args });
     },
     async stop() {
       client.disconnect();
+      signal(server.process.pid!, 'SIGCONT'); // a test may have frozen it
       await server.stop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+  return handle;
 }
 
 const POSTGRES_SH = join(__dirname, '..', 'support', 'postgres.sh');
