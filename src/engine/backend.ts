@@ -4,6 +4,7 @@ import type { EngineStats } from './engine';
 import type { AcquireParams, FenceCheck, Grant, LockInfo, LockScan, ReleaseOptions, ReleaseResult } from './types';
 import type { WatchListener } from './watch-room';
 import type { KeepRequest, KeptLease, LeaseEvents } from './types';
+import type { GroupEvents, GroupOptions, LeaseGroup } from './lease-group';
 
 export interface LockBackend {
   acquire(params: AcquireParams, signal?: AbortSignal): Promise<Grant | null>;
@@ -19,6 +20,8 @@ export interface LockBackend {
   /** Follows one lock's changes; returns the way to stop. Throws a LockError when the backend cannot. */
   watch(name: string, listener: WatchListener): () => void;
   keep(request: KeepRequest, events: LeaseEvents, leaseStart: number, grantedMs?: number): KeptLease;
+  /** A lease group: the holds of one Hold, HoldSet or Session, renewed, reported and ended together. */
+  group(events: GroupEvents, options: GroupOptions): LeaseGroup;
   stats(): EngineStats;
   close(): Promise<void>;
 }

@@ -7,8 +7,21 @@ import { LockError } from './errors';
 import { NO_OBSERVER, type EngineObserver } from './observer';
 import { conflictError, grantOf, notHeld, requestIdReused } from './replies';
 import type { ScriptName } from './scripts';
-import type { ClaimAnswer, LockRef, LockStore, ReleaseRequest } from './store';
-import type { AcquireParams, FenceCheck, Grant, KeepRequest, KeptLease, LeaseEvents, LockInfo, LockScan, ReleaseOptions, ReleaseResult } from './types';
+import type { ClaimAnswer, LockRef, LockStore, ReleaseAnswer, ReleaseRequest } from './store';
+import type {
+  AcquireParams,
+  FenceCheck,
+  Grant,
+  KeepRequest,
+  KeptLease,
+  LeaseEvents,
+  LockInfo,
+  LostReason,
+  LockScan,
+  ReleaseOptions,
+  ReleaseResult,
+} from './types';
+import { LeaseGroup, type GroupEvents, type GroupOptions } from './lease-group';
 import { LockChannels } from './lock-channels';
 import { randomId } from './random-ids';
 import { RetryWait } from './retry-wait';
@@ -39,11 +52,6 @@ export type EngineStats = WaitRoomStats & WatchdogStats;
 /** 128 random bits: the secret that releases and renews a grant. */
 export function newToken(): string {
   return randomId(16);
-}
-
-/** Names one Hold stream's hold of a grant (not a secret: the token is). */
-export function newHoldId(): string {
-  return randomId(9);
 }
 
 /** A request id is remembered across locks this long beyond the wait and the lease it asked for. */
@@ -266,11 +274,18 @@ export class LockEngine {
       why: why ?? '',
     };
     const leaseStart = performance.now();
-    const answer = await this.room.releasing(
-      name,
-      this.observed('release', () => this.store.release(request)),
-      leaseStart,
-    );
+    if (holdId) this.watchdog.releasing(holdId, 1);
+    let answer: ReleaseAnswer;
+    try {
+      answer = await this.room.releasing(
+        name,
+        this.observed('release', () => this.store.release(request)),
+        leaseStart,
+      );
+    } finally {
+      // In the same turn as released() below: no renewal can settle in between.
+      if (holdId) this.watchdog.releasing(holdId, -1);
+    }
     if (!answer.held) {
       if (countGone) this.observer.tokenGone('release');
       throw notHeld(name);
@@ -297,7 +312,17 @@ export class LockEngine {
 
   /** Keeps renewing a grant until stopped or lost (the lease behind a Hold stream). */
   keep(request: KeepRequest, events: LeaseEvents, leaseStart: number, grantedMs?: number): KeptLease {
-    return this.watchdog.keep(request, events, leaseStart, grantedMs);
+    const listener = {
+      renewed: (lease: { leftMs: number; start: number }) => events.onRenewed(lease.leftMs, lease.start),
+      settled: () => {},
+      lost: (_lease: unknown, reason: LostReason, message: string) => events.onLost(reason, message),
+    };
+    return this.watchdog.keep(request, listener, null, leaseStart, grantedMs);
+  }
+
+  /** A lease group (lease-group.ts): the holds of one Hold, HoldSet or Session, kept together. */
+  group(events: GroupEvents, options: GroupOptions): LeaseGroup {
+    return new LeaseGroup(this, this.watchdog, events, options);
   }
 
   /** How many leases this engine is keeping alive. */

@@ -3,9 +3,15 @@
 // never deadlock (Havender's ordered resources), on any topology: each member is its own script
 // on its own slot. One deadline covers the set; members already taken are renewed while later
 // ones are waited for, and given back if the set cannot be completed (deadline, cancel, error).
-import type { LockBackend } from './backend';
 import { LockError } from './errors';
-import type { AcquireParams, Grant } from './types';
+import type { AcquireParams, Grant, ReleaseOptions } from './types';
+
+/** What taking and giving back a set asks of the engine (LockBackend has it). */
+export interface LockCalls {
+  acquire(params: AcquireParams, signal?: AbortSignal): Promise<Grant | null>;
+  release(name: string, token: string, options?: ReleaseOptions): Promise<unknown>;
+  renew(name: string, token: string, ttlMs: number): Promise<{ ttlMs: number }>;
+}
 
 export interface SetMemberGrant {
   name: string;
@@ -25,7 +31,7 @@ export function canonicalOrder(names: string[]): string[] {
  * `signal` aborted; nothing is left held then. `holdIdFor` names each member's hold (HoldSet).
  */
 export async function acquireSet(
-  backend: LockBackend,
+  backend: LockCalls,
   names: string[],
   params: Omit<AcquireParams, 'name' | 'holdId'>,
   signal: AbortSignal,
@@ -56,7 +62,7 @@ export async function acquireSet(
 }
 
 /** Releases one hold of each member; resolves with the names whose token held nothing. */
-export async function giveBack(backend: LockBackend, members: { name: string; grant: { token: string }; holdId: string }[]): Promise<string[]> {
+export async function giveBack(backend: LockCalls, members: { name: string; grant: { token: string }; holdId: string }[]): Promise<string[]> {
   const results = await Promise.all(
     members.map(({ name, grant, holdId }) =>
       backend.release(name, grant.token, { holdId }).then(
@@ -82,7 +88,7 @@ class Keeper {
   private failure: LockError | null = null;
 
   constructor(
-    private readonly backend: LockBackend,
+    private readonly backend: LockCalls,
     private readonly taken: SetMemberGrant[],
     private readonly ttlMs: number,
   ) {
@@ -128,7 +134,7 @@ const FRESH_ENOUGH = 0.1;
  * the set with (nearly) a full lease; a set taken without waiting costs no renewal. Throws when a
  * member is gone.
  */
-export async function refreshSet(backend: LockBackend, members: SetMemberGrant[], ttlMs: number): Promise<void> {
+export async function refreshSet(backend: LockCalls, members: SetMemberGrant[], ttlMs: number): Promise<void> {
   const now = performance.now();
   await Promise.all(
     members

@@ -109,6 +109,8 @@ export interface KeepRequest {
   token: string;
   /** This stream's hold of the grant. */
   holdId: string;
+  /** The grant's fencing token, told with its renewals (a signed fence names it); absent: ''. */
+  fencingToken?: string;
   ttlMs: number;
   /** 0 for no cap. */
   maxHoldMs: number;

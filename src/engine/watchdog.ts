@@ -13,14 +13,43 @@
 import { DueSchedule, type Schedulable } from './due-schedule';
 import { NO_OBSERVER, type EngineObserver } from './observer';
 import type { LockRef, LockStore, RenewAnswer, RenewRequest } from './store';
-import type { KeepRequest, KeptLease, LeaseEvents, LostReason, ReleaseOptions, VanishReason } from './types';
+import type { KeepRequest, KeptLease, LostReason, ReleaseOptions, VanishReason } from './types';
+
+/**
+ * Who hears of a kept lease: its lease group (lease-group.ts). One listener serves every lease
+ * of its group, so a lease carries no closures of its own.
+ */
+export interface LeaseListener<T> {
+  /** A renewal of `lease` was confirmed: its lease now ends no earlier than lease.start + lease.leftMs. */
+  renewed(lease: HeldLease<T>): void;
+  /** Every renewal of one round trip is settled: the listener may report what they changed. */
+  settled(): void;
+  /** The lease is over (lost, or released with its token: 'released'); the watchdog no longer keeps it. */
+  lost(lease: HeldLease<T>, reason: LostReason, message: string): void;
+}
+
+/** A kept lease as its listener sees it; `tag` is the listener's own (a group: the set it belongs to). */
+export interface HeldLease<T> extends KeptLease {
+  readonly name: string;
+  readonly token: string;
+  readonly holdId: string;
+  readonly fencingToken: string;
+  readonly tag: T;
+  /** performance.now() when its latest confirmed renewal (or its grant) was sent. */
+  readonly start: number;
+  /** The lease that renewal (or grant) left: the lease ends no earlier than start + leftMs. */
+  readonly leftMs: number;
+  /** No longer kept (given back, lost or released). */
+  readonly ended: boolean;
+}
 
 /**
  * One kept lease. A class, so that every lease shares one shape and its letGo/abandon are not
  * closures of its own: a server may keep tens of thousands (docs/sessions.md, "Caps").
  */
-class Lease implements KeepRequest, KeptLease, Schedulable {
+class Lease implements KeepRequest, HeldLease<unknown>, Schedulable {
   readonly name: string;
+  readonly fencingToken: string;
   readonly token: string;
   readonly holdId: string;
   readonly ttlMs: number;
@@ -34,6 +63,8 @@ class Lease implements KeepRequest, KeptLease, Schedulable {
   readonly maxHoldAt: number;
   /** The latest lease end this stream's client was told of (sent at + lease left): its lease ends no later. */
   toldUntil: number;
+  start: number;
+  leftMs: number;
   /** The watchdog's schedule's counter (due-schedule.ts). */
   dueVersion = 0;
   /** The lease asked for by the renewal in flight (ms). */
@@ -42,10 +73,13 @@ class Lease implements KeepRequest, KeptLease, Schedulable {
   final = false;
   inflight = false;
   ended = false;
+  /** Releases of this hold on their way through this server: a renewal finding it gone waits for their answer. */
+  releasing = 0;
 
   constructor(
     request: KeepRequest,
-    readonly events: LeaseEvents,
+    readonly listener: LeaseListener<unknown>,
+    readonly tag: unknown,
     /** The lock as the store finds it: one object per lease, so a store may remember what it works out from it. */
     readonly lock: LockRef,
     confirmedAt: number,
@@ -53,6 +87,7 @@ class Lease implements KeepRequest, KeptLease, Schedulable {
     private readonly stop: (lease: Lease, vanished: boolean) => Promise<void>,
   ) {
     this.name = request.name;
+    this.fencingToken = request.fencingToken ?? '';
     this.token = request.token;
     this.holdId = request.holdId;
     this.ttlMs = request.ttlMs;
@@ -64,6 +99,8 @@ class Lease implements KeepRequest, KeptLease, Schedulable {
     this.lostAt = confirmedAt + request.ttlMs - safetyMargin(request.ttlMs);
     this.maxHoldAt = request.maxHoldMs > 0 ? confirmedAt + request.maxHoldMs : Infinity;
     this.toldUntil = confirmedAt + grantedMs;
+    this.start = confirmedAt;
+    this.leftMs = grantedMs;
     this.final = runsToCap(this, confirmedAt + request.ttlMs);
   }
 
@@ -123,15 +160,25 @@ export class Watchdog {
    * Starts keeping a lease whose grant was confirmed at `confirmedAt` (performance.now(), sent
    * before the script ran) for `grantedMs` (the lease left the client was told).
    */
-  keep(request: KeepRequest, events: LeaseEvents, confirmedAt: number, grantedMs = request.ttlMs): KeptLease {
+  keep<T>(request: KeepRequest, listener: LeaseListener<T>, tag: T, confirmedAt: number, grantedMs = request.ttlMs): HeldLease<T> {
     const lock = { prefix: this.prefix, name: request.name };
-    const lease = new Lease(request, events, lock, confirmedAt, grantedMs, this.stopLease);
+    const lease = new Lease(request, listener as LeaseListener<unknown>, tag, lock, confirmedAt, grantedMs, this.stopLease);
     this.leases.add(lease);
     this.reschedule(lease);
     this.byHold.set(lease.holdId, lease);
     this.tickMs = Math.min(this.tickMs, tickFor(lease.ttlMs));
     this.arm();
-    return lease;
+    return lease as HeldLease<T>;
+  }
+
+  /**
+   * A release of `holdId` starts (+1) or has its answer (-1). Meanwhile a renewal that finds the
+   * hold gone was overtaken by that release: released() ends the lease as 'released', not as
+   * expired (a released set member must not read as lost).
+   */
+  releasing(holdId: string, by: 1 | -1): void {
+    const lease = this.byHold.get(holdId);
+    if (lease) lease.releasing += by;
   }
 
   /** The hold was given back with Release (through this server): its stream ends as 'released'. */
@@ -190,7 +237,7 @@ export class Watchdog {
 
   private lost(lease: Lease, reason: LostReason, message: string): void {
     if (reason !== 'released') this.observer.leaseLost(reason);
-    lease.events.onLost(reason, message);
+    lease.listener.lost(lease, reason, message);
   }
 
   private arm(): void {
@@ -251,31 +298,34 @@ export class Watchdog {
     let failure: Error | null = null;
     for (const answer of answers) if (answer instanceof Error) failure ??= answer;
     this.observer.scriptEnd(probe, 'renewBatch', failure !== null);
+    const renewed = new Set<LeaseListener<unknown>>();
     for (let i = 0; i < leases.length; i++) {
       const lease = leases[i];
       const answer = answers[i] ?? new Error('no reply');
       lease.inflight = false;
       // A failed renewal is tried again at the next tick; lostAt decides when to give up.
-      if (!(answer instanceof Error)) this.settle(lease, answer, sentAt);
+      if (!(answer instanceof Error) && this.settle(lease, answer, sentAt)) renewed.add(lease.listener);
       this.reschedule(lease);
     }
+    for (const listener of renewed) listener.settled();
     if (failure) this.onBackgroundError(failure);
   }
 
-  /** What the store answered for the lease's renewal. */
-  private settle(lease: Lease, answer: RenewAnswer, sentAt: number): void {
+  /** What the store answered for the lease's renewal. True when it renewed the lease. */
+  private settle(lease: Lease, answer: RenewAnswer, sentAt: number): boolean {
     // Ended while this renewal was on its way: the hold is being given back, and a renewal that
     // runs after that finds the hold gone (renewals check the hold id), so nothing is extended.
-    if (lease.ended) return;
+    if (lease.ended) return false;
     if (!answer.renewed) {
+      if (lease.releasing > 0) return false; // released() ends it, once the release has its answer
       // Just reconnected: whether a failover took the grant is known in a moment; ask again then.
-      if (this.store.verifying(lease.lock) && answer.why !== 'hold_released') return;
+      if (this.store.verifying(lease.lock) && answer.why !== 'hold_released') return false;
       if (answer.why === 'hold_released') this.end(lease, 'released', 'the hold was released with its token');
       else if (this.store.lastFailoverAt(lease.lock) > lease.keptSince) {
         this.end(lease, 'failover', 'the grant was lost when Redis failed over to a replica that did not have it');
       } else if (answer.why === 'taken') this.end(lease, 'taken', 'the grant is gone and someone else holds the lock now');
       else this.end(lease, 'expired', 'the grant is gone (it expired or was released)');
-      return;
+      return false;
     }
     const { leftMs } = answer;
     lease.renewAt = sentAt + lease.ttlMs * RENEW_FRACTION;
@@ -284,7 +334,10 @@ export class Watchdog {
     // off what it confirms (Redlock's clock drift allowance).
     lease.final = runsToCap(lease, sentAt + Math.max(leftMs, lease.askedMs));
     lease.toldUntil = Math.max(lease.toldUntil, sentAt + leftMs);
-    lease.events.onRenewed(leftMs, sentAt);
+    lease.start = sentAt;
+    lease.leftMs = leftMs;
+    lease.listener.renewed(lease);
+    return true;
   }
 }
 

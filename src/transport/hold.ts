@@ -1,19 +1,20 @@
-// Hold: the open stream is the lease. Acquire (waiting like Acquire), send `acquired`, let the
-// engine's watchdog renew and report. A cancel by the client gives the hold back at once, and so
-// does the call's deadline (the client's own word, on its own clock); any other end leaves the
-// lease to run out, since the client may not know its stream is over.
+// Hold (and HoldSet, lock-set.ts): the open stream is the lease. Decode the request, let the
+// engine's lease group take and keep the lock (src/engine/lease-group.ts), and encode what it
+// reports: `acquired`, each `renewed`, the `lost` that ends the stream. When the stream ends, the
+// group applies the end rule: a cancel by the client gives the hold back at once, the call's
+// deadline after the clocks' drift wait (the client's own word, on its own clock); any other end
+// leaves the lease to run out, since the client may not know its stream is over.
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import type { ServerSurfaceCall } from '@grpc/grpc-js/build/src/server-call';
-import { LostReason, type HoldRequest, type HoldResponse } from '../../gen/holdfast/v1/lock';
+import { LostReason, type HoldRequest, type HoldResponse, type HoldSetRequest, type HoldSetResponse } from '../../gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
-import { newHoldId } from '../engine/engine';
-import { LockError } from '../engine/errors';
-import type { AcquireParams, LostReason as EngineLostReason } from '../engine/types';
-import { boundedWait, callScope } from './call-context';
-import { checkMaxHold, toAcquireParams } from './requests';
+import type { HeldSet, HoldAsk, LeaseGroup, LeaseSet } from '../engine/lease-group';
+import type { LostReason as EngineLostReason } from '../engine/types';
+import { boundedWait, callScope, type CallScope } from './call-context';
+import { msSince } from './operations';
+import { checkMaxHold, toAcquireParams, toSetParams } from './requests';
 import { fenceOf, grantFields } from './responses';
 import type { SignFence } from '../fencing/fence';
-import { driftMarginMs } from '../../clients/ts/deadline';
 import { lostLeaseError, toServiceError } from './status';
 
 export interface HoldOptions {
@@ -51,20 +52,13 @@ export const LOST_CODE: Record<EngineLostReason, LostReason> = {
 };
 
 type HoldCall = ServerWritableStream<HoldRequest, HoldResponse>;
+/** A Hold or a HoldSet stream: both tell `renewed` and `lost` alike. */
+export type HoldStreamCall = HoldCall | ServerWritableStream<HoldSetRequest, HoldSetResponse>;
 
 export function holdHandler(engine: LockBackend, options: HoldOptions) {
   return (call: HoldCall) => {
     hold(engine, options, call).catch((err) => call.emit('error', toServiceError(err, options.logError)));
   };
-}
-
-/**
- * What a Hold (or HoldSet) asks the engine for: the request's parameters, waiting no longer
- * than the call's deadline allows, and with no lease outliving the hold's cap (so the lock is
- * free when max_hold_ms ends it). A new object: the checked request stays as it was.
- */
-export function holdParams<P extends Omit<AcquireParams, 'name' | 'holdId'>>(asked: P, waitMs: number, maxHoldMs: number): P {
-  return { ...asked, waitMs, ttlMs: maxHoldMs > 0 ? Math.min(asked.ttlMs, maxHoldMs) : asked.ttlMs };
 }
 
 /** The smaller of the request's cap and the server's; 0 is no cap. */
@@ -73,82 +67,131 @@ export function maxHoldOf(requested: number, server: number): number {
   return server === 0 ? requested : Math.min(requested, server);
 }
 
+/**
+ * A HoldRequest, decoded for the lease group: waiting no longer than the call's deadline allows.
+ * `tag` names the set it takes (a session: the hold's op_id).
+ */
+export function holdAsk(request: HoldRequest, options: HoldOptions, call: ServerSurfaceCall, tag = ''): { name: string; ask: HoldAsk } {
+  const { name, holdId: _, ...asked } = toAcquireParams(request, options.defaultTtlMs);
+  const releaseOnDisconnect = options.releaseOnDisconnect || request.releaseOnDisconnect;
+  return { name, ask: askOf(asked, request.maxHoldMs, options, call, releaseOnDisconnect, tag) };
+}
+
+/** A HoldSetRequest, decoded as holdAsk() decodes a HoldRequest. */
+export function holdSetAsk(request: HoldSetRequest, options: HoldOptions, call: ServerSurfaceCall, tag = ''): { names: string[]; ask: HoldAsk } {
+  const { names, params } = toSetParams(request, options.defaultTtlMs);
+  return { names, ask: askOf(params, request.maxHoldMs, options, call, options.releaseOnDisconnect, tag) };
+}
+
+function askOf(asked: HoldAsk['params'], maxHoldMs: string, options: HoldOptions, call: ServerSurfaceCall, releaseOnDisconnect: boolean, tag: string): HoldAsk {
+  return {
+    params: { ...asked, waitMs: boundedWait(call, asked.waitMs, options.deadlineMarginMs) },
+    askedWaitMs: asked.waitMs,
+    maxHoldMs: maxHoldOf(checkMaxHold(maxHoldMs), options.maxHoldMs),
+    releaseOnDisconnect,
+    tag,
+  };
+}
+
 async function hold(engine: LockBackend, options: HoldOptions, call: HoldCall): Promise<void> {
   // Every time sent to the client counts from here: it anchors them at when it sent the request.
   const receivedAt = performance.now();
-  const sinceRequest = (at: number) => String(Math.max(0, Math.floor(at - receivedAt)));
-  const asked = toAcquireParams(call.request, options.defaultTtlMs);
-  const maxHoldMs = maxHoldOf(checkMaxHold(call.request.maxHoldMs), options.maxHoldMs);
-  const params = { ...holdParams(asked, boundedWait(call, asked.waitMs, options.deadlineMarginMs), maxHoldMs), holdId: newHoldId() };
-  const { signal, cancelledByClient, finish } = callScope(call);
-  const grant = await engine.acquire(params, signal);
-  if (signal.aborted) return; // the engine gave back any grant that raced the cancellation
-  if (!grant) {
-    finish();
-    throw new LockError('timeout', `lock "${params.name}" was not acquired within ${asked.waitMs} ms`);
-  }
-
-  call.write({
-    acquired: {
-      ...grantFields(grant, fenceOf(options.signFence, params.name, grant.fencingToken, grant)),
-      leaseStartedAfterMs: sinceRequest(grant.leaseStart),
-      holdId: params.holdId,
-    },
-  });
-  const lease = engine.keep(
-    {
-      name: params.name,
-      token: grant.token,
-      holdId: params.holdId,
-      ttlMs: params.ttlMs,
-      maxHoldMs,
-      lockDelayMs: options.lockDelayMs,
-      releaseOnDisconnect: options.releaseOnDisconnect || call.request.releaseOnDisconnect,
-    },
-    {
-      onRenewed: (ttlMs, leaseStart) => {
-        const fence = fenceOf(options.signFence, params.name, grant.fencingToken, { leaseStart, ttlMs });
-        call.write({ renewed: { ttlMs: String(ttlMs), leaseStartedAfterMs: sinceRequest(leaseStart), signedFences: fence ? [fence] : [] } });
+  const { name, ask } = holdAsk(call.request, options, call);
+  await keepStream(
+    engine,
+    options,
+    call,
+    receivedAt,
+    (group, signal) => group.hold(name, ask, signal),
+    ({ grants: [{ grant, holdId }] }) => ({
+      acquired: {
+        ...grantFields(grant, fenceOf(options.signFence, name, grant.fencingToken, grant)),
+        leaseStartedAfterMs: msSince(receivedAt, grant.leaseStart),
+        holdId,
       },
-      onLost: (reason, message) => {
-        finish(); // the lease is over: closing the stream must not give anything back again
-        if (reason === 'released') {
-          call.end(); // the client released it on purpose: a normal end
-          return;
-        }
-        options.onAbnormalEnd?.({ name: params.name, holdId: params.holdId, reason, message });
-        call.write({ lost: { reason: message, code: LOST_CODE[reason], name: '' } });
-        call.emit('error', lostLeaseError(reason, `lock "${params.name}": ${message}`));
-      },
-    },
-    grant.leaseStart,
-    grant.ttlMs,
+    }),
   );
-  // A client that cancelled knows its lease is over: give the hold back now. A lost connection
-  // (or keepalive finding the peer dead) says nothing about what the client believes: its
-  // lease runs out first.
-  signal.addEventListener('abort', () => {
-    if (cancelledByClient()) return void lease.letGo();
-    const givenBack = deadlineEndWait(call, receivedAt);
-    if (givenBack !== undefined) return void setTimeout(() => void lease.letGo(), givenBack);
-    const message = 'the stream ended without a cancel (the connection was lost)';
-    options.onAbnormalEnd?.({ name: params.name, holdId: params.holdId, reason: 'stream_lost', message });
-    void lease.abandon();
-  });
 }
 
 /**
- * When the call ended at its deadline: how long to wait before giving the hold back, else
- * undefined. The client set the deadline and ends the call on its own clock, counted from when it
- * sent the request, which is before the server received it: so the server's deadline passes after
- * the client's, but for the two clocks' rates. The wait covers that drift, both ways, by the SDKs'
- * own allowance (clients/ts/deadline.ts), so the hold goes only once the client has stopped
- * counting on it.
+ * A Hold or HoldSet stream once decoded: `take` has the group take the set, `acquired` tells it;
+ * then the group's reports are written until the set is lost or the stream ends.
  */
-export function deadlineEndWait(call: ServerSurfaceCall, receivedAt: number): number | undefined {
+export async function keepStream(
+  engine: LockBackend,
+  options: HoldOptions,
+  call: HoldStreamCall,
+  receivedAt: number,
+  take: (group: LeaseGroup, signal: AbortSignal) => Promise<HeldSet | null>,
+  acquired: (held: HeldSet) => HoldResponse | HoldSetResponse,
+): Promise<void> {
+  const scope = callScope(call);
+  // Either kind: `renewed` and `lost` are the same messages in both, and `acquired` is the caller's.
+  const stream = call as ServerWritableStream<unknown, HoldResponse & HoldSetResponse>;
+  let kept: LeaseSet | undefined;
+  const group = engine.group(
+    {
+      renewed: (end) => {
+        const signedFences = renewalFences(options.signFence, kept);
+        stream.write({ renewed: { ttlMs: String(end.ttlMs), leaseStartedAfterMs: msSince(receivedAt, end.leaseStart), signedFences } });
+      },
+      lost: (set, member, reason, message) => {
+        scope.finish(); // the set is over: closing the stream must not give anything back again
+        if (reason === 'released') return void call.end(); // the holder released it on purpose: a normal end
+        options.onAbnormalEnd?.({ name: member.name, holdId: member.holdId, reason, message });
+        stream.write({ lost: { reason: message, code: LOST_CODE[reason], name: set.named ? member.name : '' } });
+        call.emit('error', lostLeaseError(reason, set.named ? `the set lost ${message}` : `lock "${member.name}": ${message}`));
+      },
+    },
+    options,
+  );
+  let held: HeldSet | null;
+  try {
+    held = await take(group, scope.signal);
+  } catch (err) {
+    scope.finish();
+    throw err;
+  }
+  if (!held) return; // the client left while it was taken: nothing is held
+  kept = held.set;
+  stream.write(acquired(held) as HoldResponse & HoldSetResponse);
+  scope.signal.addEventListener('abort', () => endWithStream(group, scope, call, receivedAt, options, STREAM_LOST));
+}
+
+const STREAM_LOST = () => 'the stream ended without a cancel (the connection was lost)';
+
+/** Each member's fence, re-signed with its own latest lease, in the set's (canonical) order; none without a signing key. */
+function renewalFences(sign: SignFence | undefined, set: LeaseSet | undefined): string[] {
+  if (!sign || !set) return [];
+  return set.members.map((m) => fenceOf(sign, m.name, m.fencingToken, { leaseStart: m.start, ttlMs: m.leftMs }));
+}
+
+/**
+ * The stream holding `group` ended: the group applies the end rule to what it holds. A stream
+ * lost without a cancel is logged once (not once per lock: a session may hold thousands).
+ */
+export function endWithStream(
+  group: LeaseGroup,
+  scope: CallScope,
+  call: ServerSurfaceCall,
+  anchor: number,
+  options: HoldOptions,
+  lostMessage: (locks: number) => string,
+): void {
+  const { rule, members } = group.end({ byHolder: scope.cancelledByClient(), deadlineCallMs: deadlineCallMs(call, anchor) });
+  const [first] = members;
+  if (rule === 'kept' && first)
+    options.onAbnormalEnd?.({ name: first.name, holdId: first.holdId, reason: 'stream_lost', message: lostMessage(members.length) });
+}
+
+/**
+ * When the call ended at its deadline: how long after the client sent its request that deadline
+ * came, else undefined. The client counts from when it sent the request, before the server
+ * received it (`anchor`); the engine's end rule adds the clocks' drift to it.
+ */
+function deadlineCallMs(call: ServerSurfaceCall, anchor: number): number | undefined {
   const deadline = call.getDeadline();
   const at = deadline instanceof Date ? deadline.getTime() : Number(deadline);
   if (!Number.isFinite(at) || Date.now() < at) return undefined;
-  const callMs = at - (Date.now() - (performance.now() - receivedAt));
-  return 2 * driftMarginMs(Math.max(0, callMs));
+  return at - (Date.now() - (performance.now() - anchor));
 }

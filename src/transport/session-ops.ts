@@ -1,20 +1,18 @@
 // One operation of a Session, run as its unary twin runs it (operations.ts, requests.ts, hold.ts):
-// the same checks, the same engine calls, the same answers and errors. A hold is kept by the
-// engine's watchdog as a Hold stream's is, and reported to the session rather than to a stream.
+// the same checks, the same engine calls, the same answers and errors. A hold or hold_set is
+// taken by the session's lease group (src/engine/lease-group.ts) as a Hold stream's is, and kept
+// as one of its sets, reported to the session rather than to a stream.
 import type { ServerSurfaceCall } from '@grpc/grpc-js/build/src/server-call';
 import type { HoldRequest, HoldSetRequest, SessionRequest, SessionResponse } from '../../gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
-import { newHoldId } from '../engine/engine';
-import { LockError } from '../engine/errors';
-import type { KeptLease, LeaseEvents, LostReason } from '../engine/types';
+import type { LeaseGroup } from '../engine/lease-group';
 import { boundedWait } from './call-context';
-import { holdParams, maxHoldOf, type HoldOptions } from './hold';
+import { holdAsk, holdSetAsk, type HoldOptions } from './hold';
 import { acquireLock, checkLockFencingToken, inspectLock, msSince, releaseLock, renewLock, setLockValue } from './operations';
-import { checkMaxHold, toAcquireParams, toSetParams } from './requests';
+import { toAcquireParams } from './requests';
 import { fenceOf, grantFields } from './responses';
 import { acquireLockSet, memberFields, releaseSetCall } from './lock-set';
-import { acquireSet, earliestStart, giveBack, type SetMemberGrant } from '../engine/lock-set';
-import type { Held } from './session-leases';
+import { earliestStart, giveBack } from '../engine/lock-set';
 
 export const OP_KINDS = ['acquire', 'release', 'renew', 'hold', 'inspect', 'setValue', 'checkFencingToken', 'acquireSet', 'releaseSet', 'holdSet'] as const;
 export type OpKind = (typeof OP_KINDS)[number];
@@ -43,15 +41,8 @@ export interface OpContext {
   /** Aborts when the operation is cancelled or the session ends. */
   signal: AbortSignal;
   opId: string;
-}
-
-/** What the session learns of the locks its holds keep. */
-export interface HoldEvents {
-  kept(held: Held): void;
-  renewed(holdId: string, ttlMs: number, start: number): void;
-  lost(holdId: string, reason: LostReason, message: string): void;
-  /** A kept lock whose grant was never told to the client leaves the session. */
-  dropped(holdId: string): void;
+  /** The session's lease group: what hold and hold_set take joins it. */
+  group: LeaseGroup;
 }
 
 export interface OpResult {
@@ -60,13 +51,13 @@ export interface OpResult {
   undo?(): Promise<unknown>;
 }
 
-export async function runOp(kind: OpKind, request: SessionRequest, context: OpContext, events: HoldEvents): Promise<OpResult> {
+export async function runOp(kind: OpKind, request: SessionRequest, context: OpContext): Promise<OpResult> {
   const { engine } = context;
   switch (kind) {
     case 'acquire':
       return acquireOp(request, context);
     case 'hold':
-      return holdOp(request.hold!, context, events);
+      return holdOp(request.hold!, context);
     case 'release':
       return { response: { release: await releaseLock(engine, request.release!) } };
     case 'renew':
@@ -82,7 +73,7 @@ export async function runOp(kind: OpKind, request: SessionRequest, context: OpCo
     case 'releaseSet':
       return { response: { releaseSet: await releaseSetCall(engine, request.releaseSet!) } };
     case 'holdSet':
-      return holdSetOp(request.holdSet!, context, events);
+      return holdSetOp(request.holdSet!, context);
   }
 }
 
@@ -99,148 +90,22 @@ async function acquireSetOp(request: SessionRequest, { engine, options, call, an
   return { response: { acquireSet: response }, undo: members && (() => giveBack(engine, members).catch(() => {})) };
 }
 
-/** As Hold takes its lock, then kept for the session. */
-async function holdOp(request: HoldRequest, { engine, options, call, anchor, signal, opId }: OpContext, events: HoldEvents): Promise<OpResult> {
-  const asked = toAcquireParams(request, options.defaultTtlMs);
-  const maxHoldMs = maxHoldOf(checkMaxHold(request.maxHoldMs), options.maxHoldMs);
-  const params = { ...holdParams(asked, boundedWait(call, asked.waitMs, options.deadlineMarginMs), maxHoldMs), holdId: newHoldId() };
-  const { name, holdId } = params;
-  const grant = await engine.acquire(params, signal);
-  if (!grant) {
-    if (signal.aborted) return { response: {} };
-    throw new LockError('timeout', `lock "${name}" was not acquired within ${asked.waitMs} ms`);
-  }
-  if (signal.aborted) return { response: {}, undo: () => engine.release(name, grant.token, { holdId }).catch(() => {}) };
-  const held = new SessionHold(holdId, opId, name, grant.leaseStart, grant.ttlMs, events);
-  const lease = engine.keep(
-    {
-      name,
-      token: grant.token,
-      holdId,
-      ttlMs: params.ttlMs,
-      maxHoldMs,
-      lockDelayMs: options.lockDelayMs,
-      releaseOnDisconnect: options.releaseOnDisconnect || request.releaseOnDisconnect,
-    },
-    held,
-    grant.leaseStart,
-    grant.ttlMs,
-  );
-  held.lease = lease;
-  events.kept(held);
-  return {
-    // Kept by the session, whose renewals are not re-signed: the fence states no lease end.
-    response: {
-      hold: { ...grantFields(grant, fenceOf(options.signFence, name, grant.fencingToken)), leaseStartedAfterMs: msSince(anchor, grant.leaseStart), holdId },
-    },
-    undo: () => {
-      events.dropped(holdId);
-      return lease.letGo();
-    },
-  };
+/** As Hold takes its lock, then kept as one of the session's locks. */
+async function holdOp(request: HoldRequest, { options, call, anchor, signal, opId, group }: OpContext): Promise<OpResult> {
+  const { name, ask } = holdAsk(request, options, call, opId);
+  const held = await group.hold(name, ask, signal);
+  if (!held) return { response: {} }; // cancelled: nothing is held, nobody is answered
+  const [{ grant, holdId }] = held.grants;
+  // Kept by the session, whose renewals are not re-signed: the fence states no lease end.
+  const fields = grantFields(grant, fenceOf(options.signFence, name, grant.fencingToken));
+  return { response: { hold: { ...fields, leaseStartedAfterMs: msSince(anchor, grant.leaseStart), holdId } }, undo: () => group.drop(held.set) };
 }
 
-/** As HoldSet takes its locks, then each member kept for the session; the first member lost ends the set. */
-async function holdSetOp(request: HoldSetRequest, { engine, options, call, anchor, signal, opId }: OpContext, events: HoldEvents): Promise<OpResult> {
-  const { names, params: asked } = toSetParams(request, options.defaultTtlMs);
-  const maxHoldMs = maxHoldOf(checkMaxHold(request.maxHoldMs), options.maxHoldMs);
-  const params = holdParams(asked, boundedWait(call, asked.waitMs, options.deadlineMarginMs), maxHoldMs);
-  const members = await acquireSet(engine, names, params, signal, newHoldId);
-  if (!members) {
-    if (signal.aborted) return { response: {} };
-    throw new LockError('timeout', `the set of ${names.length} locks was not acquired within ${asked.waitMs} ms`);
-  }
-  if (signal.aborted) return { response: {}, undo: () => giveBack(engine, members).catch(() => {}) };
-  const set = new SessionHoldSet(events, options.releaseOnDisconnect);
-  for (const member of members) set.keep(engine, member, opId, { ttlMs: params.ttlMs, maxHoldMs, lockDelayMs: options.lockDelayMs });
-  return {
-    response: {
-      holdSet: { members: members.map((m) => memberFields(m, options.signFence, true)), leaseStartedAfterMs: msSince(anchor, earliestStart(members)) },
-    },
-    undo: () => set.dropAll(),
-  };
-}
-
-/**
- * A lock the session holds, and the watchdog's listener for its lease: a class holding only its
- * own data and the session's one HoldEvents, so a held lock keeps no closure, and nothing of the
- * hold operation that took it (its request, its AbortSignal, its span) once it was answered.
- */
-class SessionHold implements Held, LeaseEvents {
-  lease: KeptLease = NOT_KEPT_YET;
-
-  constructor(
-    readonly holdId: string,
-    readonly opId: string,
-    readonly name: string,
-    public start: number,
-    public ttlMs: number,
-    private readonly events: HoldEvents,
-  ) {}
-
-  onRenewed(ttlMs: number, start: number): void {
-    this.events.renewed(this.holdId, ttlMs, start);
-  }
-
-  onLost(reason: LostReason, message: string): void {
-    this.events.lost(this.holdId, reason, message);
-  }
-}
-
-const NOT_KEPT_YET: KeptLease = { letGo: async () => {}, abandon: async () => {} };
-
-/**
- * The members of one hold_set: each is a lock of the session, renewed and reported with the
- * others; the first one lost ends the set, as it ends a HoldSet stream. The rest leave the session
- * and are given back at once when the member was released with its token (the holder's word),
- * otherwise once their leases have run out; one `lost` names the member.
- */
-class SessionHoldSet implements HoldEvents {
-  private readonly members: SessionHold[] = [];
-  private over = false;
-
-  constructor(
-    private readonly events: HoldEvents,
-    private readonly releaseOnDisconnect: boolean,
-  ) {}
-
-  keep(engine: LockBackend, member: SetMemberGrant, opId: string, keep: { ttlMs: number; maxHoldMs: number; lockDelayMs: number }): void {
-    const { name, grant, holdId } = member;
-    const held = new SessionHold(holdId, opId, name, grant.leaseStart, grant.ttlMs, this);
-    held.lease = engine.keep({ name, token: grant.token, holdId, ...keep, releaseOnDisconnect: this.releaseOnDisconnect }, held, grant.leaseStart, grant.ttlMs);
-    this.members.push(held);
-    this.events.kept(held);
-  }
-
-  kept(held: Held): void {
-    this.events.kept(held);
-  }
-
-  renewed(holdId: string, ttlMs: number, start: number): void {
-    this.events.renewed(holdId, ttlMs, start);
-  }
-
-  lost(holdId: string, reason: LostReason, message: string): void {
-    if (this.over) return;
-    this.over = true;
-    const byHolder = reason === 'released' || this.releaseOnDisconnect;
-    const lost = this.members.find((m) => m.holdId === holdId);
-    for (const other of this.members) {
-      if (other === lost) continue;
-      this.events.dropped(other.holdId);
-      void (byHolder ? other.lease.letGo() : other.lease.abandon());
-    }
-    this.events.lost(holdId, reason, lost ? `lock "${lost.name}": ${message}` : message);
-  }
-
-  dropped(holdId: string): void {
-    this.events.dropped(holdId);
-  }
-
-  /** The set's answer came too late for anyone to see it: every member leaves and is given back. */
-  async dropAll(): Promise<void> {
-    this.over = true;
-    for (const member of this.members) this.events.dropped(member.holdId);
-    await Promise.all(this.members.map((m) => m.lease.letGo()));
-  }
+/** As HoldSet takes its locks, then each member one of the session's locks; the first member lost ends the set. */
+async function holdSetOp(request: HoldSetRequest, { options, call, anchor, signal, opId, group }: OpContext): Promise<OpResult> {
+  const { names, ask } = holdSetAsk(request, options, call, opId);
+  const held = await group.holdSet(names, ask, signal);
+  if (!held) return { response: {} };
+  const members = held.grants.map((m) => memberFields(m, options.signFence, true));
+  return { response: { holdSet: { members, leaseStartedAfterMs: msSince(anchor, earliestStart(held.grants)) } }, undo: () => group.drop(held.set) };
 }

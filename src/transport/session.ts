@@ -1,9 +1,10 @@
 // Session: one stream carrying many lock operations, each answered by its op_id as soon as it is
-// done (src/transport/session-ops.ts runs them as their unary twins). Locks taken with `hold` are
-// kept as a Hold's are and live as long as the session (session-leases.ts). The session ends as a
-// Hold does: on its holder's word (close, half-close, a cancel from a live client) every lock is
-// given back at once; a stream that vanished leaves them until the leases its client was told of
-// have run out.
+// done (src/transport/session-ops.ts runs them as their unary twins). Locks taken with `hold` and
+// `hold_set` join the session's one open lease group (src/engine/lease-group.ts), kept as a Hold's
+// are, reported in one SessionRenewed per renewal round trip, and live as long as the session. The
+// session ends as a Hold does (the group's end rule): on its holder's word (close, half-close, a
+// cancel from a live client) every lock is given back at once; a stream that vanished leaves them
+// until the leases its client was told of have run out.
 //
 // Back-pressure: at max-session-ops operations in flight, or while the client does not read its
 // answers, the server stops reading the stream, so HTTP/2 flow control slows the sender and no
@@ -13,13 +14,13 @@
 import { status, type Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { SessionRequest, SessionResponse } from '../../gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
+import type { GroupLease, LeaseGroup } from '../engine/lease-group';
 import type { LostReason } from '../engine/types';
 import { callScope, peerAnswers } from './call-context';
 import { rejectedOp } from './decode';
-import { deadlineEndWait, LOST_CODE, type HoldOptions } from './hold';
+import { endWithStream, LOST_CODE, type HoldOptions } from './hold';
 import { msSince } from './operations';
-import { OP_KINDS, OP_METHOD, runOp, type HoldEvents, type OpKind, type OpResult } from './session-ops';
-import { SessionLeases } from './session-leases';
+import { OP_KINDS, OP_METHOD, runOp, type OpKind, type OpResult } from './session-ops';
 import { MAX_WAIT_MS } from '../config/bounds';
 import { checkMillis, toSetParams } from './requests';
 import { lostLeaseError, serviceError, toServiceError } from './status';
@@ -85,6 +86,9 @@ function deadlineProblem(deadlineMs: string): string | undefined {
   }
 }
 
+const SESSION_LOST = (locks: number) =>
+  `the session stream ended without a cancel (the connection was lost); its ${locks} locks stay held until their leases run out`;
+
 function waitsForLock(kind: OpKind, request: SessionRequest): boolean {
   return TAKES_LOCK.has(kind) && Number((request[kind] as { waitTimeoutMs?: string })?.waitTimeoutMs || 0) > 0;
 }
@@ -116,7 +120,8 @@ class Session {
   private readonly startedAt = performance.now();
   private readonly inFlight = new Map<string, InFlight>();
   private readonly scope;
-  private readonly leases: SessionLeases;
+  /** The locks its hold and hold_set operations took (max-session-locks counts them). */
+  private readonly group: LeaseGroup;
   private waiting = 0;
   /** Locks that hold and hold_set operations in flight may add (a set's members each count). */
   private holdsPending = 0;
@@ -127,13 +132,6 @@ class Session {
   /** The stream has ended (or is ending): nothing more is written. */
   private over = false;
   private writeBlocked = false;
-  /** One for the whole session: a held lock refers to it, rather than to closures of its own. */
-  private readonly holdEvents: HoldEvents = {
-    kept: (held) => this.leases.add(held),
-    renewed: (holdId, ttlMs, start) => this.leases.renewed(holdId, ttlMs, start),
-    lost: (holdId, reason, message) => this.lost(holdId, reason, message),
-    dropped: (holdId) => this.dropLock(holdId),
-  };
 
   constructor(
     private readonly engine: LockBackend,
@@ -141,8 +139,14 @@ class Session {
     private readonly call: SessionCall,
   ) {
     this.scope = callScope(call);
-    this.leases = new SessionLeases(({ ttlMs, leaseStart, locks }) =>
-      this.write({ opId: '0', renewed: { ttlMs: String(ttlMs), leaseStartedAfterMs: msSince(this.startedAt, leaseStart), locks } }),
+    // One listener for the whole session: a held lock refers to it, rather than to closures of its own.
+    this.group = engine.group(
+      {
+        renewed: ({ ttlMs, leaseStart, members }) =>
+          this.write({ opId: '0', renewed: { ttlMs: String(ttlMs), leaseStartedAfterMs: msSince(this.startedAt, leaseStart), locks: members } }),
+        lost: (set, member, reason, message) => this.lost(set.tag, member, reason, message),
+      },
+      options,
     );
   }
 
@@ -201,7 +205,7 @@ class Session {
         message: `this session has ${this.waiting} operations waiting for locks, the most max-session-waiters allows; wait for fewer locks at once`,
       };
     }
-    const locks = this.leases.size + this.holdsPending;
+    const locks = this.group.size + this.holdsPending;
     if (asked > 0 && locks + asked > this.options.maxSessionLocks) {
       return {
         code: status.RESOURCE_EXHAUSTED,
@@ -236,7 +240,7 @@ class Session {
 
   /** Gives back the namespace hold slots of locks and hold operations that are gone. */
   private returnHoldSlots(): void {
-    for (; this.holdSlots > this.holdsPending + this.leases.size; this.holdSlots--) this.options.namespaceSlots?.give('holds');
+    for (; this.holdSlots > this.holdsPending + this.group.size; this.holdSlots--) this.options.namespaceSlots?.give('holds');
   }
 
   /** `holds`: the locks it may add (locksAsked). */
@@ -250,8 +254,16 @@ class Session {
     if (this.inFlight.size >= this.options.maxSessionOps) this.call.pause();
     const deadlineMs = Number(request.deadlineMs || 0);
     if (deadlineMs > 0) op.deadline = setTimeout(() => this.deadlinePassed(opId, op, deadlineMs), deadlineMs);
-    const context = { engine: this.engine, options: this.options, call: this.call, anchor: this.startedAt, signal: op.controller?.signal ?? NEVER, opId };
-    const run = () => runOp(kind, request, context, this.holdEvents);
+    const context = {
+      engine: this.engine,
+      options: this.options,
+      call: this.call,
+      anchor: this.startedAt,
+      signal: op.controller?.signal ?? NEVER,
+      opId,
+      group: this.group,
+    };
+    const run = () => runOp(kind, request, context);
     const traced = this.options.traceOp?.(method, lockNameOf(kind, request), run);
     op.traced = traced?.end;
     (traced ? traced.result : run()).then(
@@ -310,19 +322,6 @@ class Session {
     this.inFlight.clear();
   }
 
-  /** Every lock, out of the session: the caller lets go of them or abandons them. */
-  private takeAllLocks() {
-    const all = this.leases.takeAll();
-    this.returnHoldSlots();
-    return all;
-  }
-
-  private dropLock(holdId: string) {
-    const held = this.leases.remove(holdId);
-    this.returnHoldSlots();
-    return held;
-  }
-
   /** As a unary call's deadline ends it: answered DEADLINE_EXCEEDED, stopped, and whatever it takes later given back. */
   private deadlinePassed(opId: string, op: InFlight, deadlineMs: number): void {
     if (op.done) return;
@@ -340,12 +339,13 @@ class Session {
     this.answerError(target, op.method, status.CANCELLED, 'the operation was cancelled by the client');
   }
 
-  /** A hold of this session ended other than by the session's own end. */
-  private lost(holdId: string, reason: LostReason, message: string): void {
-    const held = this.dropLock(holdId);
-    if (!held || this.over) return;
-    if (reason !== 'released') this.options.onAbnormalEnd?.({ name: held.name, holdId, reason, message });
-    this.write({ opId: held.opId, lost: { reason: message, code: LOST_CODE[reason], name: held.name } });
+  /** A lock of this session (and the rest of its set) ended other than by the session's own end; `opId` took it. */
+  private lost(opId: string, member: GroupLease, reason: LostReason, message: string): void {
+    this.returnHoldSlots();
+    if (this.over) return;
+    const { name, holdId } = member;
+    if (reason !== 'released') this.options.onAbnormalEnd?.({ name, holdId, reason, message });
+    this.write({ opId, lost: { reason: message, code: LOST_CODE[reason], name } });
     if (reason === 'server_shutdown') this.fail(status.UNAVAILABLE, 'the server is shutting down');
   }
 
@@ -360,7 +360,8 @@ class Session {
     if (this.over) return;
     this.over = true;
     this.scope.finish(); // grpc-js reports every end as 'cancelled': this one is no news
-    for (const held of this.takeAllLocks()) void held.lease.letGo();
+    this.group.end({ byHolder: true });
+    this.returnHoldSlots();
     this.call.end();
   }
 
@@ -368,21 +369,8 @@ class Session {
   private ended(): void {
     this.over = true;
     this.dropAllOps();
-    const held = this.takeAllLocks();
-    if (this.scope.cancelledByClient()) {
-      for (const { lease } of held) void lease.letGo();
-      return;
-    }
-    const givenBack = deadlineEndWait(this.call, this.startedAt);
-    if (givenBack !== undefined) {
-      setTimeout(() => held.forEach(({ lease }) => void lease.letGo()), givenBack);
-      return;
-    }
-    for (const { lease } of held) void lease.abandon();
-    // One line for the session, not one per lock (a session may hold thousands).
-    const [first] = held;
-    const message = `the session stream ended without a cancel (the connection was lost); its ${held.length} locks stay held until their leases run out`;
-    if (first) this.options.onAbnormalEnd?.({ name: first.name, holdId: first.holdId, reason: 'stream_lost', message });
+    endWithStream(this.group, this.scope, this.call, this.startedAt, this.options, SESSION_LOST);
+    this.returnHoldSlots();
   }
 
   /** Ends the whole session with a status (the engine is gone, or a message could not be read at all). */
@@ -392,7 +380,8 @@ class Session {
     this.scope.finish();
     this.dropAllOps();
     // Not the holder's word: its client may not have read this end yet, so its leases run out first.
-    for (const held of this.takeAllLocks()) void held.lease.abandon();
+    this.group.end({ byHolder: false });
+    this.returnHoldSlots();
     this.call.emit('error', code === status.UNAVAILABLE ? lostLeaseError('server_shutdown', details) : serviceError(code, details));
   }
 
