@@ -15,6 +15,7 @@ import holdfast.fencing.FenceFilter;
 import holdfast.fencing.FenceGuard;
 import holdfast.fencing.FenceKeyRing;
 import holdfast.fencing.FenceServerInterceptor;
+import holdfast.fencing.FenceServletFilter;
 import holdfast.fencing.FenceStore;
 import holdfast.fencing.FenceStoreException;
 import holdfast.fencing.MemoryFenceStore;
@@ -35,6 +36,9 @@ import io.grpc.stub.ClientCalls;
 import io.grpc.stub.MetadataUtils;
 import io.grpc.stub.ServerCalls;
 import io.grpc.stub.StreamObserver;
+import jakarta.servlet.http.HttpServlet;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -55,6 +59,11 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.catalina.Context;
+import org.apache.catalina.connector.Connector;
+import org.apache.catalina.startup.Tomcat;
+import org.apache.tomcat.util.descriptor.web.FilterDef;
+import org.apache.tomcat.util.descriptor.web.FilterMap;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -107,31 +116,80 @@ class SignedFenceGuardTest {
     return backends.stores();
   }
 
-  /** An HTTP resource at /doc behind {@code filter} (none: unguarded): each write replaces the document. */
+  /**
+   * An HTTP resource at /doc, behind a guard or not: the JDK's HttpServer with {@link FenceFilter}, or
+   * a real servlet container (embedded Tomcat) with {@link FenceServletFilter}. Each write replaces the
+   * document; the handler notes {@link Fence#current()}.
+   */
   static final class Resource implements AutoCloseable {
-    final HttpServer server;
     final AtomicReference<String> document = new AtomicReference<>("");
     final List<Fence> admitted = new CopyOnWriteArrayList<>();
+    private final int port;
+    private final AutoCloseable server;
 
+    /** The JDK's HttpServer, behind {@code filter} (null: unguarded). */
     Resource(FenceFilter filter) throws IOException {
-      server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
-      var context = server.createContext("/doc", exchange -> {
-        Fence fence = Fence.current();
-        if (fence != null) {
-          admitted.add(fence);
-        }
-        document.set(new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8));
+      HttpServer http = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+      var context = http.createContext("/doc", exchange -> {
+        write(new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8));
         exchange.sendResponseHeaders(204, -1);
         exchange.close();
       });
       if (filter != null) {
         context.getFilters().add(filter);
       }
-      server.start();
+      http.start();
+      port = http.getAddress().getPort();
+      server = () -> http.stop(0);
+    }
+
+    /** Embedded Tomcat, behind {@code filter}. */
+    Resource(FenceServletFilter filter) throws Exception {
+      Path base = Files.createTempDirectory("holdfast-java-tomcat");
+      Tomcat tomcat = new Tomcat();
+      tomcat.setBaseDir(base.toString());
+      Connector connector = new Connector();
+      connector.setPort(0);
+      connector.setProperty("address", "127.0.0.1");
+      tomcat.setConnector(connector);
+      Context context = tomcat.addContext("", null);
+      Tomcat.addServlet(context, "doc", new HttpServlet() {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
+          write(new String(request.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+          response.setStatus(204);
+        }
+      });
+      context.addServletMappingDecoded("/doc", "doc");
+      FilterDef def = new FilterDef();
+      def.setFilterName("fence");
+      def.setFilter(filter);
+      context.addFilterDef(def);
+      FilterMap map = new FilterMap();
+      map.setFilterName("fence");
+      map.addURLPattern("/*");
+      context.addFilterMap(map);
+      tomcat.start();
+      port = connector.getLocalPort();
+      server = () -> {
+        tomcat.stop();
+        tomcat.destroy();
+        Support.deleteTree(base);
+      };
+    }
+
+    private void write(String body) {
+      Fence fence = Fence.current();
+      if (fence != null) {
+        admitted.add(fence);
+      }
+      document.set(body);
     }
 
     HttpResponse<String> send(String method, List<String[]> headers, String body) throws Exception {
-      HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.getAddress().getPort() + "/doc"))
+      HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/doc"))
           .timeout(Duration.ofSeconds(30)).method(method, HttpRequest.BodyPublishers.ofString(body));
       for (String[] header : headers) {
         request.header(header[0], header[1]);
@@ -146,8 +204,8 @@ class SignedFenceGuardTest {
     }
 
     @Override
-    public void close() {
-      server.stop(0);
+    public void close() throws Exception {
+      server.close();
     }
   }
 
@@ -210,33 +268,48 @@ class SignedFenceGuardTest {
       String lock = Support.randomName() + "/a b:é";
       Counting counting = new Counting(store.getValue());
       try (Resource resource = new Resource(new FenceFilter(FenceGuard.builder(counting).keys(ring).build()).lock(lock))) {
-        for (Refused refused : refusals(lock)) {
-          String what = store.getKey() + ": " + refused.name;
-          for (String method : List.of("PUT", "GET")) { // every method is guarded by default
-            HttpResponse<String> response = resource.send(method, refused.headers, "forged");
-            assertEquals(refused.status, response.statusCode(), what + " " + method + ": " + response.body());
-            JsonObject body = body(response);
-            assertEquals(refused.error, body.get("error").getAsString(), what);
-            assertFalse(body.get("message").getAsString().isEmpty(), what);
-            for (String[] header : refused.headers) {
-              if (header[0].equals("Holdfast-Fence")) {
-                String signature = header[1].substring(header[1].lastIndexOf(':') + 1);
-                assertFalse(response.body().contains(signature), what + ": the body repeats the signature");
-              }
-            }
-          }
-          assertEquals(0, counting.calls.get(), what + ": the store was asked");
-        }
-        assertEquals("", resource.document.get(), store.getKey() + ": a refused request reached the handler");
-        String good = first.sign(lock, 7, FAR);
-        assertEquals(204, resource.put(Fence.issued(lock, 7, good), "ok").statusCode(), store.getKey());
-        assertEquals(1, counting.calls.get(), store.getKey());
-        Fence seen = resource.admitted.get(0);
-        assertEquals(List.of("default", lock, "7", FAR, FenceSigner.FIRST, true),
-            List.of(seen.namespace(), seen.lock(), seen.tokenText(), seen.leaseEndMs().getAsLong(), seen.keyId(), seen.signed()),
-            store.getKey() + ": Fence.current() in the handler");
+        refusesBeforeTheStore(resource, counting, lock, store.getKey() + " (HttpServer)");
       }
     }
+  }
+
+  @Test
+  void everyRefusalIsDecidedBeforeTheStoreInAServletContainer() throws Exception {
+    for (Map.Entry<String, FenceStore> store : stores().entrySet()) {
+      String lock = Support.randomName() + "/a b:é";
+      Counting counting = new Counting(store.getValue());
+      try (Resource resource = new Resource(new FenceServletFilter(FenceGuard.builder(counting).keys(ring).build()).lock(lock))) {
+        refusesBeforeTheStore(resource, counting, lock, store.getKey() + " (Tomcat)");
+      }
+    }
+  }
+
+  private static void refusesBeforeTheStore(Resource resource, Counting counting, String lock, String where) throws Exception {
+    for (Refused refused : refusals(lock)) {
+      String what = where + ": " + refused.name;
+      for (String method : List.of("PUT", "GET")) { // every method is guarded by default
+        HttpResponse<String> response = resource.send(method, refused.headers, "forged");
+        assertEquals(refused.status, response.statusCode(), what + " " + method + ": " + response.body());
+        JsonObject body = body(response);
+        assertEquals(refused.error, body.get("error").getAsString(), what);
+        assertFalse(body.get("message").getAsString().isEmpty(), what);
+        for (String[] header : refused.headers) {
+          if (header[0].equals("Holdfast-Fence")) {
+            String signature = header[1].substring(header[1].lastIndexOf(':') + 1);
+            assertFalse(response.body().contains(signature), what + ": the body repeats the signature");
+          }
+        }
+      }
+      assertEquals(0, counting.calls.get(), what + ": the store was asked");
+    }
+    assertEquals("", resource.document.get(), where + ": a refused request reached the handler");
+    String good = first.sign(lock, 7, FAR);
+    assertEquals(204, resource.put(Fence.issued(lock, 7, good), "ok").statusCode(), where);
+    assertEquals(1, counting.calls.get(), where);
+    Fence seen = resource.admitted.get(0);
+    assertEquals(List.of("default", lock, "7", FAR, FenceSigner.FIRST, true),
+        List.of(seen.namespace(), seen.lock(), seen.tokenText(), seen.leaseEndMs().getAsLong(), seen.keyId(), seen.signed()),
+        where + ": Fence.current() in the handler");
   }
 
   private static final io.grpc.MethodDescriptor<String, String> WRITE = FenceGuardTest.WRITE;
@@ -320,7 +393,7 @@ class SignedFenceGuardTest {
   @Test
   void withoutTheGuardThePausedHolderOverwrites() throws Exception {
     String lock = Support.randomName() + "/doc";
-    try (Resource resource = new Resource(null)) {
+    try (Resource resource = new Resource((FenceFilter) null)) {
       resource.put(Fence.issued(lock, 41, first.sign(lock, 41, FAR)), "a-1");
       resource.put(Fence.issued(lock, 42, first.sign(lock, 42, FAR)), "b-1");
       assertEquals(204, resource.put(Fence.issued(lock, 41, first.sign(lock, 41, FAR)), "a-2").statusCode());

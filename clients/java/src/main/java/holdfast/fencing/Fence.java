@@ -68,12 +68,12 @@ public final class Fence {
 
   /**
    * The fence the guard admitted for the request being handled on this thread: in a gRPC handler behind
-   * {@link FenceServerInterceptor} (the call's Context), or in an HTTP handler behind {@link FenceFilter};
-   * null elsewhere.
+   * {@link FenceServerInterceptor} (the call's Context), or in an HTTP handler behind {@link FenceFilter} or
+   * {@link FenceServletFilter} (the request's thread); null elsewhere.
    */
   public static Fence current() {
     Fence fence = FenceServerInterceptor.FENCE.get();
-    return fence != null ? fence : FenceFilter.CURRENT.get();
+    return fence != null ? fence : RequestGuard.CURRENT.get();
   }
 
   /** The holdfast namespace the fence was signed for; empty for an unsigned fence. */

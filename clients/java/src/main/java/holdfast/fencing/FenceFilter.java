@@ -1,20 +1,18 @@
 package holdfast.fencing;
 
-import com.google.gson.Gson;
 import com.sun.net.httpserver.Filter;
 import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
-import java.util.Objects;
 import java.util.function.Function;
 import java.util.function.Predicate;
 
 /**
- * The resource side's HTTP guard for the JDK's {@code com.sun.net.httpserver}: every request (every
- * method, every path, unless {@link #guards} narrows it) passes {@link FenceGuard#admit} before the
- * handler. A refusal is answered with its status (400, 403, 409, 503, or 500 for a guard that cannot tell the lock) and the JSON body of
+ * The resource side's HTTP guard for the JDK's {@code com.sun.net.httpserver} (for servlets:
+ * {@link FenceServletFilter}): every request (every method, every path, unless {@link #guards} narrows
+ * it) passes {@link FenceGuard#admit} before the handler. A refusal is answered with its status (400,
+ * 403, 409, 503, or 500 for a guard that cannot tell the lock) and the JSON body of
  * clients/conformance/signed-fence.md ({@code error}, {@code message} and the reason's fields); the
  * handler never runs. The handler reads the admitted fence with {@link Fence#current()} (or the exchange
  * attribute {@link #ATTRIBUTE}).
@@ -27,14 +25,8 @@ import java.util.function.Predicate;
 public final class FenceFilter extends Filter {
   /** The exchange attribute holding the admitted request's {@link Fence}. */
   public static final String ATTRIBUTE = "holdfast.fence";
-  /** The admitted fence while the handler runs on this thread ({@link Fence#current()}). */
-  static final ThreadLocal<Fence> CURRENT = new ThreadLocal<>();
-  private static final Gson GSON = new Gson();
 
-  private final FenceGuard guard;
-  private final Function<HttpExchange, String> lock;
-  private final Predicate<HttpExchange> guards;
-  private final boolean lockRule; // a lock was given: a rule that gives none fails closed
+  private final RequestGuard<HttpExchange> rules;
 
   /** Unsigned fences, no lock binding: the guard as it was before signed fences. */
   public FenceFilter(FenceStore store) {
@@ -42,19 +34,16 @@ public final class FenceFilter extends Filter {
   }
 
   public FenceFilter(FenceGuard guard) {
-    this(Objects.requireNonNull(guard, "guard"), exchange -> null, false, exchange -> true);
+    this(new RequestGuard<>(guard));
   }
 
-  private FenceFilter(FenceGuard guard, Function<HttpExchange, String> lock, boolean lockRule, Predicate<HttpExchange> guards) {
-    this.guard = guard;
-    this.lock = lock;
-    this.lockRule = lockRule;
-    this.guards = guards;
+  private FenceFilter(RequestGuard<HttpExchange> rules) {
+    this.rules = rules;
   }
 
   /** This filter, for a resource protected by {@code lock}: a fence for another lock is refused (403). */
   public FenceFilter lock(String lock) {
-    Objects.requireNonNull(lock, "lock");
+    java.util.Objects.requireNonNull(lock, "lock");
     return lock(exchange -> lock);
   }
 
@@ -63,28 +52,28 @@ public final class FenceFilter extends Filter {
    * null for is refused (500 {@code fence_guard_misconfigured}).
    */
   public FenceFilter lock(Function<HttpExchange, String> rule) {
-    return new FenceFilter(guard, Objects.requireNonNull(rule, "rule"), true, guards);
+    return new FenceFilter(rules.lock(rule));
   }
 
   /** This filter, guarding only the requests {@code rule} selects (default: every request). */
   public FenceFilter guards(Predicate<HttpExchange> rule) {
-    return new FenceFilter(guard, lock, lockRule, Objects.requireNonNull(rule, "rule"));
+    return new FenceFilter(rules.guards(rule));
   }
 
   @Override
   public void doFilter(HttpExchange exchange, Chain chain) throws IOException {
-    if (!guards.test(exchange)) {
+    if (!rules.guards(exchange)) {
       chain.doFilter(exchange);
       return;
     }
     Fence fence;
     try {
-      fence = guard.admit(FenceGuard.Transport.HTTP, name -> {
+      fence = rules.admit(exchange, name -> {
         List<String> values = exchange.getRequestHeaders().get(name);
         return values == null ? List.of() : values;
-      }, lock.apply(exchange), lockRule);
+      });
     } catch (FenceRefusal refusal) {
-      byte[] bytes = GSON.toJson(refusal.body()).getBytes(StandardCharsets.UTF_8);
+      byte[] bytes = RequestGuard.body(refusal);
       exchange.getResponseHeaders().set("Content-Type", "application/json");
       exchange.sendResponseHeaders(refusal.reason().httpStatus(), bytes.length);
       try (OutputStream out = exchange.getResponseBody()) {
@@ -93,12 +82,11 @@ public final class FenceFilter extends Filter {
       return;
     }
     exchange.setAttribute(ATTRIBUTE, fence);
-    Fence outer = CURRENT.get();
-    CURRENT.set(fence);
+    Fence outer = RequestGuard.enter(fence);
     try {
       chain.doFilter(exchange);
     } finally {
-      CURRENT.set(outer);
+      RequestGuard.leave(outer);
     }
   }
 
