@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Keeps the layout of docs/internals.md true: no import circles between files, and no arrow
 // from a part to one above it (the engine knows no transport, gRPC or topology, and reads no
-// files; config sits at the bottom; storage and backends know no transport). Type-only imports count too: a circle of
+// files; config sits at the bottom; storage and backends know no transport), and none between
+// the server and an SDK (the generated code both use is in gen/). Type-only imports count too: a circle of
 // types is still a circle for a reader.
 // Usage: node scripts/check-imports.mjs [ROOT...] (default: src clients/ts). Exit 1 on any problem.
 // Node built-ins only: the imports it reads are one regular expression away.
@@ -52,6 +53,11 @@ export const RULES = [
   { from: 'src/observability/', to: ['src/transport/', 'src/server', 'src/cli'], why: 'metrics and traces watch the engine, not the handlers' },
   { from: 'src/transport/', to: ['src/server', 'src/cli'], why: 'handlers are wired by the server' },
   { from: 'clients/ts/', to: ['src/'], why: 'the SDK never reaches into the server' },
+  {
+    from: 'src/',
+    to: ['clients/'],
+    why: 'the server never reaches into an SDK by path: generated code comes from gen/, SDK pieces from the package (@holdfast/client)',
+  },
 ];
 
 const IMPORT =

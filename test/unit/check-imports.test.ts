@@ -66,6 +66,20 @@ it('fails on an engine that reads files or starts processes: storage does that',
   expect(problems.join('\n')).toMatch(/src\/engine\/e\.ts imports src\/package-root\.ts/);
 });
 
+it('fails on the server reaching into an SDK by path, and lets both take the generated code from gen/', () => {
+  const root = fixture({
+    'src/transport/t.ts':
+      "import { driftMarginMs } from '../../clients/ts/deadline';\nimport { HoldRequest } from '../../gen/holdfast/v1/lock';\nexport const t = [driftMarginMs, HoldRequest];\n",
+    'src/cli/c.ts': "import { HoldfastClient } from '@holdfast/client';\nexport const c = HoldfastClient;\n",
+    'clients/ts/deadline.ts': 'export const driftMarginMs = 1;\n',
+    'clients/ts/hold.ts': "import { HoldRequest } from '../../gen/holdfast/v1/lock';\nexport const h = HoldRequest;\n",
+    'gen/holdfast/v1/lock.ts': 'export const HoldRequest = {};\n',
+  });
+  expect(check(root, ['src', 'clients/ts'])).toEqual([
+    'src/transport/t.ts imports clients/ts/deadline.ts: the server never reaches into an SDK by path: generated code comes from gen/, SDK pieces from the package (@holdfast/client)',
+  ]);
+});
+
 it('lets the engine take a Redis type and config take config', () => {
   const root = fixture({
     'src/engine/e.ts': "import type { Redis } from 'ioredis';\nimport { B } from '../config/b';\nexport type R = Redis;\nexport const e = B;\n",
