@@ -97,20 +97,11 @@ async function hold(engine: LockBackend, options: HoldOptions, call: HoldCall): 
   // Every time sent to the client counts from here: it anchors them at when it sent the request.
   const receivedAt = performance.now();
   const { name, ask } = holdAsk(call.request, options, call);
-  await keepStream(
-    engine,
-    options,
-    call,
-    receivedAt,
-    (group, signal) => group.hold(name, ask, signal),
-    ({ grants: [{ grant, holdId }] }) => ({
-      acquired: {
-        ...grantFields(grant, fenceOf(options.signFence, name, grant.fencingToken, grant)),
-        leaseStartedAfterMs: msSince(receivedAt, grant.leaseStart),
-        holdId,
-      },
-    }),
-  );
+  const acquired = ({ grants: [{ grant, holdId }] }: HeldSet): HoldResponse => {
+    const fields = grantFields(grant, fenceOf(options.signFence, name, grant.fencingToken, grant));
+    return { acquired: { ...fields, leaseStartedAfterMs: msSince(receivedAt, grant.leaseStart), holdId } };
+  };
+  await keepStream(engine, options, call, receivedAt, (group, signal) => group.hold(name, ask, signal), acquired);
 }
 
 /**

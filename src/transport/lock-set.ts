@@ -8,6 +8,7 @@ import type { sendUnaryData, ServerUnaryCall, ServerWritableStream } from '@grpc
 import type { ServerSurfaceCall } from '@grpc/grpc-js/build/src/server-call';
 import type { AcquireSetRequest, AcquireSetResponse, HoldSetRequest, HoldSetResponse, ReleaseSetRequest, ReleaseSetResponse } from '../../gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
+import type { HeldSet } from '../engine/lease-group';
 import { acquireSet, earliestStart, giveBack, refreshSet, type SetMemberGrant } from '../engine/lock-set';
 import { boundedWait, callScope } from './call-context';
 import { holdSetAsk, keepStream, type HoldOptions } from './hold';
@@ -107,14 +108,9 @@ export function holdSetHandler(backend: LockBackend, options: HoldOptions) {
 async function holdSet(backend: LockBackend, options: HoldOptions, call: HoldSetCall): Promise<void> {
   const receivedAt = performance.now();
   const { names, ask } = holdSetAsk(call.request, options, call);
-  await keepStream(
-    backend,
-    options,
-    call,
-    receivedAt,
-    (group, signal) => group.holdSet(names, ask, signal),
-    ({ grants }) => ({
-      acquired: { members: grants.map((m) => memberFields(m, options.signFence)), leaseStartedAfterMs: msSince(receivedAt, earliestStart(grants)) },
-    }),
-  );
+  const acquired = ({ grants }: HeldSet): HoldSetResponse => {
+    const members = grants.map((m) => memberFields(m, options.signFence));
+    return { acquired: { members, leaseStartedAfterMs: msSince(receivedAt, earliestStart(grants)) } };
+  };
+  await keepStream(backend, options, call, receivedAt, (group, signal) => group.holdSet(names, ask, signal), acquired);
 }
