@@ -8,6 +8,8 @@
 #   $addr, $tls_addr       the plain server, and the mutual-TLS server with one API key
 #   $certs, ${tls_flags[@]}, $api_key   its CA and client certificate, the flags naming them, the key
 #   $redis_url, $logs, $example_name     the servers' Redis, a scratch folder, a unique lock-name part
+#   $signed_addr, $fence_keys_file, $fence_keys_url   a third server that signs fences (its key made
+#                          by `holdfast fence-key new`), its JWK set file and its GET /fence-keys URL
 #   step TITLE CMD...      runs CMD as one counted step
 #   expected=TEXT step TITLE refused CMD...   passes when CMD fails saying TEXT on stderr
 # Nothing is installed in the repository: each scratch-project install works in a folder of its
@@ -55,10 +57,17 @@ printf 'api-keys:\n  - { name: clients-test, sha256: %s, namespace: clients, rol
 tls_server_flags="$(printf '["--tls-cert","%s","--tls-key","%s","--tls-client-ca","%s","--config","%s"]' \
   "$certs/server.crt" "$certs/server.key" "$certs/ca.crt" "$certs/holdfast.yaml")"
 
-# A private redis-server (recorded as new to holdfast, so no quarantine) and both servers on it,
+# The third server signs every grant's fence with a key made as an operator makes one; the JWK
+# set `fence-key new` printed is the file guards are given, and the server publishes the same.
+fence_keys_file="$logs/fence-keys.json"
+node dist/src/cli.js fence-key new --out "$logs/fence-signing.pem" >"$fence_keys_file" 2>"$logs/fence-key.err" ||
+  die "holdfast fence-key new failed: $(cat "$logs/fence-key.err")"
+signed_server_flags="$(printf '["--fence-signing-key","%s","--http-listen","127.0.0.1:0"]' "$logs/fence-signing.pem")"
+
+# A private redis-server (recorded as new to holdfast, so no quarantine) and the servers on it,
 # started by the tests' own launcher (test/support/server.ts); it prints what it started.
 node node_modules/typescript/bin/tsc -p test/support/tsconfig.json
-coproc LAUNCH { exec node test/support/dist/test/support/launch-cli.js --logs "$logs" '[]' "$tls_server_flags"; }
+coproc LAUNCH { exec node test/support/dist/test/support/launch-cli.js --logs "$logs" '[]' "$tls_server_flags" "$signed_server_flags"; }
 launch_pid=$LAUNCH_PID
 ready=""
 while read -r -t $((START_TIMEOUT_S * 3)) key value <&"${LAUNCH[0]}"; do
@@ -68,16 +77,20 @@ while read -r -t $((START_TIMEOUT_S * 3)) key value <&"${LAUNCH[0]}"; do
     server-0-pid) server_pid="$value" ;;
     server-1) tls_addr="$value" ;;
     server-1-pid) tls_server_pid="$value" ;;
+    server-2) signed_addr="$value" ;;
+    server-2-pid) signed_server_pid="$value" ;;
+    server-2-http) fence_keys_url="http://127.0.0.1:$value/fence-keys" ;;
     ready) ready=1 && break ;;
   esac
 done
-if [ -z "$ready" ]; then
+if [ -z "$ready" ] || [ -z "${fence_keys_url:-}" ]; then
   cat "$logs"/server-*.log >&2 2>/dev/null || true
   die "the servers did not start"
 fi
 tls_flags=(--tls-ca "$certs/ca.crt" --tls-cert "$certs/client.crt" --tls-key "$certs/client.key")
-say "server on $addr, mutual-TLS server with an API key on $tls_addr (redis at $redis_url)"
+say "server on $addr, mutual-TLS server with an API key on $tls_addr, fence-signing server on $signed_addr (redis at $redis_url)"
 export HOLDFAST_ADDR="$addr" HOLDFAST_REDIS_URL="$redis_url"
+export HOLDFAST_SIGNED_ADDR="$signed_addr" HOLDFAST_FENCE_KEYS_FILE="$fence_keys_file" HOLDFAST_FENCE_KEYS_URL="$fence_keys_url"
 
 passed=0 failed=0 failed_titles=() step_number=0
 # Each step's output goes to the terminal and to its own file; a failed step's last lines are
@@ -106,7 +119,7 @@ if [ -z "${HOLDFAST_CLIENTS:-}" ]; then
   step "npm run package: every client's artifact at one version, with SHA256SUMS" bash scripts/test-package.sh
 fi
 
-for pid in $server_pid $tls_server_pid; do
+for pid in $server_pid $tls_server_pid $signed_server_pid; do
   if ! kill -0 "$pid" 2>/dev/null; then
     failed=$((failed + 1))
     say "FAILED: a server died during the run"
