@@ -5,6 +5,7 @@ import os
 import pathlib
 import re
 import shlex
+import signal
 import subprocess
 import tempfile
 import time
@@ -76,6 +77,16 @@ class PostgresServer:
         if os.getuid() == 0:
             command = ["runuser", "-u", "postgres", "--", *command]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+
+    def kill(self):
+        """SIGKILL, by PID, of the postmaster and of every server process it started (its backends
+        would otherwise answer their connections until they notice the postmaster is gone)."""
+        children = pathlib.Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
+        for pid in [self.pid, *map(int, children)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def stop_immediately(self):
         """Immediate shutdown (SIGQUIT to every server process, no checkpoint): committed rows must come back from the WAL."""

@@ -10,6 +10,7 @@ to count the checks it is asked:
 - the admitted fence as the handler reads it (current_fence());
 - rotation at the guard; the lease-end check on and off; every method guarded;
 - the store's backend killed (or frozen) by PID: 503 fence_store_unavailable within the bound.
+  (PostgreSQL: the postmaster and its backends, which would otherwise answer for a while.)
 """
 
 import concurrent.futures
@@ -437,7 +438,7 @@ class StoreDownTest(Transports, unittest.TestCase):
         self.addCleanup(store.close)
         addr, lock = self.guarded(store), support.random_name("down")
         self.assertEqual(self.write(addr, lock, 1)[0], 200)
-        os.kill(server.pid, signal.SIGKILL)  # the postmaster, by PID
+        server.kill()  # the postmaster and its backends, by PID
         self.assert_unavailable_in_time(addr, lock, "PostgreSQL at 127.0.0.1:")
 
     def test_timeout_option_is_checked(self):
