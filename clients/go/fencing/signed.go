@@ -184,8 +184,11 @@ func jsonProblem(err error) string {
 // LoadKeysFile builds a ring from a JWK set in a file (ParseKeys).
 func LoadKeysFile(path string) (*KeyRing, error) {
 	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("fencing: reading the JWK set file %s: %v", path, errors.Unwrap(err))
+	var pathErr *os.PathError
+	if errors.As(err, &pathErr) {
+		return nil, fmt.Errorf("fencing: reading the JWK set file %s: %v", path, pathErr.Err)
+	} else if err != nil {
+		return nil, fmt.Errorf("fencing: reading the JWK set file %s: %w", path, err)
 	}
 	ring, err := ParseKeys(raw)
 	if err != nil {
@@ -204,7 +207,7 @@ func FetchKeys(ctx context.Context, url string) (*KeyRing, error) {
 		defer cancel()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
+	if err != nil || req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 		return nil, fmt.Errorf("fencing: the fence keys URL %q is not an http(s) URL", url)
 	}
 	resp, err := http.DefaultClient.Do(req)

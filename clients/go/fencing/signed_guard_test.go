@@ -316,6 +316,9 @@ func TestKeysFromFileAndURL(t *testing.T) {
 		!strings.Contains(err.Error(), server.URL+"/nothing") {
 		t.Errorf("a 404: %v", err)
 	}
+	if _, err := fencing.FetchKeys(context.Background(), "file://"+path); err == nil || !strings.Contains(err.Error(), "not an http(s) URL") {
+		t.Errorf("a file URL: %v", err)
+	}
 	closed, _ := net.Listen("tcp", "127.0.0.1:0")
 	url := "http://" + closed.Addr().String() + "/fence-keys"
 	closed.Close()
