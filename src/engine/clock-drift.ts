@@ -1,7 +1,7 @@
 // The clients' clock-drift allowance, as the server needs it: the SDKs count a lease's deadline
 // with it (clients/conformance/lease-deadline.json, "drift"), and the end rule of a lease group
 // waits it out, both ways, before it gives back the holds of a call that ended at its deadline.
-// The SDK's own copy is clients/ts/deadline.ts; test/engine/lease-group-ends.test.ts checks that
+// The SDK's own copy is clients/ts/deadline.ts; test/engine/lease-group.test.ts checks that
 // this one matches the conformance file every SDK runs.
 
 /** 5 ms, plus 100 ppm of the interval counted (client, server and Redis clocks may each run that much fast or slow). */
