@@ -217,6 +217,50 @@ class SignedFenceConformanceTest {
     assertTrue(refused.getMessage().contains(FenceSigner.FIRST), refused.getMessage()); // the id it should have
   }
 
+  @Test
+  void aRingFromAFileOrAUrlNamesWhereItFailed() throws Exception {
+    java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("holdfast-java-keys");
+    try {
+      java.nio.file.Path file = dir.resolve("fence-keys.json");
+      java.nio.file.Files.writeString(file, ringJson);
+      assertEquals(List.of(FenceSigner.FIRST, FenceSigner.SECOND), new ArrayList<>(FenceKeyRing.fromFile(file).keyIds()));
+      java.io.IOException missing = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+          () -> FenceKeyRing.fromFile(dir.resolve("none.json")));
+      assertTrue(missing.getMessage().contains("none.json") && missing.getMessage().contains("no such file"), missing.getMessage());
+      int port = Support.freePort(); // nothing listens there
+      java.net.URI url = java.net.URI.create("http://127.0.0.1:" + port + "/fence-keys");
+      java.io.IOException refused = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+          () -> FenceKeyRing.fromUrl(url));
+      assertTrue(refused.getMessage().contains(url.toString()), refused.getMessage());
+    } finally {
+      Support.deleteTree(dir);
+    }
+  }
+
+  @Test
+  void aRingIsFetchedOnceFromAUrl() throws Exception {
+    java.util.concurrent.atomic.AtomicInteger gets = new java.util.concurrent.atomic.AtomicInteger();
+    com.sun.net.httpserver.HttpServer server = com.sun.net.httpserver.HttpServer.create(
+        new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 0);
+    server.createContext("/fence-keys", exchange -> {
+      gets.incrementAndGet();
+      byte[] body = ringJson.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      exchange.sendResponseHeaders(200, body.length);
+      exchange.getResponseBody().write(body);
+      exchange.close();
+    });
+    server.start();
+    try {
+      FenceKeyRing fetched = FenceKeyRing.fromUrl(java.net.URI.create("http://127.0.0.1:" + server.getAddress().getPort() + "/fence-keys"));
+      String fence = vectors.getAsJsonArray("verify").get(0).getAsJsonObject().get("fence").getAsString();
+      fetched.verify(fence);
+      fetched.verify(fence);
+      assertEquals(1, gets.get());
+    } finally {
+      server.stop(0);
+    }
+  }
+
   // Negative controls: each wrong kit fails the file where it is wrong.
 
   private static void failsAt(Kit wrong, String where) throws Exception {

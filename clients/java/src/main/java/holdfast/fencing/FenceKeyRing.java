@@ -63,7 +63,8 @@ public final class FenceKeyRing {
     try {
       text = Files.readString(path, StandardCharsets.UTF_8);
     } catch (IOException e) {
-      throw new IOException("cannot read the fence key file " + path + ": " + e, e);
+      throw new IOException("cannot read the fence key file " + path + (e instanceof java.nio.file.NoSuchFileException
+          ? ": there is no such file" : ": " + e.getMessage()), e);
     }
     return parse(text, "the fence key file " + path);
   }
@@ -79,8 +80,13 @@ public final class FenceKeyRing {
     try {
       response = HttpClient.newBuilder().connectTimeout(timeout).build()
           .send(HttpRequest.newBuilder(url).timeout(timeout).GET().build(), HttpResponse.BodyHandlers.ofString());
+    } catch (java.net.http.HttpTimeoutException e) {
+      throw new IOException("cannot fetch the fence keys from " + url + ": no answer within " + timeout.toMillis() + " ms", e);
+    } catch (java.net.ConnectException e) {
+      throw new IOException("cannot fetch the fence keys from " + url + ": the connection was refused or failed "
+          + "(is the holdfast server's HTTP listener there?)", e);
     } catch (IOException e) {
-      throw new IOException("cannot fetch the fence keys from " + url + " within " + timeout.toMillis() + " ms: " + e, e);
+      throw new IOException("cannot fetch the fence keys from " + url + ": " + e.getMessage(), e);
     }
     if (response.statusCode() != 200) {
       throw new IOException("the fence keys at " + url + " answered HTTP " + response.statusCode() + ", not 200");
