@@ -4,7 +4,7 @@
 // Tests kill or freeze it; it never ends by itself.
 const { credentials } = require('@grpc/grpc-js');
 const { LockServiceClient, SessionRequest } = require('../../dist/gen/holdfast/v1/lock.js');
-const { leaseDeadline, toEpochMs } = require('../../dist/clients/ts/deadline.js');
+const { leaseDeadline, toEpochMs } = require('../../clients/ts/dist/clients/ts/deadline.js');
 
 const [addr, ttlMs, ...names] = process.argv.slice(2);
 const print = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
