@@ -4,8 +4,7 @@ package holdfast
 
 // Signed fences end to end, against the server clients/test-clients.sh starts with a fence signing
 // key (HOLDFAST_SIGNED_ADDR; its ring at HOLDFAST_FENCE_KEYS_URL and in HOLDFAST_FENCE_KEYS_FILE).
-// steps.sh runs it on its own (go test -tags signedlive) when the script exports them; without
-// them it fails rather than skip.
+// steps.sh runs it on its own (go test -tags signedlive); without them it fails rather than skip.
 
 import (
 	"context"
