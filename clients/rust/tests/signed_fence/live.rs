@@ -35,7 +35,7 @@ fn lock_name(what: &str) -> String {
 
 #[tokio::test]
 async fn real_signed_grants_through_the_guard() {
-    let (ring, client, _server) = signed_server().await;
+    let (ring, client, own) = signed_server().await;
     // The same ring from AdminService.GetFenceKeys.
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", client.addr()))
         .unwrap()
@@ -48,6 +48,11 @@ async fn real_signed_grants_through_the_guard() {
         .unwrap()
         .into_inner();
     assert_eq!(KeyRing::from_fence_keys(&keys).unwrap().key_ids(), ring.key_ids());
+    // And from the file test-clients.sh wrote of its server's ring.
+    let file = std::env::var_os("HOLDFAST_FENCE_KEYS_FILE").filter(|f| !f.is_empty());
+    if let (None, Some(file)) = (&own, file) {
+        assert_eq!(KeyRing::from_file(file).unwrap().key_ids(), ring.key_ids());
+    }
     for backend in Backend::all() {
         let what = backend.name();
         let name = lock_name(what);
