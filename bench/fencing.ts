@@ -1,27 +1,45 @@
 // `npm run bench:fencing`: what the fencing guard adds to an HTTP request, per store, against the
-// same server without the guard, in one run. The server is a child process; its stores are real:
+// same server without the guard, and what verifying a signed fence adds (the memory store's guard
+// with and without a key ring), in one run. The server is a child process; its stores are real:
 // a durable redis-server (appendonly yes, appendfsync always, as the Redis store requires) and a
 // private PostgreSQL (fsync on, each check a committed statement). The holder writes again and
 // again with one token (the common case). Rounds interleave the routes (each starting at another), so load drifts hit all alike.
+// Then, in this process, the cost of one signature and one verification (Node's crypto, Ed25519).
 import { execFileSync, spawn } from 'node:child_process';
+import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { attachFenceHeaders } from '../clients/ts/fencing';
+import { attachFenceHeaders, fenceKeyId, parseFenceKeys, signFence } from '../clients/ts/fencing';
 import { startEmbeddedRedis } from '../src/redis/embedded';
 import { fixed, machineNote, markdownTable, quantile, ROOT, setting, stopChild, writeResult } from './support';
 
 const REQUESTS = setting('requests', 'HOLDFAST_BENCH_REQUESTS', 4000);
 const CONCURRENCY = setting('concurrency', 'HOLDFAST_BENCH_CONCURRENCY', 8);
 const ROUNDS = setting('rounds', 'HOLDFAST_BENCH_ROUNDS', 4);
-const ROUTES = ['/plain', '/memory', '/redis', '/postgres'];
+const ROUTES = ['/plain', '/memory', '/memory-signed', '/redis', '/postgres'];
+const SIGNATURES = setting('signatures', 'HOLDFAST_BENCH_SIGNATURES', 20_000);
 const POSTGRES_SH = join(ROOT, 'test', 'support', 'postgres.sh');
 
-/** `REQUESTS` PUTs to `path`, `CONCURRENCY` at a time on kept-alive connections: µs per request (wall time / requests) and latencies. */
-async function drive(port: number, path: string, lock: string): Promise<{ usPerRequest: number; latenciesUs: number[] }> {
+/** The bench's own signing key (made for this run) and its JWK set. */
+function benchKey(): { privateKey: KeyObject; jwks: string } {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const x = publicKey.export({ format: 'jwk' }).x!;
+  const kid = fenceKeyId(Buffer.from(x, 'base64url'));
+  return { privateKey, jwks: JSON.stringify({ keys: [{ kty: 'OKP', crv: 'Ed25519', kid, x, alg: 'EdDSA', use: 'sig' }] }) };
+}
+
+/**
+ * `REQUESTS` PUTs to `route`/`lock`, `CONCURRENCY` at a time on kept-alive connections: µs per
+ * request (wall time / requests) and latencies. The signed route gets a signed fence too, as a
+ * holder with a signing server sends it.
+ */
+async function drive(port: number, route: string, lock: string, key: KeyObject): Promise<{ usPerRequest: number; latenciesUs: number[] }> {
   const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-  const headers = attachFenceHeaders({ 'content-length': '1' }, lock, 42n);
+  const signedFence = route.endsWith('-signed') ? signFence(key, { lock, token: 42n, leaseEndMs: Date.now() + 3_600_000 }) : undefined;
+  const headers = attachFenceHeaders({ 'content-length': '1' }, lock, 42n, signedFence);
+  const path = `${route}/${encodeURIComponent(lock)}`;
   const latenciesUs: number[] = [];
   let sent = 0;
   const one = () =>
@@ -47,13 +65,39 @@ async function drive(port: number, path: string, lock: string): Promise<{ usPerR
   return { usPerRequest, latenciesUs };
 }
 
+/** µs per call of `work`, median of 5 rounds of SIGNATURES calls. */
+function perCall(work: (i: number) => unknown): number {
+  const rounds: number[] = [];
+  for (let r = 0; r < 5; r++) {
+    const start = process.hrtime.bigint();
+    for (let i = 0; i < SIGNATURES; i++) work(i);
+    rounds.push(Number(process.hrtime.bigint() - start) / 1000 / SIGNATURES);
+  }
+  return quantile(rounds, 0.5);
+}
+
+/** Signing (what the server adds per grant) and verifying (what a guard adds per request), one fence at a time. */
+function signatureCosts(key: KeyObject, jwks: string): string[][] {
+  const ring = parseFenceKeys(jwks);
+  const leaseEndMs = Date.now() + 3_600_000;
+  const fences = Array.from({ length: 64 }, (_, i) => signFence(key, { lock: `orders-${i}`, token: BigInt(i + 1), leaseEndMs }));
+  perCall((i) => ring.verify(fences[i % 64])); // warm-up
+  const sign = perCall((i) => signFence(key, { lock: `orders-${i % 64}`, token: BigInt(i + 1), leaseEndMs }));
+  const verify = perCall((i) => ring.verify(fences[i % 64]));
+  return [
+    ['sign one fence (server, per grant or renewal)', fixed(sign, 1), fixed(1e6 / sign, 0)],
+    ['parse + verify one fence (guard, per request)', fixed(verify, 1), fixed(1e6 / verify, 0)],
+  ];
+}
+
 async function main(): Promise<void> {
   const note = machineNote();
+  const key = benchKey();
   const redisDir = mkdtempSync(join(tmpdir(), 'holdfast-bench-fence-redis-'));
   const pgDir = join(mkdtempSync(join(tmpdir(), 'holdfast-bench-fence-pg-')), 'pg');
   const redis = await startEmbeddedRedis({ dataDir: redisDir, args: ['--appendonly', 'yes', '--appendfsync', 'always', '--save', ''] });
   const pgUrl = /PGURL=(\S+)/.exec(execFileSync('bash', [POSTGRES_SH, 'start', pgDir], { encoding: 'utf8' }))![1];
-  const server = spawn(process.execPath, [join(__dirname, 'fencing-server.js'), redis.url, pgUrl], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const server = spawn(process.execPath, [join(__dirname, 'fencing-server.js'), redis.url, pgUrl, key.jwks], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
   try {
     const port = await new Promise<number>((resolve, reject) => {
@@ -64,23 +108,25 @@ async function main(): Promise<void> {
       void exited.then(() => reject(new Error('the bench server exited before listening')));
     });
     const per = new Map<string, { us: number[]; lat: number[] }>(ROUTES.map((r) => [r, { us: [], lat: [] }]));
-    for (const route of ROUTES) await drive(port, route, `warm-up${route}`); // JIT, connections, the PostgreSQL table
+    for (const route of ROUTES) await drive(port, route, `warm-up${route}`, key.privateKey); // JIT, connections, the PostgreSQL table
     for (let round = 0; round < ROUNDS; round++) {
       // Each round starts at another route, so no route is always the one after the warm-up.
       for (const route of [...ROUTES.slice(round % ROUTES.length), ...ROUTES.slice(0, round % ROUTES.length)]) {
-        const { usPerRequest, latenciesUs } = await drive(port, route, `bench-${round}${route}`);
+        const { usPerRequest, latenciesUs } = await drive(port, route, `bench-${round}${route}`, key.privateKey);
         per.get(route)!.us.push(usPerRequest);
         per.get(route)!.lat.push(...latenciesUs);
       }
     }
     const plain = quantile(per.get('/plain')!.us, 0.5);
+    const unsignedUs = quantile(per.get('/memory')!.us, 0.5);
+    const signedUs = quantile(per.get('/memory-signed')!.us, 0.5);
     const plainP50 = quantile(per.get('/plain')!.lat, 0.5);
     const rows = ROUTES.map((route) => {
       const { us, lat } = per.get(route)!;
       const median = quantile(us, 0.5);
       const p50 = quantile(lat, 0.5);
       return [
-        route === '/plain' ? 'no guard' : `guard, ${route.slice(1)} store`,
+        route === '/plain' ? 'no guard' : route === '/memory-signed' ? 'guard with keys (signed fence), memory store' : `guard, ${route.slice(1)} store`,
         fixed(median, 1),
         route === '/plain' ? '-' : fixed(median - plain, 1),
         fixed(median / plain, 2),
@@ -98,6 +144,12 @@ async function main(): Promise<void> {
         'µs per request = wall time / requests (median of the rounds); latency over all rounds. Redis: appendonly yes, appendfsync always; PostgreSQL: fsync on, each check its own commit.',
       '',
       markdownTable(['route', 'µs per request', 'added µs', 'ratio', 'p50 latency (µs)', 'p50 ratio', 'p99 latency (µs)'], rows),
+      '',
+      `Verifying the signed fence (the guard with keys against the guard without, both on the memory store): ${fixed(signedUs - unsignedUs, 1)} µs per request.`,
+      '',
+      `Signed fences, in this process (Node's crypto, Ed25519; ${SIGNATURES} calls per round, median of 5 rounds):`,
+      '',
+      markdownTable(['operation', 'µs each', 'per second (one core)'], signatureCosts(key.privateKey, key.jwks)),
     ].join('\n');
     console.log(text);
     console.log(`written to ${writeResult('fencing.md', text)}`);

@@ -146,10 +146,11 @@ export function signal(pid: number, sig: NodeJS.Signals): void {
  * A holdfast server on its own embedded Redis in a fresh data dir (it provably holds no lease, so
  * it serves at once). The one place these tests start holdfast. Keepalive 1000/1000 ms: a frozen
  * holder's stream is found dead in about two seconds (default: 15), then its lease runs out.
+ * `args` adds server flags (e.g. --fence-signing-key).
  */
-export async function startFenceHoldfast(): Promise<{ server: ServerProcess; stop(): Promise<void> }> {
+export async function startFenceHoldfast(args: string[] = []): Promise<{ server: ServerProcess; stop(): Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'holdfast-fence-server-'));
-  const server = await startServerProcess(undefined, ['--data-dir', dataDir, '--keepalive-time-ms', '1000', '--keepalive-timeout-ms', '1000']);
+  const server = await startServerProcess(undefined, ['--data-dir', dataDir, '--keepalive-time-ms', '1000', '--keepalive-timeout-ms', '1000', ...args]);
   return {
     server,
     async stop() {
