@@ -10,6 +10,10 @@ step "python tests (pytest)" "$py_dev" -m pytest clients/python/tests
 step "python example" "$py_dev" clients/python/examples/example.py --addr "$addr" "py-$example_name"
 step "python asyncio example" "$py_dev" clients/python/examples/async_example.py --addr "$addr" "pyaio-$example_name"
 step "python fencing example" "$py_dev" clients/python/examples/fenced_storage.py demo --addr "$addr" "pyfence-$example_name"
+# Against the fence-signing server (its grants' signed fences, its /fence-keys): a stale and a forged write refused.
+step "python fencing example with signed fences (a stale and a forged write refused)" \
+  "$py_dev" clients/python/examples/fenced_storage.py demo --addr "$HOLDFAST_SIGNED_ADDR" --fence-keys "$HOLDFAST_FENCE_KEYS_URL" \
+  "pysigned-$example_name"
 step "python example over mutual TLS with an API key" \
   "$py_dev" clients/python/examples/example.py --addr "$tls_addr" "${tls_flags[@]}" --api-key "$api_key" "pytls-$example_name"
 # Negative controls: the same example without the client certificate, or without a known key.

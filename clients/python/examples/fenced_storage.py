@@ -6,7 +6,8 @@
     # a holder: holds the lock through holdfast and writes one value with its fence
     python3 fenced_storage.py write --addr 127.0.0.1:50051 --storage 127.0.0.1:8080 reports KEY VALUE
     # both in one process: two holders write in turn, then the first one's late write is refused
-    python3 fenced_storage.py demo --addr 127.0.0.1:50051 reports
+    # (with --fence-keys, through a storage that requires signed fences, and a forger's write too)
+    python3 fenced_storage.py demo --addr 127.0.0.1:50051 [--fence-keys http://127.0.0.1:9090/fence-keys] reports
 
 PUT /items/KEY stores the body; GET /items/KEY reads it. The guard (holdfast.fencing.FenceMiddleware,
 with guards=fencing.writes: reads need no fence) answers 409 to a write whose fencing token is
@@ -94,8 +95,11 @@ def write_holding(addr, storage, name, key, value, wait_ms=10_000):
         return (lease.fencing_token, headers, *put(storage, key, value, headers))
 
 
-def demo(addr, name):
-    server = make_server("127.0.0.1:0")
+def demo(addr, name, fence_keys=None):
+    """Two holders write in turn, then the first one's late write must be refused (409); with
+    `fence_keys` the storage requires fences the server signed for `name`, and a forger's write (the
+    largest token, without a signed fence) must be refused too (403)."""
+    server = make_server("127.0.0.1:0", fence_keys=fence_keys, lock=name if fence_keys else None)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     storage = f"127.0.0.1:{server.server_port}"
     try:
@@ -105,7 +109,12 @@ def demo(addr, name):
         print(f"second holder (fencing token {second_token}) wrote: {status}")
         status, body = put(storage, "report", "late write from the first holder", first_fence)
         print(f"the first holder's late write, with token {first_token}: {status} {body}")
-        return status == 409
+        if not fence_keys:
+            return status == 409
+        largest = 2**64 - 1  # a token newer than any holder's, as a forger would send
+        forged_status, body = put(storage, "report", "a forger's write", fencing.http_headers(name, largest))
+        print(f"a forger's write, with token {largest} and no signed fence: {forged_status} {body}")
+        return status == 409 and forged_status == 403
     finally:
         server.shutdown()
 
@@ -125,6 +134,8 @@ def main():
         holder = commands.add_parser(name, help="hold a lock and write" if name == "write" else "two holders and a late write")
         holder.add_argument("--addr", default="127.0.0.1:50051", help="holdfast server host:port")
         holder.add_argument("name", help="the lock's name")
+    commands.choices["demo"].add_argument("--fence-keys", help="the storage requires fences signed by these keys (a JWK "
+                                                               "set's URL or file) for the lock, and a forger is refused")
     write = commands.choices["write"]
     write.add_argument("--storage", default="127.0.0.1:8080", help="the storage service's host:port")
     write.add_argument("--wait-ms", type=int, default=10_000, help="how long to wait for the lock")
@@ -143,7 +154,7 @@ def main():
         print(f"wrote with fencing token {token}: {status} {body}")
         sys.exit(0 if status < 300 else 1)
     else:
-        sys.exit(0 if demo(args.addr, args.name) else "fenced_storage: the late write was not refused")
+        sys.exit(0 if demo(args.addr, args.name, args.fence_keys) else "fenced_storage: a write was not refused")
 
 
 if __name__ == "__main__":

@@ -56,8 +56,9 @@ def lock_keys(name, prefix="hf"):
 class Processes:
     """A redis-server and a holdfast server (with `server_args` added to serve), each killed by PID on stop().
 
-    signed=True: the server signs fences with a key made for it (holdfast fence-key new) and serves
-    its JWK set at `fence_keys_url` (its HTTP listener's /fence-keys)."""
+    signed=True: the server signs fences with a key made for it (holdfast fence-key new, which
+    printed its JWK set into `fence_keys_file`) and serves the set at `fence_keys_url` (its HTTP
+    listener's /fence-keys)."""
 
     def __init__(self, server_args=(), ready_credentials=None, signed=False):
         self.redis = None
@@ -65,6 +66,7 @@ class Processes:
         self.addr = None
         self.redis_url = None
         self.fence_keys_url = None
+        self.fence_keys_file = None
         self._server_args = list(server_args)
         self._signed = signed
         self._key_dir = None
@@ -106,8 +108,10 @@ class Processes:
         """serve's flags to sign fences with a new key, and publish it over HTTP."""
         self._key_dir = tempfile.TemporaryDirectory(prefix="fence-key-")
         key = pathlib.Path(self._key_dir.name) / "fence-key.pem"
-        subprocess.run(["node", str(cli), "fence-key", "new", "--out", str(key)], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO_ROOT)
+        self.fence_keys_file = str(pathlib.Path(self._key_dir.name) / "fence-keys.json")
+        with open(self.fence_keys_file, "wb") as jwks:  # `fence-key new` prints the key's public JWK set
+            subprocess.run(["node", str(cli), "fence-key", "new", "--out", str(key)], check=True,
+                           stdout=jwks, stderr=subprocess.DEVNULL, cwd=REPO_ROOT)
         http = f"127.0.0.1:{free_port()}"
         self.fence_keys_url = f"http://{http}/fence-keys"
         return ["--fence-signing-key", str(key), "--http-listen", http]

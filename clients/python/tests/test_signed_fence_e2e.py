@@ -5,6 +5,7 @@ holder's attach sends it with the unsigned pair, and a guard whose ring comes fr
 /fence-keys admits it for its lock only."""
 
 import asyncio
+import os
 import unittest
 
 import fence_processes
@@ -33,6 +34,12 @@ class SignedGrantsTest(unittest.TestCase):
         cls.channel.close()
         if cls.processes:
             cls.processes.stop()
+
+    def test_the_ring_from_the_servers_jwk_set_file_is_the_fetched_one(self):
+        path = os.environ.get("HOLDFAST_FENCE_KEYS_FILE") if self.processes is None else None
+        if path is None:  # a server of our own: its JWK set, as `holdfast fence-key public` prints it
+            path = self.processes.fence_keys_file
+        self.assertEqual(fencing.KeyRing.from_file(path).key_ids, self.ring.key_ids)
 
     def guard(self, lock, **options):
         return fencing.FenceGuard(fencing.MemoryStore(), keys=self.ring, lock=lock, **options)
