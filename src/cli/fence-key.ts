@@ -42,16 +42,26 @@ function printPublic(file: string): void {
 }
 
 export function fenceKeyCommand(): Command {
-  const command = new Command('fence-key').description('make a fence signing key (Ed25519) or print the public JWK set of one');
+  // --out is fence-key's own option (commander reads it after `new` too), so that the flag belongs
+  // to the command the docs check (scripts/check-docs.mjs) looks up; only `new` takes it.
+  const command = new Command('fence-key')
+    .description('make a fence signing key (Ed25519) or print the public JWK set of one')
+    .option('--out <file>', 'fence-key new: the file to write the private key to (refused when it exists)');
   command
     .command('new')
-    .description('write a new Ed25519 private key (PEM PKCS#8, mode 0600) for --fence-signing-key; prints its key id and public JWK set')
-    .requiredOption('--out <file>', 'the file to write (refused when it exists)')
-    .action((opts: { out: string }) => writeNewKey(opts.out));
+    .description('write a new Ed25519 private key (PEM PKCS#8, mode 0600) to --out for --fence-signing-key; prints its key id and public JWK set')
+    .action((_opts, sub: Command) => {
+      const { out } = sub.optsWithGlobals<{ out?: string }>();
+      if (!out) fail('fence-key new needs --out <file>: the file to write the private key to');
+      writeNewKey(out);
+    });
   command
     .command('public')
     .description("print the JWK set of a signing key's public half (for guards, or another server's --fence-verify-keys)")
     .argument('<file>', 'the PEM private key file')
-    .action((file: string) => printPublic(file));
+    .action((file: string, _opts, sub: Command) => {
+      if (sub.optsWithGlobals<{ out?: string }>().out) fail('fence-key public prints the JWK set on stdout; --out is for fence-key new');
+      printPublic(file);
+    });
   return command;
 }
