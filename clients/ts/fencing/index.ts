@@ -16,8 +16,18 @@ export { admitFence, currentFence, type AdmittedFence, type FenceRules, type Fen
 export { attachFenceHeaders, attachFenceMetadata, type HeaderTarget } from './attach';
 export { DEFAULT_STORE_TIMEOUT_MS, FenceStoreUnavailableError, type FenceDecision, type FenceStore } from './store';
 export { MemoryFenceStore } from './memory-store';
-export { RedisFenceStore, DEFAULT_KEEP_MS, fenceKey, type RedisCommander, type RedisFenceStoreOptions } from './redis-store';
-export { PostgresFenceStore, FENCE_TABLE_SQL, checkFence, withFence, fencedUpdate, type SqlQueryable, type FencedUpdate } from './postgres-store';
+export { RedisFenceStore, DEFAULT_KEEP_MS, boundedRedisOptions, fenceKey, type RedisCommander, type RedisFenceStoreOptions } from './redis-store';
+export {
+  PostgresFenceStore,
+  FENCE_TABLE_SQL,
+  boundedPoolOptions,
+  checkFence,
+  withFence,
+  fencedUpdate,
+  type PostgresFenceStoreOptions,
+  type SqlQueryable,
+  type FencedUpdate,
+} from './postgres-store';
 export { LOCK_RULE_FAILED, type GuardOptions } from './judge';
 export { grpcFenceGuard, fenceFromMetadata, fenceValuesOfMetadata, type GrpcFenceGuardOptions } from './grpc-guard';
 export { httpFenceGuard, fenceFromHeaders, fenceValuesOfHeaders, fenceOf, type HttpFenceGuard, type HttpFenceGuardOptions } from './http-guard';
