@@ -2,7 +2,7 @@
 // statement. Run it on the transaction that makes the resource's write (`checkIn`, `withFence`),
 // and the write and the fence commit or roll back together: no window between check and write.
 // The guards' checks answer within a bound (timeoutMs, 1 s by default) even when PostgreSQL is down.
-import { checkedTimeout, withinBound, type FenceDecision, type FenceStore } from './store';
+import { checkedTimeout, optionalPeer, withinBound, type FenceDecision, type FenceStore } from './store';
 
 /** The one thing used of a PostgreSQL client: `query`, as pg's Client, PoolClient and Pool have it. */
 export interface SqlQueryable {
@@ -76,12 +76,7 @@ export class PostgresFenceStore implements FenceStore {
    */
   static async connect(config: string | Record<string, unknown>, options: PostgresFenceStoreOptions = {}): Promise<PostgresFenceStore> {
     const timeoutMs = checkedTimeout(options.timeoutMs);
-    let pg: typeof import('pg');
-    try {
-      pg = await import('pg');
-    } catch {
-      throw new Error('PostgresFenceStore.connect needs the pg package (an optional peer dependency of @holdfast/client): npm install pg@8');
-    }
+    const pg = await optionalPeer(() => import('pg'), 'PostgresFenceStore.connect', 'pg@8');
     const given = typeof config === 'string' ? { connectionString: config } : config;
     const pool = new pg.Pool({ ...boundedPoolOptions(timeoutMs), ...given });
     pool.on('error', () => {}); // an idle connection ended (PostgreSQL restarted): the next check opens another

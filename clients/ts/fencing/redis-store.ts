@@ -4,7 +4,7 @@
 // its bound (timeoutMs, 1 s by default) even when that Redis is down: the guard then fails closed.
 import { createHash } from 'node:crypto';
 import { FENCE_RECORD_SCRIPT } from './fence-record-1';
-import { checkedTimeout, withinBound, type FenceDecision, type FenceStore } from './store';
+import { checkedTimeout, optionalPeer, withinBound, type FenceDecision, type FenceStore } from './store';
 
 /** The one thing used of a Redis client: ioredis's `call` (so the SDK does not depend on ioredis). */
 export interface RedisCommander {
@@ -79,12 +79,7 @@ export class RedisFenceStore implements FenceStore {
    */
   static async connect(url: string, options: RedisFenceStoreOptions & { redisOptions?: Record<string, unknown> } = {}): Promise<RedisFenceStore> {
     const timeoutMs = checkedTimeout(options.timeoutMs);
-    let ioredis: typeof import('ioredis');
-    try {
-      ioredis = await import('ioredis');
-    } catch {
-      throw new Error('RedisFenceStore.connect needs the ioredis package (an optional peer dependency of @holdfast/client): npm install ioredis@5');
-    }
+    const ioredis = await optionalPeer(() => import('ioredis'), 'RedisFenceStore.connect', 'ioredis@5');
     const client = new ioredis.Redis(url, { ...boundedRedisOptions(timeoutMs), ...options.redisOptions });
     client.on('error', () => {}); // each failed check says why; ioredis reconnects by itself
     try {

@@ -50,3 +50,12 @@ export function checkedTimeout(timeoutMs: number | undefined, option = 'timeoutM
   if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`${option} must be a positive whole number of ms, got ${value}`);
   return value;
 }
+
+/** Loads an optional peer dependency of @holdfast/client (a store's driver), or says which to install. */
+export async function optionalPeer<T>(load: () => Promise<T>, who: string, install: string): Promise<T> {
+  try {
+    return await load();
+  } catch {
+    throw new Error(`${who} needs the ${install.replace(/@.*/, '')} package (an optional peer dependency of @holdfast/client): npm install ${install}`);
+  }
+}
