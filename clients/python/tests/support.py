@@ -157,9 +157,9 @@ def make_certs(directory):
 
 def signed_server():
     """(addr, fence_keys_url, processes): the signing server clients/test-clients.sh names
-    (HOLDFAST_SIGNED_ADDR, HOLDFAST_FENCE_KEYS_URL), or a new one (stop it after)."""
+    (HOLDFAST_SIGNED_ADDR, HOLDFAST_FENCE_KEYS_URL, HOLDFAST_FENCE_KEYS_FILE), or a new one (stop it after)."""
     addr, url = os.environ.get("HOLDFAST_SIGNED_ADDR"), os.environ.get("HOLDFAST_FENCE_KEYS_URL")
-    if addr and url:
+    if addr and url and os.environ.get("HOLDFAST_FENCE_KEYS_FILE"):
         return addr, url, None
     processes = Processes(signed=True).start()
     return processes.addr, processes.fence_keys_url, processes
