@@ -101,6 +101,10 @@ describe('signed fences on every grant', () => {
     expect(fence).toMatchObject({ keyId, namespace: 'default', lock: name, token: grant.fencingToken });
     expectLeaseEnd(fence.leaseEndMs, before, after, 7000);
     expect(grant.signedFence.split(':')[3]).toBe(encodeURIComponent(name)); // the name as encodeURIComponent writes it
+    // The verifier's negative control: the same fence with a higher token (a forger's edit) does not verify.
+    const forged = grant.signedFence.replace(`:${grant.fencingToken}:`, `:${BigInt(grant.fencingToken) + 1n}:`);
+    expect(forged).not.toBe(grant.signedFence);
+    expect(() => verifyFence(forged, ring)).toThrow('the signature does not verify');
   });
 
   it('Renew re-signs the grant with the later lease end', async () => {

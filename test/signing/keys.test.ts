@@ -2,7 +2,7 @@
 // the server refusing unusable key files at start (naming the flag, the file and the cause), two
 // servers sharing one key, a rotation (a new signing key, the old one still published), and a
 // server without a key (every fence field empty, nothing published).
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,9 +27,16 @@ function cli(...args: string[]) {
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
-/** A server that must refuse to start: its exit code and its one line on stderr (no Redis is reached). */
-function refusedStart(...flags: string[]) {
-  return cli('serve', '--listen', '127.0.0.1:0', '--redis', redis.url, ...flags);
+/** A server that must refuse to start: its exit code and its one line on stderr (no Redis is reached). Several run at once. */
+function refusedStart(...flags: string[]): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, 'serve', '--listen', '127.0.0.1:0', '--redis', redis.url, ...flags], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on('close', (code) => resolve({ code, stderr }));
+  });
 }
 
 async function serverWith(flags: string[], env: NodeJS.ProcessEnv = {}): Promise<{ server: ServerProcess; client: TestClient; httpPort: number }> {
@@ -87,37 +94,37 @@ describe('holdfast fence-key', () => {
 });
 
 describe('the server refuses unusable fence keys at start, naming the flag, the file and the cause', () => {
-  it('a missing file', () => {
-    expect(refusedStart('--fence-signing-key', file('missing.pem'))).toMatchObject({
+  it('a missing file', async () => {
+    expect(await refusedStart('--fence-signing-key', file('missing.pem'))).toMatchObject({
       code: 2,
       stderr: `holdfast: --fence-signing-key ${file('missing.pem')}: no such file\n`,
     });
   });
 
-  it('a key file others may read: refused like ssh refuses one, with the fix', () => {
+  it('a key file others may read: refused like ssh refuses one, with the fix', async () => {
     newFenceKey(file('open.pem'));
     chmodSync(file('open.pem'), 0o644);
-    expect(refusedStart('--fence-signing-key', file('open.pem'))).toMatchObject({
+    expect(await refusedStart('--fence-signing-key', file('open.pem'))).toMatchObject({
       code: 2,
       stderr: `holdfast: --fence-signing-key ${file('open.pem')}: the private key file may be read by others (mode 644); run \`chmod 600 ${file('open.pem')}\`\n`,
     });
   });
 
-  it('a key that is not Ed25519, and a file that is no PEM key', () => {
+  it('a key that is not Ed25519, and a file that is no PEM key', async () => {
     const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     writeFileSync(file('rsa.pem'), privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });
-    expect(refusedStart('--fence-signing-key', file('rsa.pem'))).toMatchObject({
+    expect(await refusedStart('--fence-signing-key', file('rsa.pem'))).toMatchObject({
       code: 2,
       stderr: `holdfast: --fence-signing-key ${file('rsa.pem')}: the key is rsa, not Ed25519\n`,
     });
     writeFileSync(file('junk.pem'), 'not a key\n', { mode: 0o600 });
-    expect(refusedStart('--fence-signing-key', file('junk.pem'))).toMatchObject({
+    expect(await refusedStart('--fence-signing-key', file('junk.pem'))).toMatchObject({
       code: 2,
       stderr: `holdfast: --fence-signing-key ${file('junk.pem')}: not a PEM private key (expected one like \`holdfast fence-key new\` or \`openssl genpkey -algorithm ed25519\` writes)\n`,
     });
   });
 
-  it('a verify-keys file that is not JSON, not a JWK set, holds a key whose kid is not its id, or a private key', () => {
+  it('a verify-keys file that is not JSON, not a JWK set, holds a key whose kid is not its id, or a private key', async () => {
     const good = newFenceKey(file('verify-base.pem'));
     const cases: [string, string, string][] = [
       ['not-json.json', '{oops', 'not JSON'],
@@ -138,13 +145,9 @@ describe('the server refuses unusable fence keys at start, naming the flag, the 
         `key 1 ("${good.keys[0].kid}") holds a private key ("d"): publish public keys only`,
       ],
     ];
-    for (const [name, text, why] of cases) {
-      writeFileSync(file(name), text);
-      expect(refusedStart('--fence-signing-key', file('verify-base.pem'), '--fence-verify-keys', file(name)), name).toMatchObject({
-        code: 2,
-        stderr: `holdfast: --fence-verify-keys ${file(name)}: ${why}\n`,
-      });
-    }
+    for (const [name, text] of cases) writeFileSync(file(name), text);
+    const runs = await Promise.all(cases.map(([name]) => refusedStart('--fence-signing-key', file('verify-base.pem'), '--fence-verify-keys', file(name))));
+    expect(runs).toEqual(cases.map(([name, , why]) => ({ code: 2, stderr: `holdfast: --fence-verify-keys ${file(name)}: ${why}\n` })));
   });
 });
 
