@@ -1,5 +1,5 @@
 // A chaos client process. Runs `loops` concurrent loops; each takes a lock through the TypeScript
-// SDK (clients/ts/dist), over a Session stream or a call each (config.transport), hold or acquire with a wait, does its critical section against the
+// SDK (clients/ts/dist/clients/ts), over a Session stream or a call each (config.transport), hold or acquire with a wait, does its critical section against the
 // storage service with the grant's fencing token, and gives the lock back. Everything it learns
 // goes to its log with a monotonic time; the orchestrator hears where each loop is (waiting,
 // holding) so it can strike while a lock is held or awaited.
