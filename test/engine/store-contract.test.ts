@@ -227,10 +227,11 @@ describe('Redlock: what a majority vote cannot do is refused, not answered', () 
   it('refuses request ids and values, and has no queue to claim from', async () => {
     const lock = lockOf(uniqueName('rl'));
     const conflict = (err: unknown) => err instanceof LockError && err.kind === 'conflict';
-    expect(await redlockStore.tieRequestId({ prefix: PREFIX, requestId: 'r', asked: 'a', rememberMs: 1000 }).catch(conflict)).toBe(true);
-    expect(await redlockStore.setValue({ lock, token: 't', value: 'v' }).catch(conflict)).toBe(true);
-    expect(redlockStore.queues).toBe(false);
-    await expect(redlockStore.claim()).rejects.toThrow(/no queue/);
-    expect(redlockStore.channelOf(lock)).toMatch(/:rc$/);
+    const store: LockStore = redlockStore;
+    expect(await store.tieRequestId({ prefix: PREFIX, requestId: 'r', asked: 'a', rememberMs: 1000 }).catch(conflict)).toBe(true);
+    expect(await store.setValue({ lock, token: 't', value: 'v' }).catch(conflict)).toBe(true);
+    expect(store.queues).toBe(false);
+    await expect(store.claim({ lock, entryLeaseMs: 1000, waiterIds: ['w'] })).rejects.toThrow(/no queue/);
+    expect(store.channelOf(lock)).toMatch(/:rc$/);
   });
 });
