@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { attachFenceHeaders, fenceKeyId, parseFenceKeys, signFence } from '../clients/ts/fencing';
 import { startEmbeddedRedis } from '../src/redis/embedded';
-import { fixed, machineNote, markdownTable, quantile, ROOT, setting, stopChild, writeResult } from './support';
+import { cpuSeconds, fixed, machineNote, markdownTable, quantile, ROOT, setting, stopChild, writeResult } from './support';
 
 const REQUESTS = setting('requests', 'HOLDFAST_BENCH_REQUESTS', 4000);
 const CONCURRENCY = setting('concurrency', 'HOLDFAST_BENCH_CONCURRENCY', 8);
@@ -65,13 +65,14 @@ async function drive(port: number, route: string, lock: string, key: KeyObject):
   return { usPerRequest, latenciesUs };
 }
 
-/** µs per call of `work`, median of 5 rounds of SIGNATURES calls. */
+/** CPU µs (this process's user + system) per call of `work`, median of 5 rounds of SIGNATURES calls: CPU time, which a shared machine's load inflates far less than wall time. */
 function perCall(work: (i: number) => unknown): number {
   const rounds: number[] = [];
   for (let r = 0; r < 5; r++) {
-    const start = process.hrtime.bigint();
+    const start = process.cpuUsage();
     for (let i = 0; i < SIGNATURES; i++) work(i);
-    rounds.push(Number(process.hrtime.bigint() - start) / 1000 / SIGNATURES);
+    const used = process.cpuUsage(start);
+    rounds.push((used.user + used.system) / SIGNATURES);
   }
   return quantile(rounds, 0.5);
 }
@@ -107,22 +108,26 @@ async function main(): Promise<void> {
       });
       void exited.then(() => reject(new Error('the bench server exited before listening')));
     });
-    const per = new Map<string, { us: number[]; lat: number[] }>(ROUTES.map((r) => [r, { us: [], lat: [] }]));
+    const per = new Map<string, { us: number[]; lat: number[]; cpu: number[] }>(ROUTES.map((r) => [r, { us: [], lat: [], cpu: [] }]));
     for (const route of ROUTES) await drive(port, route, `warm-up${route}`, key.privateKey); // JIT, connections, the PostgreSQL table
     for (let round = 0; round < ROUNDS; round++) {
       // Each round starts at another route, so no route is always the one after the warm-up.
       for (const route of [...ROUTES.slice(round % ROUTES.length), ...ROUTES.slice(0, round % ROUTES.length)]) {
+        const cpuBefore = cpuSeconds(server.pid!);
         const { usPerRequest, latenciesUs } = await drive(port, route, `bench-${round}${route}`, key.privateKey);
+        per.get(route)!.cpu.push(((cpuSeconds(server.pid!) - cpuBefore) * 1e6) / REQUESTS);
         per.get(route)!.us.push(usPerRequest);
         per.get(route)!.lat.push(...latenciesUs);
       }
     }
     const plain = quantile(per.get('/plain')!.us, 0.5);
-    const unsignedUs = quantile(per.get('/memory')!.us, 0.5);
-    const signedUs = quantile(per.get('/memory-signed')!.us, 0.5);
+    const plainCpu = quantile(per.get('/plain')!.cpu, 0.5);
+    const unsignedCpu = quantile(per.get('/memory')!.cpu, 0.5);
+    const signedCpu = quantile(per.get('/memory-signed')!.cpu, 0.5);
     const plainP50 = quantile(per.get('/plain')!.lat, 0.5);
     const rows = ROUTES.map((route) => {
-      const { us, lat } = per.get(route)!;
+      const { us, lat, cpu } = per.get(route)!;
+      const cpuUs = quantile(cpu, 0.5);
       const median = quantile(us, 0.5);
       const p50 = quantile(lat, 0.5);
       return [
@@ -133,6 +138,8 @@ async function main(): Promise<void> {
         fixed(p50, 0),
         route === '/plain' ? '-' : fixed(p50 / plainP50, 2),
         fixed(quantile(lat, 0.99), 0),
+        fixed(cpuUs, 1),
+        route === '/plain' ? '-' : fixed(cpuUs - plainCpu, 1),
       ];
     });
     const text = [
@@ -141,15 +148,18 @@ async function main(): Promise<void> {
       note,
       '',
       `${REQUESTS} PUTs per route and round, ${CONCURRENCY} at a time on kept-alive connections, ${ROUNDS} rounds interleaved, each starting at another route; one token per lock (a holder writing again). ` +
-        'µs per request = wall time / requests (median of the rounds); latency over all rounds. Redis: appendonly yes, appendfsync always; PostgreSQL: fsync on, each check its own commit.',
+        "µs per request = wall time / requests (median of the rounds); latency over all rounds; server CPU = the server process's user + system time / requests (median of the rounds: the figure a shared machine's load inflates least). Redis: appendonly yes, appendfsync always; PostgreSQL: fsync on, each check its own commit.",
       '',
-      markdownTable(['route', 'µs per request', 'added µs', 'ratio', 'p50 latency (µs)', 'p50 ratio', 'p99 latency (µs)'], rows),
+      markdownTable(
+        ['route', 'µs per request', 'added µs', 'ratio', 'p50 latency (µs)', 'p50 ratio', 'p99 latency (µs)', 'server CPU µs per request', 'added CPU µs'],
+        rows,
+      ),
       '',
-      `Verifying the signed fence (the guard with keys against the guard without, both on the memory store): ${fixed(signedUs - unsignedUs, 1)} µs per request.`,
+      `Verifying the signed fence (the guard with keys against the guard without, both on the memory store): ${fixed(signedCpu - unsignedCpu, 1)} µs of server CPU per request.`,
       '',
-      `Signed fences, in this process (Node's crypto, Ed25519; ${SIGNATURES} calls per round, median of 5 rounds):`,
+      `Signed fences, in this process (Node's crypto, Ed25519; CPU time, ${SIGNATURES} calls per round, median of 5 rounds):`,
       '',
-      markdownTable(['operation', 'µs each', 'per second (one core)'], signatureCosts(key.privateKey, key.jwks)),
+      markdownTable(['operation', 'CPU µs each', 'per second (one core)'], signatureCosts(key.privateKey, key.jwks)),
     ].join('\n');
     console.log(text);
     console.log(`written to ${writeResult('fencing.md', text)}`);
