@@ -6,6 +6,7 @@
 
   ARGV[1] token
   ARGV[2] ttl ms   0: the grant's own lease length
+  ARGV[3] '1': answer a renewal as {ttl, fencing token written here or false} (for a signed fence)
 
   Returns
     ttl   renewed here: the lease now ends at least ttl ms from now (the ttl used, > 0)
@@ -21,4 +22,5 @@ if redis.call('HGET', leaseKey, 't') ~= token then
 end
 if ttl == 0 then ttl = tonumber(redis.call('HGET', leaseKey, 'l')) end
 if redis.call('PTTL', leaseKey) < ttl then redis.call('PEXPIRE', leaseKey, ttl) end
+if ARGV[3] == '1' then return {ttl, redis.call('HGET', leaseKey, 'f')} end
 return ttl

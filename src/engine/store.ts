@@ -121,7 +121,7 @@ export type NotRenewedReason = 'expired' | 'taken' | 'hold_released';
 export type RenewAnswer =
   /**
    * The lease now ends leftMs after the renewal was sent; `confirmed` as for a grant;
-   * fencingToken when asked for (withFence) and the store knows it (absent in Redlock mode).
+   * fencingToken when asked for (withFence); in Redlock mode, only when a majority of the renewing masters report the same one.
    */
   { renewed: true; leftMs: number; confirmed: boolean; fencingToken?: string } | { renewed: false; why: NotRenewedReason };
 

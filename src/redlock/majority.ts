@@ -49,7 +49,7 @@ export interface VoteRequest {
 export type VoteResult = { fencingToken: string; validMs: number } | { retryInMs: number };
 
 /** A renewal confirmed for validMs (from its send time), or whether the vote is gone for good. */
-export type RenewResult = { validMs: number } | { gone: 'expired' | 'released' | false };
+export type RenewResult = { validMs: number; fencingToken?: string } | { gone: 'expired' | 'released' | false };
 
 /** What the nodes say of a lock; a holder is one that a majority agrees on. */
 export interface Survey {
@@ -134,13 +134,18 @@ export class Majority {
    * Renews on every node (ttlMs 0: the grant's own lease length); confirmed only by a majority
    * within the validity, which counts from the send time of the round.
    */
-  async renew(keys: RedlockKeys, token: string, ttlMs: number): Promise<RenewResult> {
+  async renew(keys: RedlockKeys, token: string, ttlMs: number, withFence = false): Promise<RenewResult> {
     const start = performance.now();
-    const replies = await this.all('renew', [keys.lease, keys.released], [token, ttlMs]);
+    const answers = await this.all('renew', [keys.lease, keys.released], withFence ? [token, ttlMs, '1'] : [token, ttlMs]);
+    // With the fence asked for, a renewal answers {ttl, fencing token written on that node}.
+    const replies = answers.map((r) => (Array.isArray(r) ? Number(r[0]) : r));
     const renewed = replies.filter((r): r is number => typeof r === 'number' && r > 0);
     const ttl = Math.min(...renewed);
     const validMs = ttl - drift(ttl);
-    if (renewed.length >= this.quorum && validMs - (performance.now() - start) > 0) return { validMs };
+    if (renewed.length >= this.quorum && validMs - (performance.now() - start) > 0) {
+      const fencingToken = withFence ? agreedFence(answers, this.quorum) : undefined;
+      return fencingToken ? { validMs, fencingToken } : { validMs };
+    }
     // A majority answered that the vote is gone: no later renewal can bring it back.
     const gone = replies.filter((r) => r === RedlockCode.NOT_HERE || r === RedlockCode.GIVEN_BACK).length;
     if (gone <= this.nodes.length - this.quorum) return { gone: false };
@@ -162,4 +167,15 @@ export class Majority {
     }
     return { latest: latest.toString() };
   }
+}
+
+/** The fencing token that a majority of the renewing nodes report for the grant; none if they do not agree. */
+function agreedFence(answers: unknown[], quorum: number): string | undefined {
+  const counts = new Map<string, number>();
+  for (const answer of answers) {
+    if (!Array.isArray(answer) || !(Number(answer[0]) > 0) || typeof answer[1] !== 'string') continue;
+    counts.set(answer[1], (counts.get(answer[1]) ?? 0) + 1);
+  }
+  for (const [fence, count] of counts) if (count >= quorum) return fence;
+  return undefined;
 }

@@ -96,8 +96,8 @@ export class RedlockStore implements LockStore {
 
   /** Renewed for the validity a majority confirmed; not renewed once a majority says the vote is gone; else UNAVAILABLE. */
   async renew(request: RenewRequest): Promise<RenewAnswer> {
-    const result = await this.majority.renew(keysOf(request.lock), request.token, request.ttlMs);
-    if ('validMs' in result) return { renewed: true, leftMs: result.validMs, confirmed: true };
+    const result = await this.majority.renew(keysOf(request.lock), request.token, request.ttlMs, request.withFence);
+    if ('validMs' in result) return { renewed: true, leftMs: result.validMs, confirmed: true, fencingToken: result.fencingToken };
     if (result.gone === 'released') return { renewed: false, why: 'hold_released' };
     if (result.gone === 'expired') return { renewed: false, why: 'expired' };
     throw new LockError('unavailable', 'the renewal was not confirmed by a majority of the Redis masters in time; count on the lease you had');

@@ -49,7 +49,7 @@ afterAll(async () => {
 });
 
 describe('signed fences in Redlock mode', () => {
-  it("Acquire and every Hold renewal are signed; the lease end is the grant's validity on the server's clock", async () => {
+  it("Acquire, Renew and every Hold renewal are signed; the lease end is the grant's validity on the server's clock", async () => {
     const name = uniqueName('redlock-signed');
     const before = Date.now();
     const grant = await client.acquire({ name, ttlMs: '3000' });
@@ -60,8 +60,10 @@ describe('signed fences in Redlock mode', () => {
     // Redlock's validity: the ttl less the vote's time and the clock drift allowance, never more.
     expect(fence.leaseEndMs!).toBeLessThanOrEqual(after + 3000 + 5);
     expect(fence.leaseEndMs!).toBeGreaterThanOrEqual(before + 3000 - 2000);
-    // Its renewal reports no fencing token from the masters: Renew's signed_fence stays empty here.
-    expect((await client.renew({ name, token: grant.token, ttlMs: '3000' })).signedFence).toBe('');
+    // Renew is signed with the fencing token a majority of the masters report for the grant.
+    const renewedFence = verifyFence((await client.renew({ name, token: grant.token, ttlMs: '3000' })).signedFence, ring);
+    expect(renewedFence).toMatchObject({ lock: name, token: grant.fencingToken });
+    expect(renewedFence.leaseEndMs!).toBeGreaterThanOrEqual(fence.leaseEndMs!);
 
     const hold = client.hold({ name: `${name}-h`, ttlMs: '900' });
     const acquired = (await hold.next((e) => !!e.acquired)).acquired!;
