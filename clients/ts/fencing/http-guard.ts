@@ -63,7 +63,7 @@ export function httpFenceGuard(store: FenceStore, options: HttpFenceGuardOptions
       },
       (err) => {
         if (err instanceof FenceRefusal) reply(res, err.httpStatus, err.body());
-        else reply(res, 500, { error: 'internal', message: LOCK_RULE_FAILED });
+        else reply(res, 500, { error: 'fence_guard_misconfigured', message: LOCK_RULE_FAILED });
       },
     );
   };

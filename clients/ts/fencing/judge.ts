@@ -17,7 +17,7 @@ export interface GuardOptions<R extends unknown[]> extends FenceRules {
   onRefused?: (refusal: Refusal) => void;
 }
 
-/** The one failure of a guard that is not a refusal (500 / INTERNAL): the lock rule threw or gave no name. */
+/** The one failure of a guard that is not a refusal (500 fence_guard_misconfigured / INTERNAL): the lock rule threw or gave no name. */
 export const LOCK_RULE_FAILED = "the fence guard's lock rule gave no lock name for this request";
 
 function lockOf<R extends unknown[]>(rule: (...request: R) => string, request: R): string {
