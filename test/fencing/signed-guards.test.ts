@@ -300,7 +300,10 @@ describe('the options', () => {
     try {
       const fenceA = signed({ lock: 'a', token: 1n });
       expect((await byPath.send('/docs/a', asHeaders({ fence: [fenceA] }))).status).toBe(200);
-      expect(await byPath.send('/docs/b', asHeaders({ fence: [fenceA] }))).toEqual({ status: 500, body: { error: 'fence_guard_misconfigured', message: LOCK_RULE_FAILED } });
+      expect(await byPath.send('/docs/b', asHeaders({ fence: [fenceA] }))).toEqual({
+        status: 500,
+        body: { error: 'fence_guard_misconfigured', message: LOCK_RULE_FAILED },
+      });
       const md = asMetadata({ fence: [fenceA] });
       md.set('x-doc', 'a');
       expect(await grpc.put('x', md)).toEqual({ ok: true });
