@@ -200,7 +200,7 @@ describe('one-shot commands', () => {
     ]);
 
     const renewed = await holdfast('renew', name, '--token', grant.token, '--ttl-ms', '40000').done;
-    expect(JSON.parse(renewed.stdout)).toEqual({ ttlMs: '40000' });
+    expect(JSON.parse(renewed.stdout)).toEqual({ ttlMs: '40000', signedFence: '' });
 
     const released = await holdfast('release', name, '--token', grant.token).done;
     expect(released.code).toBe(0);

@@ -74,7 +74,7 @@ describe('renew', () => {
   it('extends a live grant to the ttl asked for, from any engine', async () => {
     const name = uniqueName();
     const grant = (await a.engine.acquire(request(name, { ttlMs: 1000 })))!;
-    expect(await b.engine.renew(name, grant.token, 30_000)).toEqual({ ttlMs: 30_000 });
+    expect(await b.engine.renew(name, grant.token, 30_000)).toEqual({ ttlMs: 30_000, fencingToken: grant.fencingToken });
     expect((await a.engine.inspect(name)).holders[0].ttlMs).toBeGreaterThan(1000);
   });
 
