@@ -14,7 +14,7 @@ const FILES: Record<string, string> = {
   'src/lint.ts': `import { x } from './y';\n\n${FLOATING}`,
   'src/format.ts': 'export const a = "x"\n',
   'src/clean.ts': "export const ok = 'x';\n",
-  'clients/ts/gen/generated.ts': FLOATING,
+  'gen/generated.ts': FLOATING,
   'dist/built.ts': FLOATING,
 };
 
