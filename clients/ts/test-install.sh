@@ -3,7 +3,9 @@
 # project outside the repository (its dependencies from the npm registry), type-checks
 # install-test/take-lock.ts there against the installed .d.ts files, runs it (compiled to
 # CommonJS: `require`) and install-test/take-lock.mjs (`import`) against the live server at
-# HOLDFAST_ADDR (each takes and releases a lock), and prints what the install weighs.
+# HOLDFAST_ADDR (each takes and releases a lock), with HOLDFAST_SIGNED_ADDR and
+# HOLDFAST_FENCE_KEYS_URL install-test/guard-signed.mjs (the installed guard against a server that
+# signs fences), and prints what the install weighs.
 #   HOLDFAST_ADDR=127.0.0.1:50051 bash clients/ts/test-install.sh
 # Needs node_modules of the repository (typescript, @types/node) and the registry.
 set -euo pipefail
@@ -45,6 +47,14 @@ node take-lock.js "$addr" "$name" | tee "$work/out"
 # The same program as an ES module: `import` of the CommonJS package's named exports.
 cp "$sdk/install-test/take-lock.mjs" .
 node take-lock.mjs "$addr" "$name-esm" | tee -a "$work/out"
+# Against a server that signs fences (clients/test-clients.sh starts one): the installed guard.
+if [ -n "${HOLDFAST_SIGNED_ADDR:-}" ] && [ -n "${HOLDFAST_FENCE_KEYS_URL:-}" ]; then
+  cp "$sdk/install-test/guard-signed.mjs" .
+  node guard-signed.mjs "$HOLDFAST_SIGNED_ADDR" "$HOLDFAST_FENCE_KEYS_URL" "$name-signed" | tee -a "$work/out"
+  grep -q '^signed: ' "$work/out" || { say "the signed fence guard check did not pass"; exit 1; }
+else
+  say "no HOLDFAST_SIGNED_ADDR and HOLDFAST_FENCE_KEYS_URL: the signed fence guard is not checked (clients/test-clients.sh sets them)"
+fi
 for way in "" "imported: "; do
   grep -q "^${way}released .*SDK loaded from $project/node_modules/@holdfast/client/" "$work/out" || {
     say "the SDK was not loaded from the project's node_modules (${way:-required: })"

@@ -13,7 +13,9 @@ const client = new HoldfastClient(address);
 try {
   const lease = await client.hold(name, { ttlMs: 5_000, waitMs: 5_000 });
   const headers = lease.fence({});
-  if (Object.keys(headers).length !== Object.keys(FENCE_HEADERS).length) throw new Error('no fence headers attached');
+  // The unsigned pair always; Holdfast-Fence too when the server signs fences.
+  const want = lease.signedFence ? [FENCE_HEADERS.fence, FENCE_HEADERS.lock, FENCE_HEADERS.token] : [FENCE_HEADERS.lock, FENCE_HEADERS.token];
+  if (Object.keys(headers).sort().join() !== want.sort().join()) throw new Error(`fence headers attached: ${Object.keys(headers).join(', ') || 'none'}`);
   console.log(`imported: held "${name}" with fencing token ${lease.fencingToken}`);
   await lease.release();
   const from = createRequire(import.meta.url).resolve('@holdfast/client');
