@@ -47,7 +47,7 @@ export interface HeldLease<T> extends KeptLease {
  * One kept lease. A class, so that every lease shares one shape and its letGo/abandon are not
  * closures of its own: a server may keep tens of thousands (docs/sessions.md, "Caps").
  */
-class Lease implements KeepRequest, HeldLease<unknown>, Schedulable {
+class Lease implements KeepRequest, HeldLease<unknown>, LockRef, Schedulable {
   readonly name: string;
   readonly fencingToken: string;
   readonly token: string;
@@ -80,8 +80,11 @@ class Lease implements KeepRequest, HeldLease<unknown>, Schedulable {
     request: KeepRequest,
     readonly listener: LeaseListener<unknown>,
     readonly tag: unknown,
-    /** The lock as the store finds it: one object per lease, so a store may remember what it works out from it. */
-    readonly lock: LockRef,
+    /**
+     * Its lock's key prefix: the lease is itself the LockRef its renewals name (one object per
+     * lease, so a store may remember what it works out from it, with no second object per lock).
+     */
+    readonly prefix: string,
     confirmedAt: number,
     grantedMs: number,
     private readonly stop: (lease: Lease, vanished: boolean) => Promise<void>,
@@ -161,8 +164,7 @@ export class Watchdog {
    * before the script ran) for `grantedMs` (the lease left the client was told).
    */
   keep<T>(request: KeepRequest, listener: LeaseListener<T>, tag: T, confirmedAt: number, grantedMs = request.ttlMs): HeldLease<T> {
-    const lock = { prefix: this.prefix, name: request.name };
-    const lease = new Lease(request, listener as LeaseListener<unknown>, tag, lock, confirmedAt, grantedMs, this.stopLease);
+    const lease = new Lease(request, listener as LeaseListener<unknown>, tag, this.prefix, confirmedAt, grantedMs, this.stopLease);
     this.leases.add(lease);
     this.reschedule(lease);
     this.byHold.set(lease.holdId, lease);
@@ -282,7 +284,7 @@ export class Watchdog {
   private async renew(due: Lease[], sentAt: number): Promise<void> {
     const byNode = new Map<string, Lease[]>();
     for (const lease of due) {
-      const node = this.store.nodeOf(lease.lock);
+      const node = this.store.nodeOf(lease);
       const leases = byNode.get(node);
       if (leases) leases.push(lease);
       else byNode.set(node, [lease]);
@@ -319,9 +321,9 @@ export class Watchdog {
     if (!answer.renewed) {
       if (lease.releasing > 0) return false; // released() ends it, once the release has its answer
       // Just reconnected: whether a failover took the grant is known in a moment; ask again then.
-      if (this.store.verifying(lease.lock) && answer.why !== 'hold_released') return false;
+      if (this.store.verifying(lease) && answer.why !== 'hold_released') return false;
       if (answer.why === 'hold_released') this.end(lease, 'released', 'the hold was released with its token');
-      else if (this.store.lastFailoverAt(lease.lock) > lease.keptSince) {
+      else if (this.store.lastFailoverAt(lease) > lease.keptSince) {
         this.end(lease, 'failover', 'the grant was lost when Redis failed over to a replica that did not have it');
       } else if (answer.why === 'taken') this.end(lease, 'taken', 'the grant is gone and someone else holds the lock now');
       else this.end(lease, 'expired', 'the grant is gone (it expired or was released)');
@@ -344,7 +346,7 @@ export class Watchdog {
 /** The lease's renewal, of its own hold, never past its max hold time. */
 function renewalOf(lease: Lease, sentAt: number): RenewRequest {
   lease.askedMs = renewalTtl(lease, sentAt);
-  return { lock: lease.lock, token: lease.token, ttlMs: lease.askedMs, holdId: lease.holdId };
+  return { lock: lease, token: lease.token, ttlMs: lease.askedMs, holdId: lease.holdId };
 }
 
 /** A renewal never carries a lease past the hold's max hold time, so both end together. */
