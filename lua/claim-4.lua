@@ -13,6 +13,7 @@
     {2}                                 still queued (entry refreshed)
     {-1}                                gone: the entry expired or its grant was lost
     {-4}                                refused: the owner holds the lock shared and asked for exclusive
+    {-7, message}                       aborted to break a deadlock (abort-wait-4): the message names the cycle
 ]]
 --- @include "includes/begin"
 holdersKey, queueKey, dataKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -34,6 +35,8 @@ for i = 2, #ARGV do
     local grant = liveGrant(waiter.k)
     if waiter.g == 2 then
       result = { -4 }
+    elseif waiter.g == 3 then
+      result = { -7, waiter.d }
     elseif grant then
       if now + waiter.t > leaseExpiry(waiter.k) then redis.call('ZADD', holdersKey, now + waiter.t, waiter.k) end
       result = { 1, waiter.k, grant.f, waiter.t, holdCount(grant) }

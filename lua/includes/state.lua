@@ -19,7 +19,8 @@
                    r:<request>  request {k token, o owner, m mode, l limit, t lease ms} (idempotency)
                    w:<waiter>   waiter  {k token, o owner, m mode, l limit, t lease ms, r request id,
                                          h hold id, e entry expiry, wl entry lease ms,
-                                         g 0 queued / 1 granted / 2 refused}
+                                         g 0 queued / 1 granted / 2 refused / 3 aborted (a deadlock),
+                                         d with g 3: the message its call is answered with}
 
   A request (what acquire-4 was asked, and what a waiter record keeps) is {o, m, l, t, r, h, v}:
   owner, mode, limit, lease ms, request id ('' for none), hold id ('' unless a Hold stream asks),

@@ -37,6 +37,8 @@ export interface BackendConfig {
   /** Replicas that must acknowledge every grant and renewal (WAIT); 0 or absent: none. */
   syncReplicas?: SyncReplicas;
   syncTimeoutMs?: number;
+  /** A wait this long walks who-waits-for-whom and ends one wait of a cycle (docs/deadlocks.md); 0: off; absent: 1000. */
+  deadlockTimeoutMs?: number;
   /** Start even when the master's min-replicas-to-write is 0 (only with unsafeNoFailoverSafety). */
   allowMinReplicasZero?: boolean;
   /**

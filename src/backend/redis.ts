@@ -14,6 +14,7 @@ import { replicaSettingsProblem } from '../redis/min-replicas';
 import { RedisTrouble, redisLabel } from '../redis/trouble';
 import { QUARANTINE_MARGIN_MS, SAFE_MAX_TTL_MS, UNSAFE_FLAG, quarantineMs, quarantineOn } from '../config/safety';
 import { listedReplicas } from '../redis/replica-acks';
+import type { CycleEdge, DeadlockOptions } from '../engine/deadlocks';
 import type { Backend, BackendConfig } from './backend';
 
 /**
@@ -105,12 +106,14 @@ export async function startRedisBackend(config: BackendConfig, maxWaitersPerLock
   });
   // One engine per namespace, all on this store's connections; each wait room listens on the one
   // subscriber for its own channels (a message goes to every room, which ignores others').
+  const deadlocks = deadlockOptions(config, log);
   const engineWithPrefix = (keyPrefix: string) =>
     new LockEngine(store, {
       observer,
       keyPrefix,
       maxTtlMs,
       maxWaitersPerLock,
+      deadlocks,
       onBackgroundError: (err) => {
         const message = String((err as Error)?.message ?? err);
         if (message !== lastBackgroundError) log.warn({ err: message }, 'background Redis call failed');
@@ -188,6 +191,26 @@ export async function startRedisBackend(config: BackendConfig, maxWaitersPerLock
 }
 
 /** One line at start that says what the defaults guarantee here and what it costs. */
+/**
+ * Deadlock detection's settings, and its log lines: the cycle that ended a wait at warn, a cycle
+ * that broke before it was checked again (nothing ended) at info.
+ * HOLDFAST_DEADLOCK_RECHECK_DELAY_MS is a test hook (test/e2e/deadlocks.test.ts): a pause between
+ * finding a cycle and checking it again.
+ */
+function deadlockOptions(config: BackendConfig, log: BackendConfig['logger']): DeadlockOptions {
+  const describe = (cycle: CycleEdge[]) => cycle.map((e) => ({ owner: e.owner, lock: e.name, heldBy: e.holder }));
+  return {
+    timeoutMs: config.deadlockTimeoutMs ?? 1000,
+    recheckDelayMs: Number(process.env.HOLDFAST_DEADLOCK_RECHECK_DELAY_MS ?? 0) || undefined,
+    onEvent: (event) => {
+      if (event.kind === 'aborted') log.warn({ cycle: describe(event.cycle), ended: event.victim.waiterId }, event.message);
+      else if (event.kind === 'found') log.info({ cycle: describe(event.cycle) }, 'deadlock walk found a cycle of waits; checking each edge again');
+      else if (event.kind === 'broke') log.info({ cycle: describe(event.cycle) }, 'a cycle of waits broke before it was checked again: no wait ended');
+      else log.info({ owner: event.owner, visited: event.visited, ms: Math.round(event.ms) }, 'deadlock walk stopped at its bound: no wait ended');
+    },
+  };
+}
+
 function logSafety(log: BackendConfig['logger'], quarantine: number, maxTtlMs: number, marginMs: number, syncReplicas: unknown): void {
   if (!quarantine) {
     log.warn(

@@ -239,6 +239,11 @@ export function serveCommand(): Command {
     .addOption(new Option('--keepalive-time-ms <ms>', 'HTTP/2 ping interval to detect dead peers').argParser(millis).default(10_000))
     .addOption(new Option('--keepalive-timeout-ms <ms>', 'how long a ping may go unanswered').argParser(millis).default(5_000))
     .addOption(new Option('--deadline-margin-ms <ms>', "stop waiting this long before a call's deadline").argParser(millis).default(50))
+    .addOption(
+      new Option('--deadlock-timeout-ms <ms>', 'a wait this long looks for a cycle of waits among owners and ends one wait in it (0: off; docs/deadlocks.md)')
+        .argParser(millis)
+        .default(1000),
+    )
     .addOption(new Option('--key-prefix <prefix>', 'first part of every Redis key').default('hf'))
     .addOption(
       new Option('--http-listen <host:port>', 'serve the dashboard, Prometheus /metrics, /healthz and /readyz over HTTP here (off when absent)').env(
@@ -370,6 +375,7 @@ export function serveCommand(): Command {
           keepaliveTimeMs: opts.keepaliveTimeMs,
           keepaliveTimeoutMs: opts.keepaliveTimeoutMs,
           deadlineMarginMs: opts.deadlineMarginMs,
+          deadlockTimeoutMs: opts.deadlockTimeoutMs,
           keyPrefix: opts.keyPrefix,
           limits: {
             maxMessageBytes: opts.maxMessageBytes,

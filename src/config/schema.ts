@@ -138,6 +138,7 @@ export const serveSettings = {
   keepaliveTimeMs: ms(),
   keepaliveTimeoutMs: ms(),
   deadlineMarginMs: ms(),
+  deadlockTimeoutMs: ms(),
   keyPrefix: z.string().min(1),
   maxMessageBytes: count(1),
   maxConcurrentStreams: count(1),

@@ -22,6 +22,7 @@ import type {
   ReleaseResult,
 } from './types';
 import { LeaseGroup, type GroupEvents, type GroupOptions } from './lease-group';
+import { DeadlockDetector, type DeadlockOptions } from './deadlocks';
 import { LockChannels } from './lock-channels';
 import { randomId } from './random-ids';
 import { RetryWait } from './retry-wait';
@@ -44,6 +45,8 @@ export interface EngineOptions {
   maxWaitersPerLock?: number;
   /** Told of lock events and timings (metrics, traces); none by default. */
   observer?: EngineObserver;
+  /** Deadlock detection (deadlocks.ts) on a store with a wait graph; absent or timeoutMs 0: off. */
+  deadlocks?: DeadlockOptions;
 }
 
 /** What this engine keeps in memory right now: all zero (and no timer) when it serves nobody. */
@@ -81,7 +84,12 @@ export class LockEngine {
     this.observer = options.observer ?? NO_OBSERVER;
     const onBackgroundError = options.onBackgroundError ?? (() => {});
     const channels = new LockChannels(store.subscriber);
-    this.room = new WaitRoom(this, channels, { refreshMs: options.entryRefreshMs ?? 1000, onBackgroundError });
+    const graph = store.waitGraph;
+    const deadlocks =
+      graph && options.deadlocks?.timeoutMs
+        ? new DeadlockDetector(graph, this.prefix, this.entryLeaseMs, { onBackgroundError, ...options.deadlocks })
+        : undefined;
+    this.room = new WaitRoom(this, channels, { refreshMs: options.entryRefreshMs ?? 1000, onBackgroundError, deadlocks });
     this.retries = new RetryWait(this, channels);
     if (store.scanLocks) this.scanLocks = (cursor, count, namePrefix = '') => store.scanLocks!(this.prefix, cursor, count, namePrefix);
     this.watchers = new WatchRoom(this, channels, onBackgroundError);

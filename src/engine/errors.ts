@@ -7,7 +7,8 @@ export type LockErrorKind =
   | 'unavailable' // Redis cannot be reached, or the server is shutting down
   | 'timeout' // not acquired in time (streams only; unary Acquire answers acquired=false)
   | 'lost' // a held lease ended
-  | 'exhausted'; // a limit was reached (waiters per lock)
+  | 'exhausted' // a limit was reached (waiters per lock)
+  | 'deadlock'; // the wait was ended to break a cycle of waits (src/engine/deadlocks.ts)
 
 export class LockError extends Error {
   constructor(
@@ -29,6 +30,8 @@ export const ScriptCode = {
   UPGRADE_REFUSED: -4,
   REQUEST_ID_REUSED: -5,
   TOO_MANY_WAITERS: -6,
+  /** claim-4: the waiter was aborted to break a deadlock (abort-wait-4). */
+  DEADLOCK: -7,
 } as const;
 
 /** What release-4 says first when it found the hold (else NOT_FOUND). */

@@ -58,6 +58,11 @@ export function requestIdKey(prefix: string, requestId: string): string {
   return `${prefix}:rid:{${tagOf(requestId)}}`;
 }
 
+/** An owner's wait records (deadlock detection): its own slot, since an owner waits on locks anywhere. */
+export function waitsKey(prefix: string, owner: string): string {
+  return `${prefix}:wf:{${tagOf(owner)}}`;
+}
+
 /** The failover epoch record: the master grants were last made under (see src/redis/failover-watch.ts). */
 export function epochKey(prefix: string): string {
   return `${prefix}:epoch`;
@@ -72,7 +77,7 @@ export function shardEpochKey(prefix: string, tag: string): string {
 export const DEFAULT_NAMESPACE = 'default';
 
 /**
- * A namespace's own key prefix. Every other key starts `<prefix>:{`, `<prefix>:rid:` or
+ * A namespace's own key prefix. Every other key starts `<prefix>:{`, `<prefix>:rid:`, `<prefix>:wf:` or
  * `<prefix>:epoch`, so no namespace's key can be the default namespace's or another's.
  */
 export function namespacePrefix(prefix: string, namespace: string): string {

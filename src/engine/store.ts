@@ -137,7 +137,9 @@ export type ClaimEntry =
   | { outcome: 'queued' }
   /** The entry expired, or the grant the queue served it was lost. */
   | { outcome: 'gone' }
-  | { outcome: 'refused'; refusal: Refusal };
+  | { outcome: 'refused'; refusal: Refusal }
+  /** Ended to break a deadlock (WaitGraph.abortWait): the message names the cycle. */
+  | { outcome: 'aborted'; message: string };
 
 export interface ClaimAnswer {
   /** How long until the earliest lease on the lock ends (-1: none). */
@@ -166,6 +168,41 @@ export interface RequestIdTie {
   asked: string;
   /** How long to remember the tie after this use. */
   rememberMs: number;
+}
+
+/** One of an owner's waits, as its wait record says (an index: WaitGraph.waitEdge checks it). */
+export interface WaitRecord {
+  waiterId: string;
+  /** The lock's name (in the walking engine's namespace). */
+  name: string;
+  /** When the wait began (ms, the storage's clock where the record lives). */
+  since: number;
+}
+
+/** A waiter's edges, read on its lock's slot. */
+export interface WaitEdge {
+  /** Whether the waiter still waits (queued, live entry, not served). */
+  waiting: boolean;
+  /** The owners of the lock's live grants, other than the waiter's own and without ''. Empty when not waiting. */
+  holders: string[];
+}
+
+/**
+ * Who waits for whom, for deadlock detection (src/engine/deadlocks.ts): a store that queues and
+ * can be walked one slot per step. Owners' records live in their own slot (keys.ts waitsKey),
+ * each with an end; each edge is checked on its lock's slot.
+ */
+export interface WaitGraph {
+  /** Records that `owner` waits for lock `name` as waiter `waiterId`, begun waitedMs ago, needed for keepMs. Resolves with since. */
+  noteWait(request: { prefix: string; owner: string; waiterId: string; name: string; waitedMs: number; keepMs: number }): Promise<number>;
+  /** Removes that record. */
+  forgetWait(request: { prefix: string; owner: string; waiterId: string }): Promise<void>;
+  /** The owner's live wait records. */
+  waitsOf(request: { prefix: string; owner: string }): Promise<WaitRecord[]>;
+  /** Whether the waiter still waits on `lock`, and for whose grants. */
+  waitEdge(request: { lock: LockRef; waiterId: string; owner: string }): Promise<WaitEdge>;
+  /** Ends the waiter's wait with `message` if it still waits (its server's claim answers it 'aborted'): whether it did. */
+  abortWait(request: { lock: LockRef; waiterId: string; message: string }): Promise<boolean>;
 }
 
 /** What lock channels need of a subscriber connection (sharded pub/sub). */
@@ -218,6 +255,9 @@ export interface LockStore {
    * Absent: the store cannot list its locks.
    */
   scanLocks?(prefix: string, cursor: string, count: number, namePrefix: string): Promise<{ names: string[]; cursor: string }>;
+
+  /** Who waits for whom, for deadlock detection; absent: the store cannot tell (Redlock), and nothing is walked. */
+  readonly waitGraph?: WaitGraph;
 
   /** The connection lock channels are subscribed on. */
   readonly subscriber: Subscriber;

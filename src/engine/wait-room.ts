@@ -5,6 +5,7 @@
 // the earliest lease would run out, since an expiry publishes nothing.
 // A release this server sends hands the lock to this server's own waiters in its reply (one
 // round trip, no publish, no claim): releasing() answers them.
+import type { DeadlockDetector } from './deadlocks';
 import { LockError } from './errors';
 import type { LockChannels } from './lock-channels';
 import type { EngineObserver } from './observer';
@@ -91,7 +92,7 @@ export class WaitRoom {
   constructor(
     private readonly engine: WaitRoomEngine,
     private readonly channels: LockChannels,
-    private readonly options: { refreshMs: number; onBackgroundError: (err: unknown) => void },
+    private readonly options: { refreshMs: number; onBackgroundError: (err: unknown) => void; deadlocks?: DeadlockDetector },
   ) {}
 
   wait(request: WaitRequest, signal?: AbortSignal): Promise<Grant | null> {
@@ -100,9 +101,12 @@ export class WaitRoom {
       const onAbort = () => void this.cancel(waiter);
       const deadlineTimer = setTimeout(onAbort, Math.max(0, request.deadline - performance.now()));
       signal?.addEventListener('abort', onAbort, { once: true });
+      const { name, owner } = request.params;
+      const unwatch = this.options.deadlocks?.watch({ name, owner, waiterId: request.waiterId, deadline: request.deadline });
       waiter.cleanup = () => {
         clearTimeout(deadlineTimer);
         signal?.removeEventListener('abort', onAbort);
+        unwatch?.();
       };
       this.join(waiter);
       if (signal?.aborted) onAbort();
@@ -280,6 +284,11 @@ export class WaitRoom {
     if (result.outcome === 'refused') {
       const { refusal } = result;
       this.finish(waiter, () => waiter.reject(conflictError(waiter.params.name, refusal, waiter.params.limit)));
+      return;
+    }
+    if (result.outcome === 'aborted') {
+      const { message } = result;
+      this.finish(waiter, () => waiter.reject(new LockError('deadlock', message)));
       return;
     }
     // Our entry expired (this server stalled past the entry lease): queue again at the back.

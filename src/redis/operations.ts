@@ -16,6 +16,8 @@ import type {
   ReleaseRequest,
   RenewAnswer,
   RenewRequest,
+  WaitEdge,
+  WaitRecord,
 } from '../engine/store';
 import type { FenceCheck, HolderInfo, Mode } from '../engine/types';
 
@@ -113,6 +115,7 @@ export function claimAnswer(reply: Reply, confirmed: boolean): ClaimAnswer {
     if (result[0] === ScriptCode.GRANTED) return { outcome: 'granted', grant: grantAt(result, 1) };
     if (result[0] === ScriptCode.QUEUED) return { outcome: 'queued' };
     if (result[0] === ScriptCode.UPGRADE_REFUSED) return { outcome: 'refused', refusal: refusalOf(result) };
+    if (result[0] === ScriptCode.DEADLOCK) return { outcome: 'aborted', message: String(result[1]) };
     return { outcome: 'gone' };
   });
   return { nextExpiryMs: Number(reply[0]), waiters, confirmed };
@@ -141,4 +144,14 @@ export function fenceCheck(reply: Reply): FenceCheck {
 /** {1, fence} or {-1}. */
 export function setValueAnswer(reply: Reply): { fencingToken: string } | null {
   return reply[0] === ScriptCode.NOT_FOUND ? null : { fencingToken: String(reply[1]) };
+}
+
+/** waits-of-1's {{waiter id, lock name, since}...}. */
+export function waitRecords(reply: Reply): WaitRecord[] {
+  return (reply as Reply[]).map((r) => ({ waiterId: String(r[0]), name: String(r[1]), since: Number(r[2]) }));
+}
+
+/** wait-edge-3's {waiting, holder owner...}. */
+export function waitEdge(reply: Reply): WaitEdge {
+  return { waiting: reply[0] === ScriptFlag.YES, holders: reply.slice(1).map(String) };
 }

@@ -19,6 +19,11 @@ const FILES: Record<ScriptName, string> = {
   checkFencingToken: 'check-fencing-token-3',
   requestId: 'request-id-1',
   setValue: 'set-value-4',
+  noteWait: 'note-wait-1',
+  forgetWait: 'forget-wait-1',
+  waitsOf: 'waits-of-1',
+  waitEdge: 'wait-edge-3',
+  abortWait: 'abort-wait-4',
 };
 
 export function luaDir(): string {
@@ -50,7 +55,16 @@ const GRANTING: ReadonlySet<ScriptName> = new Set(['acquire', 'claim']);
  * read, and a release refused then would keep a lock closed until its lease ends. (EVAL scripts
  * had this by default: Redis checked each command they called, not the script.)
  */
-const ALLOWED_WHEN_OUT_OF_MEMORY: ReadonlySet<ScriptName> = new Set(['release', 'dequeue', 'inspect', 'checkFencingToken']);
+const ALLOWED_WHEN_OUT_OF_MEMORY: ReadonlySet<ScriptName> = new Set([
+  'release',
+  'dequeue',
+  'inspect',
+  'checkFencingToken',
+  'forgetWait',
+  'waitsOf',
+  'waitEdge',
+  'abortWait',
+]);
 
 /** Every operation, in the order the library registers them. */
 export const SCRIPT_NAMES = Object.keys(FILES) as ScriptName[];

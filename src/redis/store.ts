@@ -6,7 +6,7 @@
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
 import { fromRedisError, ScriptFlag, type DescribeUnavailable } from '../engine/errors';
-import { lockKeys, lockNameOfKey, lockScanPattern, requestIdKey, scriptKeys } from '../engine/keys';
+import { lockKeys, lockNameOfKey, lockScanPattern, requestIdKey, scriptKeys, waitsKey } from '../engine/keys';
 import type { ScriptName } from '../engine/scripts';
 import type {
   AcquireAnswer,
@@ -22,6 +22,9 @@ import type {
   RenewRequest,
   RequestIdTie,
   Subscriber,
+  WaitEdge,
+  WaitGraph,
+  WaitRecord,
 } from '../engine/store';
 import type { FenceCheck } from '../engine/types';
 import { isLibraryMissing, lockLibrary } from './functions';
@@ -39,6 +42,8 @@ import {
   renewArgs,
   renewBatchArgs,
   setValueAnswer,
+  waitEdge,
+  waitRecords,
   type Reply,
 } from './operations';
 import { scanStep } from './scan';
@@ -79,13 +84,14 @@ export const RENEWALS_PER_CALL = 100;
 /** Replies that say a Cluster's slot map is stale (MASTERCHANGED: lua/includes/expect-master.lua). */
 const STALE_SLOTS = /^(MOVED|ASK|MASTERCHANGED) /;
 
-export class RedisStore implements LockStore {
+export class RedisStore implements LockStore, WaitGraph {
   private readonly library = lockLibrary();
   private readonly guard?: WriteGuard;
   private readonly describeUnavailable?: DescribeUnavailable;
   private readonly located = new WeakMap<LockRef, Located>();
   readonly confirmsWrites: boolean;
   readonly queues = true;
+  readonly waitGraph: WaitGraph = this;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -181,6 +187,29 @@ export class RedisStore implements LockStore {
 
   async setValue(request: { lock: LockRef; token: string; value: string }): Promise<{ fencingToken: string } | null> {
     return setValueAnswer(await this.run('setValue', this.callOn(request.lock, 'setValue', [request.token, request.value])));
+  }
+
+  async noteWait(request: { prefix: string; owner: string; waiterId: string; name: string; waitedMs: number; keepMs: number }): Promise<number> {
+    const { prefix, owner, waiterId, name, waitedMs, keepMs } = request;
+    const since: unknown = await this.run('noteWait', { keys: [waitsKey(prefix, owner)], args: [waiterId, name, Math.round(waitedMs), Math.ceil(keepMs)] });
+    return Number(since);
+  }
+
+  async forgetWait(request: { prefix: string; owner: string; waiterId: string }): Promise<void> {
+    await this.run('forgetWait', { keys: [waitsKey(request.prefix, request.owner)], args: [request.waiterId] });
+  }
+
+  async waitsOf(request: { prefix: string; owner: string }): Promise<WaitRecord[]> {
+    return waitRecords(await this.run('waitsOf', { keys: [waitsKey(request.prefix, request.owner)], args: [] }));
+  }
+
+  async waitEdge(request: { lock: LockRef; waiterId: string; owner: string }): Promise<WaitEdge> {
+    return waitEdge(await this.run('waitEdge', this.callOn(request.lock, 'waitEdge', [request.waiterId, request.owner])));
+  }
+
+  async abortWait(request: { lock: LockRef; waiterId: string; message: string }): Promise<boolean> {
+    const ended: unknown = await this.run('abortWait', this.callOn(request.lock, 'abortWait', [request.waiterId, request.message]));
+    return ended === ScriptFlag.YES;
   }
 
   /** SCAN (never KEYS) for the holder and queue keys of the prefix's locks. */

@@ -12,6 +12,7 @@ const STATUS_OF: Record<LockErrorKind, status> = {
   timeout: status.DEADLINE_EXCEEDED,
   lost: status.ABORTED,
   exhausted: status.RESOURCE_EXHAUSTED,
+  deadlock: status.ABORTED,
 };
 
 /**

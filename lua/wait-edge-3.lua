@@ -1,0 +1,28 @@
+--[[
+  One step of a deadlock walk, on the lock's own slot: whether a waiter still waits here, and
+  whose live grants it waits for. Changes nothing.
+
+  KEYS[1] holders    KEYS[2] queue    KEYS[3] data (see includes/state)
+
+  ARGV[1] waiter id
+  ARGV[2] its owner    a holder with this owner is no edge (the queue serves the waiter by re-entry)
+
+  Returns {waiting, holder owner...}: waiting 1 when the waiter is queued with a live entry and not
+  yet served (else 0, and no owners); the owners of the lock's live, not abandoned grants, each
+  once, without '' (a holder without an owner takes no part)
+]]
+--- @include "includes/begin"
+holdersKey, queueKey, dataKey = KEYS[1], KEYS[2], KEYS[3]
+local waiterId, waiterOwner = ARGV[1], ARGV[2]
+
+local waiter = loadRecord('w:' .. waiterId)
+if not (waiterAlive(waiter) and waiter.g == 0 and redis.call('ZSCORE', queueKey, waiterId)) then return { 0 } end
+local reply, seen = { 1 }, {}
+for _, token in ipairs(redis.call('ZRANGEBYSCORE', holdersKey, '(' .. now, '+inf')) do
+  local grant = loadRecord('g:' .. token)
+  if grant and grant.a ~= 1 and grant.o ~= '' and grant.o ~= waiterOwner and not seen[grant.o] then
+    seen[grant.o] = true
+    reply[#reply + 1] = grant.o
+  end
+end
+return reply
