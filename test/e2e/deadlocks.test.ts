@@ -1,0 +1,135 @@
+// Deadlock detection (docs/deadlocks.md) on one real redis-server: servers 0 and 1 detect with a
+// 500 ms timeout, server 2 has detection off (the negative control). Owners are random per test.
+import { status, type ServiceError } from '@grpc/grpc-js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { waitsKey } from '../../src/engine/keys';
+import { connect, type TestClient } from '../support/client';
+import { useServers } from '../support/fixture';
+import { uniqueName } from '../support/redis';
+import { startServerProcess } from '../support/server';
+import { waitFor } from '../support/wait';
+
+const TIMEOUT_MS = 500;
+/**
+ * How long after the cycle closes its abort may come, beyond the timeout: a walk of a two-owner
+ * cycle is 7 Redis calls (measured: a few ms); the rest is room for a busy 2-core machine.
+ */
+const BOUND_MS = 1500;
+
+const env = useServers(3, (i) => ['--deadlock-timeout-ms', i < 2 ? String(TIMEOUT_MS) : '0']);
+let clients: TestClient[];
+beforeAll(() => void (clients = env.clients));
+
+const waiters = async (name: string) => (await clients[0].inspect({ name })).waiters;
+const held = (c: TestClient, name: string, owner: string) => c.acquire({ name, owner, ttlMs: '30000' });
+/** An Acquire that waits: its outcome, and when it came. */
+const waiting = (c: TestClient, name: string, owner: string, waitMs = 20_000) =>
+  c.acquire({ name, owner, ttlMs: '30000', waitTimeoutMs: String(waitMs) }).then(
+    (r) => ({ granted: r.acquired, token: r.token, error: null as ServiceError | null, at: performance.now() }),
+    (err: ServiceError) => ({ granted: false, token: '', error: err, at: performance.now() }),
+  );
+const waitRecords = (owner: string) => env.redis.client.hlen(waitsKey('hf', owner));
+
+describe('deadlock detection', () => {
+  it('ends one wait of a two-owner cycle across two servers with ABORTED naming both locks; the other is granted', async () => {
+    const [a, b] = [uniqueName('a'), uniqueName('b')];
+    const [o1, o2] = [uniqueName('owner'), uniqueName('owner')];
+    const a1 = await held(clients[0], a, o1);
+    const b2 = await held(clients[1], b, o2);
+    const w1 = waiting(clients[0], b, o1);
+    await waitFor('o1 to queue on b', async () => (await waiters(b)) === 1);
+    const w2 = waiting(clients[1], a, o2);
+    await waitFor('o2 to queue on a', async () => (await waiters(a)) === 1);
+    const closed = performance.now();
+    const first = await Promise.race([w1, w2]);
+    expect(first.error?.code).toBe(status.ABORTED);
+    expect(first.at - closed).toBeLessThan(TIMEOUT_MS + BOUND_MS);
+    const message = first.error!.details;
+    expect(message).toMatch(/^deadlock: /);
+    for (const text of [a, b, o1, o2]) expect(message).toContain(`"${text}"`);
+    // The youngest wait (o2's, on a) is the one ended; o1 is granted once o2 gives back b.
+    expect(message).toContain(`This wait (owner "${o2}" on lock "${a}")`);
+    await clients[1].release({ name: b, token: b2.token });
+    const second = await w1;
+    expect(second.granted).toBe(true);
+    expect(second.error).toBeNull();
+    await clients[0].release({ name: b, token: second.token });
+    await clients[0].release({ name: a, token: a1.token });
+    await waitFor('the wait records to go', async () => (await waitRecords(o1)) + (await waitRecords(o2)) === 0);
+    expect(env.servers[1].logs.some((l) => l.includes('"level":40') && l.includes('deadlock: '))).toBe(true);
+  });
+
+  it('negative control: with --deadlock-timeout-ms 0 both waits of the cycle run to their wait timeout', async () => {
+    const [a, b] = [uniqueName('a'), uniqueName('b')];
+    const [o1, o2] = [uniqueName('owner'), uniqueName('owner')];
+    const off = clients[2];
+    const a1 = await held(off, a, o1);
+    const b2 = await held(off, b, o2);
+    const started = performance.now();
+    const [w1, w2] = await Promise.all([waiting(off, b, o1, 3 * TIMEOUT_MS + BOUND_MS), waiting(off, a, o2, 3 * TIMEOUT_MS + BOUND_MS)]);
+    for (const w of [w1, w2]) {
+      expect(w.error).toBeNull();
+      expect(w.granted).toBe(false);
+      expect(w.at - started).toBeGreaterThanOrEqual(3 * TIMEOUT_MS + BOUND_MS - 50);
+    }
+    expect(await waitRecords(o1)).toBe(0);
+    await off.release({ name: a, token: a1.token });
+    await off.release({ name: b, token: b2.token });
+  });
+
+  it('converging acyclic waits (a diamond whose branches meet at one owner) end nobody', async () => {
+    // A waits for p (held by B) and q (held by C); B and C both wait for r (held by D); D waits
+    // for s (held by E), and E waits for nothing. D is reached twice: not a cycle.
+    const [p, q, r, s] = ['p', 'q', 'r', 's'].map((l) => uniqueName(l));
+    const [A, B, C, D, E] = ['A', 'B', 'C', 'D', 'E'].map((o) => uniqueName(`owner-${o}`));
+    const before = env.servers.map((srv) => srv.logs.length);
+    const grants = [await held(clients[0], p, B), await held(clients[1], q, C), await held(clients[0], r, D), await held(clients[1], s, E)];
+    const waitMs = 4 * TIMEOUT_MS;
+    const waits = [
+      waiting(clients[0], p, A, waitMs),
+      waiting(clients[1], q, A, waitMs),
+      waiting(clients[1], r, B, waitMs),
+      waiting(clients[0], r, C, waitMs),
+      waiting(clients[1], s, D, waitMs),
+    ];
+    // Every wait reached the timeout and walked.
+    await waitFor('every wait to record itself', async () => (await Promise.all([A, B, C, D].map(waitRecords))).join() === '2,1,1,1');
+    for (const w of await Promise.all(waits)) {
+      expect(w.error).toBeNull();
+      expect(w.granted).toBe(false);
+    }
+    const names = [p, q, r, s];
+    await Promise.all(grants.map((g, i) => clients[i % 2].release({ name: names[i], token: g.token })));
+    expect(env.servers.some((srv, i) => srv.logs.slice(before[i]).some((l) => l.includes('cycle')))).toBe(false);
+  });
+
+  it('a cycle that breaks while it is checked again (a holder releases) ends nobody', async () => {
+    // This server pauses 3 s between finding a cycle and checking it again (a test hook).
+    const paused = await startServerProcess(env.redis.url, ['--deadlock-timeout-ms', String(TIMEOUT_MS)], { HOLDFAST_DEADLOCK_RECHECK_DELAY_MS: '3000' });
+    const c = connect(paused.addr);
+    try {
+      const [a, b] = [uniqueName('a'), uniqueName('b')];
+      const [o1, o2] = [uniqueName('owner'), uniqueName('owner')];
+      const a1 = await held(c, a, o1);
+      const b2 = await held(c, b, o2);
+      const w1 = waiting(c, b, o1);
+      const w2 = waiting(c, a, o2);
+      const lines = (text: string) => paused.logs.filter((l) => l.includes(text)).length;
+      await waitFor('a walk to find the cycle', () => lines('found a cycle') > 0);
+      await c.release({ name: b, token: b2.token });
+      const first = await w1;
+      expect(first.granted).toBe(true);
+      await waitFor('every walk that found it to see it broke', () => lines('broke before it was checked again') >= lines('found a cycle'), 10_000);
+      await c.release({ name: b, token: first.token });
+      await c.release({ name: a, token: a1.token });
+      const second = await w2;
+      expect(second.error).toBeNull();
+      expect(second.granted).toBe(true);
+      await c.release({ name: a, token: second.token });
+      expect(paused.logs.some((l) => l.includes('deadlock: '))).toBe(false);
+    } finally {
+      c.close();
+      await paused.stop();
+    }
+  });
+});
