@@ -59,6 +59,34 @@ describe('deadlock detection', () => {
     expect(env.servers[1].logs.some((l) => l.includes('"level":40') && l.includes('deadlock: '))).toBe(true);
   });
 
+  it('a cycle through a full semaphore and a shared lock with two holders ends the youngest wait, a Hold stream, ABORTED', async () => {
+    // sem (limit 2) is held by O1 and O3; shared lock L by O2 and O4. O1 waits for L (exclusive:
+    // edges to O2 and O4), then O2's Hold waits for sem (edges to O1 and O3): O1 -> O2 -> O1.
+    const [sem, L] = [uniqueName('sem'), uniqueName('shared')];
+    const [O1, O2, O3, O4] = [1, 2, 3, 4].map((i) => uniqueName(`owner-${i}`));
+    const SHARED = 2;
+    const s1 = await clients[0].acquire({ name: sem, owner: O1, limit: 2, ttlMs: '30000' });
+    const s3 = await clients[1].acquire({ name: sem, owner: O3, limit: 2, ttlMs: '30000' });
+    const l2 = await clients[1].acquire({ name: L, owner: O2, mode: SHARED, ttlMs: '30000' });
+    const l4 = await clients[0].acquire({ name: L, owner: O4, mode: SHARED, ttlMs: '30000' });
+    const w1 = waiting(clients[0], L, O1);
+    await waitFor('O1 to queue on L', async () => (await waiters(L)) === 1);
+    const hold = clients[1].hold({ name: sem, owner: O2, limit: 2, ttlMs: '30000', waitTimeoutMs: '20000' });
+    const ended = await hold.ended;
+    expect(ended.code).toBe(status.ABORTED);
+    expect(ended.details).toContain(`This wait (owner "${O2}" on lock "${sem}")`);
+    expect(ended.details).toContain(`owner "${O1}" waits for lock "${L}", held by owner "${O2}"`);
+    // O1 still waits, behind both shared holders; it is granted once they give L back.
+    await clients[1].release({ name: L, token: l2.token });
+    await clients[0].release({ name: L, token: l4.token });
+    const granted = await w1;
+    expect(granted.error).toBeNull();
+    expect(granted.granted).toBe(true);
+    await clients[0].release({ name: L, token: granted.token });
+    await clients[0].release({ name: sem, token: s1.token });
+    await clients[1].release({ name: sem, token: s3.token });
+  });
+
   it('negative control: with --deadlock-timeout-ms 0 both waits of the cycle run to their wait timeout', async () => {
     const [a, b] = [uniqueName('a'), uniqueName('b')];
     const [o1, o2] = [uniqueName('owner'), uniqueName('owner')];
