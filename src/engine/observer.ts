@@ -35,6 +35,8 @@ export interface EngineObserver {
   tokenGone(op: 'release' | 'renew'): void;
   /** A kept lease (Hold stream) ended other than by its holder's word. */
   leaseLost(reason: LostReason): void;
+  /** A waiter of this server was answered ABORTED to break a deadlock (deadlocks.ts). */
+  deadlock(): void;
 }
 
 const nothing = () => undefined;
@@ -50,4 +52,5 @@ export const NO_OBSERVER: EngineObserver = {
   released: nothing,
   tokenGone: nothing,
   leaseLost: nothing,
+  deadlock: nothing,
 };

@@ -288,6 +288,7 @@ export class WaitRoom {
     }
     if (result.outcome === 'aborted') {
       const { message } = result;
+      this.engine.observer.deadlock();
       this.finish(waiter, () => waiter.reject(new LockError('deadlock', message)));
       return;
     }

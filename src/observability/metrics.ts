@@ -78,6 +78,11 @@ export class Metrics implements EngineObserver {
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
+  private readonly deadlocks = new Counter({
+    name: 'holdfast_deadlocks_total',
+    help: "Waits of this server's callers answered ABORTED to break a cycle of waits among owners (docs/deadlocks.md)",
+    registers: [this.registry],
+  });
   private readonly scriptSeconds = new Histogram({
     name: 'holdfast_redis_script_duration_seconds',
     help: "Round trip of one Lua script call (renewBatch: one tick's pipelined renewals on one node), as this server sees it",
@@ -222,5 +227,9 @@ export class Metrics implements EngineObserver {
   leaseLost(reason: LostReason): void {
     this.leasesLost.labels(reason).inc();
     if (reason === 'expired') this.expiries.labels('hold').inc();
+  }
+
+  deadlock(): void {
+    this.deadlocks.inc();
   }
 }

@@ -214,6 +214,7 @@ class TracingObserver implements EngineObserver {
   released = NO_OBSERVER.released;
   tokenGone = NO_OBSERVER.tokenGone;
   leaseLost = NO_OBSERVER.leaseLost;
+  deadlock = NO_OBSERVER.deadlock;
 }
 
 /** One observer that tells both (metrics and traces); a probe is the pair of theirs. */
@@ -241,5 +242,6 @@ export function bothObservers(a: EngineObserver, b: EngineObserver): EngineObser
     released: (vanished) => (a.released(vanished), b.released(vanished)),
     tokenGone: (op) => (a.tokenGone(op), b.tokenGone(op)),
     leaseLost: (reason) => (a.leaseLost(reason), b.leaseLost(reason)),
+    deadlock: () => (a.deadlock(), b.deadlock()),
   };
 }

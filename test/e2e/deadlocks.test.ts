@@ -3,6 +3,7 @@
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { waitsKey } from '../../src/engine/keys';
+import { freePort } from '../../src/redis/embedded';
 import { connect, type TestClient } from '../support/client';
 import { useServers } from '../support/fixture';
 import { uniqueName } from '../support/redis';
@@ -16,7 +17,15 @@ const TIMEOUT_MS = 500;
  */
 const BOUND_MS = 1500;
 
-const env = useServers(3, (i) => ['--deadlock-timeout-ms', i < 2 ? String(TIMEOUT_MS) : '0']);
+let metricsUrl = '';
+// Server 1 (whose callers' waits are ended in the cycles below) serves /metrics.
+const env = useServers(3, async (i) => {
+  const args = ['--deadlock-timeout-ms', i < 2 ? String(TIMEOUT_MS) : '0'];
+  if (i !== 1) return args;
+  const port = await freePort();
+  metricsUrl = `http://127.0.0.1:${port}/metrics`;
+  return [...args, '--http-listen', `127.0.0.1:${port}`];
+});
 let clients: TestClient[];
 beforeAll(() => void (clients = env.clients));
 
@@ -28,12 +37,14 @@ const waiting = (c: TestClient, name: string, owner: string, waitMs = 20_000) =>
     (r) => ({ granted: r.acquired, token: r.token, error: null as ServiceError | null, at: performance.now() }),
     (err: ServiceError) => ({ granted: false, token: '', error: err, at: performance.now() }),
   );
+const deadlocksCounted = async () => Number(/^holdfast_deadlocks_total (\d+)/m.exec(await (await fetch(metricsUrl)).text())?.[1]);
 const waitRecords = (owner: string) => env.redis.client.hlen(waitsKey('hf', owner));
 
 describe('deadlock detection', () => {
   it('ends one wait of a two-owner cycle across two servers with ABORTED naming both locks; the other is granted', async () => {
     const [a, b] = [uniqueName('a'), uniqueName('b')];
     const [o1, o2] = [uniqueName('owner'), uniqueName('owner')];
+    const counted = await deadlocksCounted();
     const a1 = await held(clients[0], a, o1);
     const b2 = await held(clients[1], b, o2);
     const w1 = waiting(clients[0], b, o1);
@@ -49,6 +60,7 @@ describe('deadlock detection', () => {
     for (const text of [a, b, o1, o2]) expect(message).toContain(`"${text}"`);
     // The youngest wait (o2's, on a) is the one ended; o1 is granted once o2 gives back b.
     expect(message).toContain(`This wait (owner "${o2}" on lock "${a}")`);
+    expect(await deadlocksCounted()).toBe(counted + 1);
     await clients[1].release({ name: b, token: b2.token });
     const second = await w1;
     expect(second.granted).toBe(true);
