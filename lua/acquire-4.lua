@@ -15,6 +15,8 @@
   ARGV[9] hold id       names the hold when a Hold stream asks; '' for Acquire
   ARGV[10] max waiters  queue no one past this many waiters; '' or 0 for no cap
   ARGV[11] value        published to watchers with a new grant ('' or absent for none)
+  ARGV[12] wait as      the caller's identity for deadlock detection when owner is '' (a
+                        session's; no reentrancy): kept with its waiter and grant ('' or absent for none)
 
   Returns
     {1, token, fence, leaseLeft, holdCount}   granted (or re-entered, or the request id's live grant)
@@ -33,6 +35,7 @@ local waiterId, entryLease, holdId = ARGV[7], tonumber(ARGV[8]), ARGV[9]
 local maxWaiters = tonumber(ARGV[10]) or 0
 local request = { o = owner, m = mode, l = limit, t = ttl, r = requestId, h = holdId }
 if (ARGV[11] or '') ~= '' then request.v = ARGV[11] end
+if (ARGV[12] or '') ~= '' then request.w = ARGV[12] end
 
 local served = settle()
 

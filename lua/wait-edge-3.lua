@@ -5,11 +5,11 @@
   KEYS[1] holders    KEYS[2] queue    KEYS[3] data (see includes/state)
 
   ARGV[1] waiter id
-  ARGV[2] its owner    a holder with this owner is no edge (the queue serves the waiter by re-entry)
+  ARGV[2] its owner    its identity (owner, else its wait-as): a holder with it is no edge
 
   Returns {waiting, holder owner...}: waiting 1 when the waiter is queued with a live entry and not
   yet served (else 0, and no owners); the owners of the lock's live, not abandoned grants, each
-  once, without '' (a holder without an owner takes no part)
+  once (a grant's owner, else its wait-as), without '' (a holder without either takes no part)
 ]]
 --- @include "includes/begin"
 holdersKey, queueKey, dataKey = KEYS[1], KEYS[2], KEYS[3]
@@ -20,9 +20,10 @@ if not (waiterAlive(waiter) and waiter.g == 0 and redis.call('ZSCORE', queueKey,
 local reply, seen = { 1 }, {}
 for _, token in ipairs(redis.call('ZRANGEBYSCORE', holdersKey, '(' .. now, '+inf')) do
   local grant = loadRecord('g:' .. token)
-  if grant and grant.a ~= 1 and grant.o ~= '' and grant.o ~= waiterOwner and not seen[grant.o] then
-    seen[grant.o] = true
-    reply[#reply + 1] = grant.o
+  local who = grant and grant.a ~= 1 and (grant.o ~= '' and grant.o or grant.w or '') or ''
+  if who ~= '' and who ~= waiterOwner and not seen[who] then
+    seen[who] = true
+    reply[#reply + 1] = who
   end
 end
 return reply

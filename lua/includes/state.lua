@@ -14,7 +14,8 @@
                                          h Hold streams' holds (mode digit .. hold id, oldest first),
                                          k keep-closed-until ms (leases of vanished Hold streams),
                                          km the strongest mode a vanished hold had,
-                                         v the value it publishes to watchers, absent for none}
+                                         v the value it publishes to watchers, absent for none,
+                                         w who it is for deadlock detection without an owner, absent for none}
                    o:<owner>    token of the owner's grant (reentrancy)
                    r:<request>  request {k token, o owner, m mode, l limit, t lease ms} (idempotency)
                    w:<waiter>   waiter  {k token, o owner, m mode, l limit, t lease ms, r request id,
@@ -22,9 +23,10 @@
                                          g 0 queued / 1 granted / 2 refused / 3 aborted (a deadlock),
                                          d with g 3: the message its call is answered with}
 
-  A request (what acquire-4 was asked, and what a waiter record keeps) is {o, m, l, t, r, h, v}:
+  A request (what acquire-4 was asked, and what a waiter record keeps) is {o, m, l, t, r, h, v, w}:
   owner, mode, limit, lease ms, request id ('' for none), hold id ('' unless a Hold stream asks),
-  and the value a new grant publishes (absent for none).
+  the value a new grant publishes (absent for none), and the identity deadlock detection knows an
+  ownerless caller by (a session's; absent for none).
 
   includes/library declares holdersKey, queueKey, dataKey, channel (may be nil), now and nowUs,
   and each lock function sets them for its call (includes/begin).
@@ -116,7 +118,7 @@ local function addHold(token, grant, request)
 end
 
 local function createGrant(token, request, expiry)
-  local grant = { o = request.o, f = nextFence(), x = 0, s = 0, t = request.t, r = {}, a = 0, h = {}, k = 0, v = request.v }
+  local grant = { o = request.o, f = nextFence(), x = 0, s = 0, t = request.t, r = {}, a = 0, h = {}, k = 0, v = request.v, w = request.w }
   addHold(token, grant, request)
   if request.o ~= '' then redis.call('HSET', dataKey, 'o:' .. request.o, token) end
   redis.call('HSET', dataKey, 'fence', grant.f, 'g:' .. token, cjson.encode(grant), 'limit', request.l)

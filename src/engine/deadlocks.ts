@@ -173,10 +173,15 @@ export function youngest(cycle: CycleEdge[]): CycleEdge {
   return cycle.reduce((a, b) => (b.since > a.since || (b.since === a.since && b.waiterId > a.waiterId) ? b : a));
 }
 
+/** Edges a message names at most: a long cycle's message stays a few KB (names are up to 512 bytes). */
+const MESSAGE_EDGES = 8;
+
 /** The cycle in words, starting at the victim's owner, as its call is answered. */
 export function deadlockMessage(cycle: CycleEdge[], victim: CycleEdge): string {
   const at = cycle.indexOf(victim);
   const ordered = [...cycle.slice(at), ...cycle.slice(0, at)];
-  const edges = ordered.map((e) => `owner "${e.owner}" waits for lock "${e.name}", held by owner "${e.holder}"`).join('; ');
+  const named = ordered.slice(0, MESSAGE_EDGES).map((e) => `owner "${e.owner}" waits for lock "${e.name}", held by owner "${e.holder}"`);
+  if (ordered.length > MESSAGE_EDGES) named.push(`and ${ordered.length - MESSAGE_EDGES} more edges back to owner "${victim.owner}"`);
+  const edges = named.join('; ');
   return `deadlock: ${edges}. This wait (owner "${victim.owner}" on lock "${victim.name}") was ended to break the cycle: it is the youngest wait in it`;
 }

@@ -217,7 +217,7 @@ export class LockEngine {
 
   /** One acquire request: granted, refused, or queued under waiterId (when not ''). */
   async attempt(params: AcquireParams, token: string, waiterId: string): Promise<{ grant?: Grant; queued?: boolean; nextExpiryMs: number }> {
-    const { name, owner, ttlMs, mode, limit, requestId, holdId, value } = params;
+    const { name, owner, ttlMs, mode, limit, requestId, holdId, value, waitAs } = params;
     const blocked = this.grantsBlocked(name);
     if (blocked) throw new LockError('unavailable', `lock "${name}": ${blocked}`);
     const sentAt = performance.now();
@@ -235,6 +235,7 @@ export class LockEngine {
       holdId,
       maxWaiters: this.maxWaitersPerLock,
       value,
+      waitAs,
     };
     const answer = await this.observed('acquire', () => this.store.acquire(request));
     switch (answer.outcome) {

@@ -55,6 +55,8 @@ export interface AcquireRequest {
   maxWaiters: number;
   /** Published to watchers with a new grant; '' for none. */
   value: string;
+  /** The caller's identity for deadlock detection when owner is '' (a session's); absent: none. */
+  waitAs?: string;
 }
 
 export type AcquireAnswer =

@@ -20,6 +20,11 @@ export interface AcquireParams {
   holdId: string;
   /** Published to watchers with a new grant; '' for none. */
   value: string;
+  /**
+   * Who this caller is for deadlock detection when it names no owner (a session's identity);
+   * unlike owner it gives no reentrancy. Absent or '': the owner alone (docs/deadlocks.md).
+   */
+  waitAs?: string;
 }
 
 export interface Grant {

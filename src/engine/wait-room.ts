@@ -101,8 +101,8 @@ export class WaitRoom {
       const onAbort = () => void this.cancel(waiter);
       const deadlineTimer = setTimeout(onAbort, Math.max(0, request.deadline - performance.now()));
       signal?.addEventListener('abort', onAbort, { once: true });
-      const { name, owner } = request.params;
-      const unwatch = this.options.deadlocks?.watch({ name, owner, waiterId: request.waiterId, deadline: request.deadline });
+      const { name, owner, waitAs } = request.params;
+      const unwatch = this.options.deadlocks?.watch({ name, owner: owner || waitAs || '', waiterId: request.waiterId, deadline: request.deadline });
       waiter.cleanup = () => {
         clearTimeout(deadlineTimer);
         signal?.removeEventListener('abort', onAbort);

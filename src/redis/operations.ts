@@ -26,7 +26,9 @@ type Args = (string | number)[];
 
 /** lua/acquire-4.lua's ARGV. */
 export function acquireArgs(r: AcquireRequest): Args {
-  return [r.token, r.owner, r.ttlMs, r.mode, r.limit, r.requestId, r.waiterId, r.entryLeaseMs, r.holdId, r.maxWaiters, r.value];
+  const args: Args = [r.token, r.owner, r.ttlMs, r.mode, r.limit, r.requestId, r.waiterId, r.entryLeaseMs, r.holdId, r.maxWaiters, r.value];
+  if (r.waitAs && !r.owner) args.push(r.waitAs);
+  return args;
 }
 
 /** {1, token, fence, leaseLeft, holdCount} from `offset`. */

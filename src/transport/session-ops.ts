@@ -43,6 +43,8 @@ export interface OpContext {
   opId: string;
   /** The session's lease group: what hold and hold_set take joins it. */
   group: LeaseGroup;
+  /** The session's identity for deadlock detection, for operations that name no owner (docs/deadlocks.md). */
+  waitAs: string;
 }
 
 export interface OpResult {
@@ -77,9 +79,9 @@ export async function runOp(kind: OpKind, request: SessionRequest, context: OpCo
   }
 }
 
-async function acquireOp(request: SessionRequest, { engine, options, call, anchor, signal }: OpContext): Promise<OpResult> {
+async function acquireOp(request: SessionRequest, { engine, options, call, anchor, signal, waitAs }: OpContext): Promise<OpResult> {
   const asked = toAcquireParams(request.acquire!, options.defaultTtlMs);
-  const params = { ...asked, waitMs: boundedWait(call, asked.waitMs, options.deadlineMarginMs) };
+  const params = { ...asked, waitMs: boundedWait(call, asked.waitMs, options.deadlineMarginMs), waitAs };
   const acquire = await acquireLock(engine, params, anchor, signal, () => signal.aborted, options.logError, options.signFence);
   if (!acquire.acquired) return { response: { acquire } };
   return { response: { acquire }, undo: () => engine.release(params.name, acquire.token).catch(() => {}) };
@@ -91,8 +93,9 @@ async function acquireSetOp(request: SessionRequest, { engine, options, call, an
 }
 
 /** As Hold takes its lock, then kept as one of the session's locks. */
-async function holdOp(request: HoldRequest, { options, call, anchor, signal, opId, group }: OpContext): Promise<OpResult> {
+async function holdOp(request: HoldRequest, { options, call, anchor, signal, opId, group, waitAs }: OpContext): Promise<OpResult> {
   const { name, ask } = holdAsk(request, options, call, opId);
+  ask.params = { ...ask.params, waitAs };
   const held = await group.hold(name, ask, signal);
   if (!held) return { response: {} }; // cancelled: nothing is held, nobody is answered
   const [{ grant, holdId }] = held.grants;
@@ -102,8 +105,9 @@ async function holdOp(request: HoldRequest, { options, call, anchor, signal, opI
 }
 
 /** As HoldSet takes its locks, then each member one of the session's locks; the first member lost ends the set. */
-async function holdSetOp(request: HoldSetRequest, { options, call, anchor, signal, opId, group }: OpContext): Promise<OpResult> {
+async function holdSetOp(request: HoldSetRequest, { options, call, anchor, signal, opId, group, waitAs }: OpContext): Promise<OpResult> {
   const { names, ask } = holdSetAsk(request, options, call, opId);
+  ask.params = { ...ask.params, waitAs };
   const held = await group.holdSet(names, ask, signal);
   if (!held) return { response: {} };
   const members = held.grants.map((m) => memberFields(m, options.signFence, true));

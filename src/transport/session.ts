@@ -15,6 +15,7 @@ import { status, type Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { SessionRequest, SessionResponse } from '../../gen/holdfast/v1/lock';
 import type { LockBackend } from '../engine/backend';
 import type { GroupLease, LeaseGroup } from '../engine/lease-group';
+import { randomId } from '../engine/random-ids';
 import type { LostReason } from '../engine/types';
 import { callScope, peerAnswers } from './call-context';
 import { rejectedOp } from './decode';
@@ -122,6 +123,8 @@ class Session {
   private readonly scope;
   /** The locks its hold and hold_set operations took (max-session-locks counts them). */
   private readonly group: LeaseGroup;
+  /** Who this session's operations without an owner are for deadlock detection (no reentrancy: docs/deadlocks.md). */
+  private readonly waitAs = `session:${randomId(9)}`;
   private waiting = 0;
   /** Locks that hold and hold_set operations in flight may add (a set's members each count). */
   private holdsPending = 0;
@@ -262,6 +265,7 @@ class Session {
       signal: op.controller?.signal ?? NEVER,
       opId,
       group: this.group,
+      waitAs: this.waitAs,
     };
     const run = () => runOp(kind, request, context);
     const traced = this.options.traceOp?.(method, lockNameOf(kind, request), run);

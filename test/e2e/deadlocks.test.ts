@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { waitsKey } from '../../src/engine/keys';
 import { freePort } from '../../src/redis/embedded';
 import { connect, type TestClient } from '../support/client';
+import { openSession } from '../support/session';
 import { useServers } from '../support/fixture';
 import { uniqueName } from '../support/redis';
 import { startServerProcess } from '../support/server';
@@ -97,6 +98,29 @@ describe('deadlock detection', () => {
     await clients[0].release({ name: L, token: granted.token });
     await clients[0].release({ name: sem, token: s1.token });
     await clients[1].release({ name: sem, token: s3.token });
+  });
+
+  it("two sessions without owners, each holding one lock and asking for the other's, are a cycle (the session is the identity)", async () => {
+    const [a, b] = [uniqueName('a'), uniqueName('b')];
+    const s1 = openSession(clients[0].client);
+    const s2 = openSession(clients[1].client);
+    try {
+      expect((await s1.op({ hold: { name: a, ttlMs: '30000' } })).hold?.token).toBeTruthy();
+      expect((await s2.op({ hold: { name: b, ttlMs: '30000' } })).hold?.token).toBeTruthy();
+      const w1 = s1.op({ hold: { name: b, ttlMs: '30000', waitTimeoutMs: '20000' } });
+      await waitFor('session 1 to queue on b', async () => (await waiters(b)) === 1);
+      const w2 = s2.op({ hold: { name: a, ttlMs: '30000', waitTimeoutMs: '20000' } });
+      const ended = await w2;
+      expect(ended.error?.code).toBe(status.ABORTED);
+      expect(ended.error?.message).toMatch(/^deadlock: owner "session:/);
+      for (const name of [a, b]) expect(ended.error?.message).toContain(`"${name}"`);
+      // Session 2 ends: its hold on b goes back, and session 1 is granted b.
+      s2.call.end();
+      expect((await w1).hold?.token).toBeTruthy();
+    } finally {
+      s1.call.end();
+      s2.call.end();
+    }
   });
 
   it('negative control: with --deadlock-timeout-ms 0 both waits of the cycle run to their wait timeout', async () => {
