@@ -51,6 +51,8 @@ export interface SetCallContext {
   signal: AbortSignal;
   /** Called once the set is in, before the last look at `signal`. */
   finish?(): void;
+  /** A session's identity for deadlock detection (AcquireParams.waitAs). */
+  waitAs?: string;
 }
 
 /** An AcquireSet, as the unary call and a session's acquire_set run it; `members` is what it holds. */
@@ -58,10 +60,10 @@ export async function acquireLockSet(
   backend: LockBackend,
   options: HoldOptions,
   request: AcquireSetRequest,
-  { call, anchor, signal, finish }: SetCallContext,
+  { call, anchor, signal, finish, waitAs }: SetCallContext,
 ): Promise<{ response: AcquireSetResponse; members?: SetMemberGrant[] }> {
   const { names, params: asked } = toSetParams(request, options.defaultTtlMs);
-  const params = { ...asked, waitMs: boundedWait(call, asked.waitMs, options.deadlineMarginMs) };
+  const params = { ...asked, waitMs: boundedWait(call, asked.waitMs, options.deadlineMarginMs), waitAs };
   const members = await acquireSet(backend, names, params, signal);
   if (!members) return { response: NOT_ACQUIRED };
   try {

@@ -87,8 +87,8 @@ async function acquireOp(request: SessionRequest, { engine, options, call, ancho
   return { response: { acquire }, undo: () => engine.release(params.name, acquire.token).catch(() => {}) };
 }
 
-async function acquireSetOp(request: SessionRequest, { engine, options, call, anchor, signal }: OpContext): Promise<OpResult> {
-  const { response, members } = await acquireLockSet(engine, options, request.acquireSet!, { call, anchor, signal });
+async function acquireSetOp(request: SessionRequest, { engine, options, call, anchor, signal, waitAs }: OpContext): Promise<OpResult> {
+  const { response, members } = await acquireLockSet(engine, options, request.acquireSet!, { call, anchor, signal, waitAs });
   return { response: { acquireSet: response }, undo: members && (() => giveBack(engine, members).catch(() => {})) };
 }
 
