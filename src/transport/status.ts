@@ -37,7 +37,19 @@ export function serviceError(code: status, details: string): ServiceError {
   return Object.assign(new Error(details), { code, details, metadata: new Metadata() });
 }
 
+/**
+ * Trailing metadata that tells a deadlock's ABORTED from a lost lease's without reading the
+ * message: `holdfast-reason: deadlock` (a session's operation has no metadata: its message starts
+ * `deadlock: `). The SDKs raise their DeadlockError on either.
+ */
+export const REASON_KEY = 'holdfast-reason';
+
 export function toServiceError(err: unknown, log: (err: unknown) => void): ServiceError {
+  if (err instanceof LockError && err.kind === 'deadlock') {
+    const error = serviceError(STATUS_OF.deadlock, err.message);
+    error.metadata.set(REASON_KEY, 'deadlock');
+    return error;
+  }
   if (err instanceof LockError) return serviceError(STATUS_OF[err.kind], err.message);
   log(err);
   return serviceError(status.INTERNAL, 'internal error');

@@ -58,6 +58,7 @@ describe('deadlock detection', () => {
     expect(first.at - closed).toBeLessThan(TIMEOUT_MS + BOUND_MS);
     const message = first.error!.details;
     expect(message).toMatch(/^deadlock: /);
+    expect(first.error!.metadata.get('holdfast-reason')).toEqual(['deadlock']);
     for (const text of [a, b, o1, o2]) expect(message).toContain(`"${text}"`);
     // The youngest wait (o2's, on a) is the one ended; o1 is granted once o2 gives back b.
     expect(message).toContain(`This wait (owner "${o2}" on lock "${a}")`);
