@@ -3,6 +3,7 @@
 // one slot: the owner's wait records, then each lock's holders). A cycle back to the owner is
 // read again edge by edge; if it still stands, the youngest wait in it is ended (abortWait), and
 // its own server answers it through the wait path (claim: 'aborted').
+import { MAX_WAIT_MS } from '../config/bounds';
 import type { LockRef, WaitGraph, WaitRecord } from './store';
 
 /** One edge of a cycle: `owner` waits for lock `name` (as `waiterId`), held by `holder`. */
@@ -83,7 +84,8 @@ export class DeadlockDetector {
         waiterId: wait.waiterId,
         name: wait.name,
         waitedMs: now - startedAt,
-        keepMs: Math.max(0, wait.deadline - now) + this.entryLeaseMs,
+        // A record outlives its wait by the entry lease; no wait is longer than MAX_WAIT_MS.
+        keepMs: Math.min(Math.max(0, wait.deadline - now), MAX_WAIT_MS) + this.entryLeaseMs,
       });
       await noted;
       if (!stopped) await this.walk(wait.owner);
