@@ -1,11 +1,14 @@
-// Issue 24's per-lock targets for locks held under one Session: 1 000 and then 10 000 locks held
-// with `hold` on one session, a short ttl so renewals are frequent. Over a steady window where
+// Issue 24's and 31's per-lock targets for locks held under a Session: 1 000 and then 10 000 locks
+// held with `hold` on one session (100 000 on ten: a session holds at most
+// HOLDFAST_BENCH_SESSION_LOCKS, default 10 000, the server's default max-session-locks), a short
+// ttl so renewals are frequent. Over a steady window where
 // nothing happens but renewals, it measures server + redis-server CPU (/proc) per lock renewal
 // (Redis's ZADD count: one per lease renewed), and server memory per held lock: RSS, and JS heap after a forced GC
 // (bench/memory-probe.ts). Each count runs on a fresh server and Redis.
 //
 //   node bench/dist/bench/session-hold.js [--ttl-ms=10000] [--seconds=30] [--settle-ms=4000]
 // (or HOLDFAST_BENCH_TTL_MS, _SECONDS, _SETTLE_MS; HOLDFAST_BENCH_LOCKS=1000,10000;
+//  HOLDFAST_BENCH_SESSION_LOCKS=10000;
 //  HOLDFAST_BENCH_SERVER_NODE_ARGS for profiling flags)
 import { randomBytes } from 'node:crypto';
 import { SessionRequest, type SessionResponse } from '../gen/holdfast/v1/lock';
@@ -32,12 +35,14 @@ const TTL_MS = setting('ttl-ms', 'HOLDFAST_BENCH_TTL_MS', 10_000);
 const SECONDS = setting('seconds', 'HOLDFAST_BENCH_SECONDS', 30);
 const SETTLE_MS = setting('settle-ms', 'HOLDFAST_BENCH_SETTLE_MS', 4000);
 const COUNTS = (process.env.HOLDFAST_BENCH_LOCKS ?? '1000,10000').split(',').map(Number);
+const SESSION_LOCKS = setting('session-locks', 'HOLDFAST_BENCH_SESSION_LOCKS', 10_000);
 const SERVER_NODE_ARGS = (process.env.HOLDFAST_BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const CPU_TARGET_US = 15;
 const MEMORY_TARGET_KIB = 2;
 
 interface Measured {
   locks: number;
+  sessions: number;
   held: number;
   lost: number;
   renewals: number;
@@ -70,10 +75,22 @@ function log(message: string): void {
   process.stdout.write(`[bench:session-hold] ${message}\n`);
 }
 
-/** A session that holds `names`, counting its answers, `renewed` and `lost` messages. */
+/** Sessions that hold `names`, SESSION_LOCKS each at most, counting their answers, `renewed` and `lost` messages. */
 async function holdAll(client: ReturnType<typeof lockClient>, names: string[]) {
-  const session = client.client.session();
   const counts = { held: 0, renewed: 0, lost: 0, errors: [] as string[] };
+  const sessions: ReturnType<typeof client.client.session>[] = [];
+  for (let i = 0; i < names.length; i++) {
+    if (i % SESSION_LOCKS === 0) sessions.push(openSession(client, counts));
+    sessions[sessions.length - 1].write(SessionRequest.fromPartial({ opId: String(i + 1), hold: { name: names[i], ttlMs: String(TTL_MS) } }));
+    // 500 at a time: a busy 2-core machine that takes 10 000 grants at once misses Redis timeouts.
+    if ((i + 1) % 500 === 0) await answered(counts, i + 1);
+  }
+  await answered(counts, names.length);
+  return { sessions, counts };
+}
+
+function openSession(client: ReturnType<typeof lockClient>, counts: { held: number; renewed: number; lost: number; errors: string[] }) {
+  const session = client.client.session();
   session.on('data', (r: SessionResponse) => {
     if (r.hold) counts.held++;
     else if (r.renewed) counts.renewed++;
@@ -81,13 +98,7 @@ async function holdAll(client: ReturnType<typeof lockClient>, names: string[]) {
     else if (r.error) counts.errors.push(r.error.message);
   });
   session.on('error', () => {});
-  // 500 at a time: a busy 2-core machine that takes 10 000 grants at once misses Redis timeouts.
-  for (let i = 0; i < names.length; i++) {
-    session.write(SessionRequest.fromPartial({ opId: String(i + 1), hold: { name: names[i], ttlMs: String(TTL_MS) } }));
-    if ((i + 1) % 500 === 0) await answered(counts, i + 1);
-  }
-  await answered(counts, names.length);
-  return { session, counts };
+  return session;
 }
 
 async function answered(counts: { held: number; errors: string[] }, want: number): Promise<void> {
@@ -98,7 +109,8 @@ async function answered(counts: { held: number; errors: string[] }, want: number
 }
 
 async function measure(locks: number): Promise<Measured> {
-  const caps = ['--max-session-locks', String(locks), '--max-holds-per-namespace', String(locks + 100), '--max-session-ops', String(locks * 2)];
+  const perSession = Math.min(locks, SESSION_LOCKS);
+  const caps = ['--max-session-locks', String(perSession), '--max-holds-per-namespace', String(locks + 100), '--max-session-ops', String(perSession * 2)];
   const probe = memoryProbe();
   const redis = await startBenchRedis();
   const server = await startHoldfast(redis.url, caps, [...probe.nodeArgs, ...SERVER_NODE_ARGS], probe.env);
@@ -110,17 +122,17 @@ async function measure(locks: number): Promise<Measured> {
       client,
       Array.from({ length: 100 }, (_, i) => `bench-warm-${run}-${i}`),
     );
-    warm.session.end();
+    for (const session of warm.sessions) session.end();
     await sleep(SETTLE_MS);
     const idle = await probe.read(server.pid);
     const rssIdleKiB = rssKiB(server.pid);
 
     const t0 = nowMs();
-    const { session, counts } = await holdAll(
+    const { sessions, counts } = await holdAll(
       client,
       Array.from({ length: locks }, (_, i) => `bench-sh-${run}-${i}`),
     );
-    log(`${locks} locks held in ${fixed((nowMs() - t0) / 1000, 1)} s; settling ${SETTLE_MS} ms`);
+    log(`${locks} locks held on ${sessions.length} session(s) in ${fixed((nowMs() - t0) / 1000, 1)} s; settling ${SETTLE_MS} ms`);
     await sleep(Math.max(SETTLE_MS, TTL_MS));
 
     const sample = async () => ({
@@ -139,9 +151,10 @@ async function measure(locks: number): Promise<Measured> {
     const after = await sample();
     // Outside the window: the forced GC costs CPU and stops the server for a moment.
     const loaded = await probe.read(server.pid);
-    session.cancel();
+    for (const session of sessions) session.cancel();
     return {
       locks,
+      sessions: sessions.length,
       held: counts.held,
       lost: counts.lost,
       renewals: after.renewed - before.renewed,
@@ -171,13 +184,14 @@ function row(m: Measured): string[] {
   const rssKiBEach = (m.rssHeldKiB - m.rssIdleKiB) / m.locks;
   const verdict = (ok: boolean) => (ok ? 'met' : '**missed**');
   return [
-    String(m.locks),
+    `${m.locks} (${m.sessions})`,
     `${m.held} / ${m.lost}`,
     `${fixed(m.renewals / m.seconds, 0)} in ${fixed(m.calls / m.seconds, 1)} calls/s (${fixed(m.renewedMessages / m.seconds, 1)} msgs/s)`,
     fixed(perRenewalUs(m.serverCpu), 1),
     `${fixed(perRenewalUs(m.redisCpu), 1)} (${fixed(perRenewalUs(m.scriptSeconds), 1)})`,
     `${fixed(total, 1)} (${verdict(total <= CPU_TARGET_US)})`,
     fixed(heapKiB, 2),
+    fixed((m.loaded.rss - m.idle.rss) / 1024 / m.locks, 2),
     // RSS moves by megabytes with the GC's cycle: a held figure below the idle one is that noise.
     `${fixed(rssKiBEach, 2)} (${rssKiBEach < 0 ? 'noise: below idle' : verdict(rssKiBEach <= MEMORY_TARGET_KIB)})`,
   ];
@@ -194,19 +208,20 @@ async function main(): Promise<void> {
   }
   const table = markdownTable(
     [
-      'locks on one session',
+      'locks held (sessions)',
       'held / lost',
       'renewals/s in function calls/s (session `renewed` messages/s)',
       'server CPU µs per renewal',
       'redis-server CPU µs per renewal (of which the renew function itself)',
       `server + Redis µs per renewal (target ≤ ${CPU_TARGET_US})`,
       'server heap KiB per lock (after GC)',
+      'server RSS KiB per lock (after GC)',
       `server RSS KiB per lock (target ≤ ${MEMORY_TARGET_KIB})`,
     ],
     rows,
   );
   const method =
-    `One session holds N distinct locks (ttl ${TTL_MS} ms: renewed every ~${Math.round(TTL_MS / 3)} ms) on one holdfast server and one redis-server. ` +
+    `Sessions of at most ${SESSION_LOCKS} locks hold N distinct locks (ttl ${TTL_MS} ms: renewed every ~${Math.round(TTL_MS / 3)} ms) on one holdfast server and one redis-server. ` +
     `CPU (user + system, /proc) over ${SECONDS} s of nothing but renewals, divided by the leases Redis renewed (ZADD count: one per renewal; one FCALL may renew many). ` +
     `Memory: server RSS (mean of samples every second) and JS heap after a forced GC, minus the same on the idle server after a warm-up session; per lock.`;
   report('session-hold.md', 'npm run bench:session-hold', 'Locks held under one session', method, machine, table, []);

@@ -8,6 +8,7 @@
 //
 //   node bench/dist/bench/throughput.js [--seconds=5] [--rounds=3]
 //   HOLDFAST_BENCH_CONCURRENCY=1,16,64  HOLDFAST_BENCH_ONLY=holdfast  HOLDFAST_BENCH_SERVER_NODE_ARGS=--cpu-prof
+//   HOLDFAST_BENCH_SERVER_ARGS='--http-listen 127.0.0.1:0' (flags for the one-process server)
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
@@ -38,6 +39,8 @@ const CONCURRENCY = (process.env.HOLDFAST_BENCH_CONCURRENCY ?? '1,16,64')
   .filter((n) => n > 0);
 const ONLY = process.env.HOLDFAST_BENCH_ONLY ?? '';
 const SERVER_NODE_ARGS = (process.env.HOLDFAST_BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+// Server flags for the single-process holdfast rows, e.g. '--http-listen 127.0.0.1:0' to profile with metrics kept.
+const SERVER_ARGS = (process.env.HOLDFAST_BENCH_SERVER_ARGS ?? '').split(' ').filter(Boolean);
 const LEASE_MS = 10_000;
 const FLOOR = 'gRPC floor (in-memory, FIFO)';
 
@@ -141,6 +144,8 @@ function rawRedisContender(url: string): Contender {
 interface Sample {
   pairsPerSecond: number;
   serverCpuUsPerPair: number;
+  /** This process's CPU (the clients: stubs or SDK, and the loop), per pair. */
+  clientCpuUsPerPair: number;
   redisCpuUsPerPair: number;
   redisCommandsPerPair: number;
   errors: number;
@@ -150,6 +155,7 @@ async function measure(contender: Contender, workers: number, redis: Awaited<Ret
   const { pair, close } = contender.setup(workers);
   for (let i = 0; i < 20; i++) await Promise.all(Array.from({ length: workers }, (_, w) => pair(w)));
   const serverCpu = () => contender.serverPids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+  const clientBefore = process.cpuUsage();
   const before = { server: serverCpu(), redis: cpuSeconds(redis.pid), commands: (await redisCounters(redis.client)).commands };
   const start = nowMs();
   const end = start + SECONDS * 1000;
@@ -168,12 +174,14 @@ async function measure(contender: Contender, workers: number, redis: Awaited<Ret
     }),
   );
   const seconds = (nowMs() - start) / 1000;
+  const client = process.cpuUsage(clientBefore);
   const after = { server: serverCpu(), redis: cpuSeconds(redis.pid), commands: (await redisCounters(redis.client)).commands };
   close();
   const per = (delta: number) => (delta * 1e6) / Math.max(1, pairs);
   return {
     pairsPerSecond: pairs / seconds,
     serverCpuUsPerPair: per(after.server - before.server),
+    clientCpuUsPerPair: (client.user + client.system) / Math.max(1, pairs),
     redisCpuUsPerPair: contender.redis ? per(after.redis - before.redis) : NaN,
     // Minus the two INFO calls of the measurement itself.
     redisCommandsPerPair: contender.redis ? (after.commands - before.commands - 2) / Math.max(1, pairs) : NaN,
@@ -185,7 +193,7 @@ async function main(): Promise<void> {
   const machine = machineNote();
   const redis = await startBenchRedis();
   const floor = await startFloor();
-  const single = await startHoldfast(redis.url, [], SERVER_NODE_ARGS);
+  const single = await startHoldfast(redis.url, SERVER_ARGS, SERVER_NODE_ARGS);
   const multi =
     ONLY && !'holdfast --workers 2'.includes(ONLY) ? undefined : await startHoldfast(redis.url, ['--workers', '2'], SERVER_NODE_ARGS).catch(() => undefined);
   const etcd = etcdInstalled() ? await startEtcd() : undefined;
@@ -235,6 +243,10 @@ async function main(): Promise<void> {
           pick((s) => s.serverCpuUsPerPair),
           0,
         ),
+        fixed(
+          pick((s) => s.clientCpuUsPerPair),
+          0,
+        ),
         contender.redis
           ? fixed(
               pick((s) => s.redisCpuUsPerPair),
@@ -252,7 +264,18 @@ async function main(): Promise<void> {
     }
   }
   const table = markdownTable(
-    ['contender', 'C', 'pairs/s (median)', 'vs floor', 'pairs/s per round', 'server CPU µs/pair', 'Redis CPU µs/pair', 'Redis cmds/pair', 'errors'],
+    [
+      'contender',
+      'C',
+      'pairs/s (median)',
+      'vs floor',
+      'pairs/s per round',
+      'server CPU µs/pair',
+      'client CPU µs/pair',
+      'Redis CPU µs/pair',
+      'Redis cmds/pair',
+      'errors',
+    ],
     rows,
   );
   report(
@@ -261,7 +284,7 @@ async function main(): Promise<void> {
     'Throughput benchmark (W1: uncontended acquire + release)',
     `C workers, each on its own lock name, loop acquire (lease ${LEASE_MS / 1000} s) -> release through one client channel (one ioredis ` +
       `connection for raw Redis), ${SECONDS} s per row, ${ROUNDS} rounds; figures are medians over the rounds, ratios are to the floor's ` +
-      `median at the same C in this run. Server CPU is from /proc/<pid>/stat of the server process(es) (10 ms ticks); Redis CPU from ` +
+      `median at the same C in this run. Server CPU is from /proc/<pid>/stat of the server process(es) (10 ms ticks); client CPU is this benchmark process's own (process.cpuUsage: the clients and their loops); Redis CPU from ` +
       `/proc of redis-server; Redis commands from INFO (script-internal calls included). etcd: one lease per worker, Lock then Unlock, ` +
       `data on /dev/shm.`,
     machine,

@@ -76,7 +76,14 @@ it('resumes within seconds when a shard master is killed and its replica promote
     50,
   );
   const promotedAt = Date.now();
-  await waitFor('20 grants asked for after the kill', () => contention.windows.filter((w) => w.sentAt > killedAt).length >= 20, 30_000, 50);
+  await waitFor('20 grants asked for after the kill', () => contention.windows.filter((w) => w.sentAt > killedAt).length >= 20, 30_000, 50).catch(
+    (err: Error) => {
+      // Seen once in CI (grants did not resume): say what the servers logged, for the diagnosis.
+      const after = contention.windows.filter((w) => w.sentAt > killedAt).length;
+      const logs = servers.slice(0, 2).map((s, i) => `server ${i}, last lines:\n${s.logs.slice(-25).join('\n')}`);
+      throw new Error(`${err.message}; ${after} grants after the kill; promoted ${promotedAt - killedAt} ms after it\n${logs.join('\n')}`);
+    },
+  );
   const windows = await contention.stop();
 
   expectExclusive(windows);

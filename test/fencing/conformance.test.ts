@@ -124,7 +124,9 @@ describe('the refusal message', () => {
   it('has the HTTP 409 body fencing.json sets, field for field, and the message (signed-fence.md: every refusal body has one)', () => {
     const fill = (v: string) => v.replace('{lock}', 'orders').replace('{token}', '5').replace('{newest}', '6');
     const message = fill(cases.refusal.message);
-    const want = Object.fromEntries(Object.entries(cases.refusal.httpBody as Record<string, string>).map(([k, v]) => [k, v === '{message}' ? message : fill(v)]));
+    const want = Object.fromEntries(
+      Object.entries(cases.refusal.httpBody as Record<string, string>).map(([k, v]) => [k, v === '{message}' ? message : fill(v)]),
+    );
     expect(want.message).toBe(message);
     expect(staleBody('orders', 5n, 6n)).toEqual(want);
   });
