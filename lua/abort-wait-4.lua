@@ -2,7 +2,8 @@
   Ends a waiter's wait to break a deadlock, if it still waits: its record says aborted (with the
   message its call is answered with), it leaves the queue, the queue is served (it may have
   blocked the waiters behind it), and one message on the lock's channel names it, as for a grant,
-  so that its server runs claim-4 for it and answers it.
+  so that its server runs claim-4 for it and answers it. A second message ('x <message>') tells
+  the lock's watchers (src/engine/watch-room.ts); wait rooms ignore it.
 
   KEYS[1] holders    KEYS[2] queue    KEYS[3] data    KEYS[4] channel (see includes/state)
 
@@ -21,6 +22,7 @@ waiter.g, waiter.d = 3, message
 saveRecord('w:' .. waiterId, waiter)
 redis.call('ZREM', queueKey, waiterId)
 redis.call('SPUBLISH', channel, 'g ' .. waiterId)
+redis.call('SPUBLISH', channel, 'x ' .. message)
 settle()
 keepKeys()
 return 1

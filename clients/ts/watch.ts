@@ -5,7 +5,7 @@ import { status, type ServiceError } from '@grpc/grpc-js';
 import { type LostReason, WatchEvent, type LockServiceClient, type WatchResponse } from '../../gen/holdfast/v1/lock';
 import { holderInfo, type HolderInfo } from './holders';
 
-export type WatchEventName = 'state' | 'granted' | 'released' | 'expired' | 'lost' | 'value_changed';
+export type WatchEventName = 'state' | 'granted' | 'released' | 'expired' | 'lost' | 'value_changed' | 'deadlock';
 
 export interface LockChange {
   /** What happened; 'state' for the first message and after this side fell behind. */
@@ -14,6 +14,8 @@ export interface LockChange {
   holder?: HolderInfo;
   /** Why, for 'lost'. */
   lostReason?: LostReason;
+  /** For 'deadlock': a waiter for this lock was aborted to break this cycle (in words). */
+  deadlock?: string;
   name: string;
   /** The holders after the change, oldest grant first. */
   holders: HolderInfo[];
@@ -29,6 +31,7 @@ const EVENT_NAMES: Partial<Record<WatchEvent, WatchEventName>> = {
   [WatchEvent.WATCH_EVENT_EXPIRED]: 'expired',
   [WatchEvent.WATCH_EVENT_LOST]: 'lost',
   [WatchEvent.WATCH_EVENT_VALUE_CHANGED]: 'value_changed',
+  [WatchEvent.WATCH_EVENT_DEADLOCK]: 'deadlock',
 };
 
 export function lockChange(res: WatchResponse): LockChange {
@@ -36,6 +39,7 @@ export function lockChange(res: WatchResponse): LockChange {
     event: EVENT_NAMES[res.event] ?? 'state',
     holder: res.holder ? holderInfo(res.holder) : undefined,
     lostReason: res.event === WatchEvent.WATCH_EVENT_LOST ? res.lostReason : undefined,
+    deadlock: res.event === WatchEvent.WATCH_EVENT_DEADLOCK ? res.deadlock : undefined,
     name: res.name,
     holders: res.holders.map(holderInfo),
     waiters: res.waiters,

@@ -20,14 +20,14 @@ function describeHolder(h: HolderInfo): string {
 /** One line for people: time, event, the holder it is about, then who holds the lock now. */
 export function describeChange(change: LockChange): string {
   const what = change.event === 'lost' && change.lostReason !== undefined ? `lost (${lostReasonToJSON(change.lostReason)})` : change.event;
-  const about = change.holder ? ` ${describeHolder(change.holder)}` : '';
+  const about = change.holder ? ` ${describeHolder(change.holder)}` : change.deadlock ? ` ${change.deadlock}` : '';
   const holders = change.holders.length === 0 ? 'free' : change.holders.map((h) => `[${describeHolder(h)}]`).join(' ');
   return `${new Date().toISOString()} ${what}${about} | now: ${holders}, ${change.waiters} waiting`;
 }
 
 export function watchCommand(): Command {
   return withConnectionFlags(new Command('watch'))
-    .description('print the state of NAME, then each change as it happens (granted, released, expired, lost, value changed)')
+    .description('print the state of NAME, then each change as it happens (granted, released, expired, lost, value changed, a waiter aborted by a deadlock)')
     .argument('<name>', 'lock name')
     .option('--json', 'print each WatchResponse as one JSON object a line')
     .action((name: string, flags: WatchFlags) =>

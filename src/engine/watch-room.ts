@@ -4,7 +4,8 @@
 // A notice makes it read the lock once (inspect-3; notices that arrive meanwhile fold into one
 // more read), and the difference from the last read becomes events, each with the state after it.
 // An expiry publishes nothing, so each watched lock has one timer set for when its earliest lease
-// would end: then it reads again (a renewed lease just moves the timer).
+// would end: then it reads again (a renewed lease just moves the timer). A waiter aborted to break
+// a deadlock is announced by its own notice ('x <cycle>'), reported after the next read's changes.
 import type { LockError } from './errors';
 import type { LockChannels } from './lock-channels';
 import type { HolderInfo, LockInfo, VanishReason } from './types';
@@ -15,7 +16,7 @@ export interface WatchSource {
   inspect(name: string): Promise<LockInfo>;
 }
 
-export type WatchEventKind = 'state' | 'granted' | 'released' | 'expired' | 'lost' | 'value_changed';
+export type WatchEventKind = 'state' | 'granted' | 'released' | 'expired' | 'lost' | 'value_changed' | 'deadlock';
 
 export interface LockState {
   name: string;
@@ -32,6 +33,8 @@ export interface WatchUpdate {
   holder?: HolderInfo;
   /** For 'lost'. */
   lostReason?: VanishReason;
+  /** For 'deadlock': the cycle in words, as the aborted waiter was answered. */
+  deadlock?: string;
   state: LockState;
 }
 
@@ -56,6 +59,8 @@ interface Feed {
   readAt: number;
   /** What notices said about holders (by fence), with the read count when they arrived. */
   notes: Map<string, { what: string; read: number }>;
+  /** Waiters aborted to break a deadlock, with the read count when the notice arrived. */
+  aborts: { cycle: string; read: number }[];
   reads: number;
   reading: Promise<void> | null;
   readAgain: boolean;
@@ -93,6 +98,7 @@ export class WatchRoom {
       state: null,
       readAt: 0,
       notes: new Map(),
+      aborts: [],
       reads: 0,
       reading: null,
       readAgain: false,
@@ -123,6 +129,7 @@ export class WatchRoom {
     if (!feed) return;
     const [kind, what, fence] = message.split(' ');
     if (kind === 'e' && what && fence) feed.notes.set(fence, { what, read: feed.reads });
+    if (kind === 'x') feed.aborts.push({ cycle: message.slice(2), read: feed.reads });
     void this.read(feed);
   }
 
@@ -157,9 +164,11 @@ export class WatchRoom {
     const state: LockState = { name: info.name, holders: info.holders, waiters: info.waiters, fencingToken: info.fencingToken };
     const before = feed.state;
     const now = performance.now();
-    const updates = before ? changes(before, state, feed.notes, now - feed.readAt) : [{ event: 'state' as const, state }];
+    const updates: WatchUpdate[] = before ? changes(before, state, feed.notes, now - feed.readAt) : [{ event: 'state' as const, state }];
     // Notices from before this read started are reflected in it; later ones wait for the next read.
     for (const [fence, note] of feed.notes) if (note.read <= started) feed.notes.delete(fence);
+    for (const abort of feed.aborts) if (abort.read <= started) updates.push({ event: 'deadlock', deadlock: abort.cycle, state });
+    feed.aborts = feed.aborts.filter((abort) => abort.read > started);
     feed.state = state;
     feed.readAt = now;
     for (const update of updates) for (const listener of feed.listeners) listener.onUpdate(update);

@@ -18,6 +18,7 @@ const EVENT: Record<WatchEventKind, WatchEvent> = {
   expired: WatchEvent.WATCH_EVENT_EXPIRED,
   lost: WatchEvent.WATCH_EVENT_LOST,
   value_changed: WatchEvent.WATCH_EVENT_VALUE_CHANGED,
+  deadlock: WatchEvent.WATCH_EVENT_DEADLOCK,
 };
 
 const LOST: Record<VanishReason, LostReason> = {
@@ -39,6 +40,7 @@ export function watchResponse(update: WatchUpdate): WatchResponse {
     holders: state.holders.map(holderFields),
     waiters: state.waiters,
     fencingToken: state.fencingToken,
+    deadlock: update.deadlock ?? '',
   };
 }
 

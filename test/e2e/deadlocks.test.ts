@@ -1,8 +1,10 @@
 // Deadlock detection (docs/deadlocks.md) on one real redis-server: servers 0 and 1 detect with a
 // 500 ms timeout, server 2 has detection off (the negative control). Owners are random per test.
 import { status, type ServiceError } from '@grpc/grpc-js';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HoldfastClient, type LockChange } from '../../clients/ts/index';
 import { waitsKey } from '../../src/engine/keys';
+import { collect } from '../support/collect';
 import { freePort } from '../../src/redis/embedded';
 import { connect, type TestClient } from '../support/client';
 import { openSession } from '../support/session';
@@ -28,7 +30,13 @@ const env = useServers(3, async (i) => {
   return [...args, '--http-listen', `127.0.0.1:${port}`];
 });
 let clients: TestClient[];
-beforeAll(() => void (clients = env.clients));
+/** An SDK client of server 2 (detection off: its watchers learn of aborts from the lock's channel). */
+let watcherSdk: HoldfastClient;
+beforeAll(() => {
+  clients = env.clients;
+  watcherSdk = new HoldfastClient(env.servers[2].addr);
+});
+afterAll(() => watcherSdk?.close());
 
 const waiters = async (name: string) => (await clients[0].inspect({ name })).waiters;
 const held = (c: TestClient, name: string, owner: string) => c.acquire({ name, owner, ttlMs: '30000' });
@@ -72,6 +80,9 @@ describe('deadlock detection', () => {
     const [a, b] = [uniqueName('a'), uniqueName('b')];
     const [o1, o2] = [uniqueName('owner'), uniqueName('owner')];
     const counted = await deadlocksCounted();
+    const stopWatch = new AbortController();
+    const watched = collect(watcherSdk.watch(a, { signal: stopWatch.signal }));
+    await watched.next((c: LockChange) => c.event === 'state');
     const a1 = await held(clients[0], a, o1);
     const b2 = await held(clients[1], b, o2);
     const w1 = waiting(clients[0], b, o1);
@@ -89,6 +100,12 @@ describe('deadlock detection', () => {
     // The youngest wait (o2's, on a) is the one ended; o1 is granted once o2 gives back b.
     expect(message).toContain(`This wait (owner "${o2}" on lock "${a}")`);
     expect(await deadlocksCounted()).toBe(counted + 1);
+    // A watcher of the ended wait's lock, on a third server, is told, with the same words.
+    const told = await watched.next((c: LockChange) => c.event === 'deadlock');
+    expect(told.deadlock).toBe(message);
+    expect(told).toMatchObject({ name: a, waiters: 0 });
+    expect(told.holders.map((h) => h.owner)).toEqual([o1]);
+    stopWatch.abort();
     await clients[1].release({ name: b, token: b2.token });
     const second = await w1;
     expect(second.granted).toBe(true);

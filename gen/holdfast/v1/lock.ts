@@ -177,6 +177,11 @@ export enum WatchEvent {
   WATCH_EVENT_LOST = 5,
   /** WATCH_EVENT_VALUE_CHANGED - A holder published a new value. */
   WATCH_EVENT_VALUE_CHANGED = 6,
+  /**
+   * WATCH_EVENT_DEADLOCK - A waiter for this lock was answered ABORTED to break a deadlock (docs/deadlocks.md); deadlock names the
+   * cycle. The waiter left the queue, so waiters counts one fewer; holders are unchanged.
+   */
+  WATCH_EVENT_DEADLOCK = 7,
   UNRECOGNIZED = -1,
 }
 
@@ -203,6 +208,9 @@ export function watchEventFromJSON(object: any): WatchEvent {
     case 6:
     case "WATCH_EVENT_VALUE_CHANGED":
       return WatchEvent.WATCH_EVENT_VALUE_CHANGED;
+    case 7:
+    case "WATCH_EVENT_DEADLOCK":
+      return WatchEvent.WATCH_EVENT_DEADLOCK;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -226,6 +234,8 @@ export function watchEventToJSON(object: WatchEvent): string {
       return "WATCH_EVENT_LOST";
     case WatchEvent.WATCH_EVENT_VALUE_CHANGED:
       return "WATCH_EVENT_VALUE_CHANGED";
+    case WatchEvent.WATCH_EVENT_DEADLOCK:
+      return "WATCH_EVENT_DEADLOCK";
     case WatchEvent.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -544,6 +554,11 @@ export interface WatchResponse {
   waiters: number;
   /** The last fencing token granted. */
   fencingToken: string;
+  /**
+   * For WATCH_EVENT_DEADLOCK: the cycle in words, as the aborted waiter was answered (each lock, its holder's
+   * owner and what that owner waits for). Owners and lock names only, never a token.
+   */
+  deadlock: string;
 }
 
 /** AcquireSetRequest asks for several locks at once. */
@@ -3191,7 +3206,16 @@ export const WatchRequest: MessageFns<WatchRequest> = {
 };
 
 function createBaseWatchResponse(): WatchResponse {
-  return { event: 0, holder: undefined, lostReason: 0, name: "", holders: [], waiters: 0, fencingToken: "0" };
+  return {
+    event: 0,
+    holder: undefined,
+    lostReason: 0,
+    name: "",
+    holders: [],
+    waiters: 0,
+    fencingToken: "0",
+    deadlock: "",
+  };
 }
 
 export const WatchResponse: MessageFns<WatchResponse> = {
@@ -3216,6 +3240,9 @@ export const WatchResponse: MessageFns<WatchResponse> = {
     }
     if (message.fencingToken !== "0") {
       writer.uint32(56).uint64(message.fencingToken);
+    }
+    if (message.deadlock !== "") {
+      writer.uint32(66).string(message.deadlock);
     }
     return writer;
   },
@@ -3289,6 +3316,14 @@ export const WatchResponse: MessageFns<WatchResponse> = {
             message.fencingToken = reader.uint64().toString();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.deadlock = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3318,6 +3353,7 @@ export const WatchResponse: MessageFns<WatchResponse> = {
         : isSet(object.fencing_token)
         ? globalThis.String(object.fencing_token)
         : "0",
+      deadlock: isSet(object.deadlock) ? globalThis.String(object.deadlock) : "",
     };
   },
 
@@ -3344,6 +3380,9 @@ export const WatchResponse: MessageFns<WatchResponse> = {
     if (message.fencingToken !== "0") {
       obj.fencingToken = message.fencingToken;
     }
+    if (message.deadlock !== "") {
+      obj.deadlock = message.deadlock;
+    }
     return obj;
   },
 
@@ -3361,6 +3400,7 @@ export const WatchResponse: MessageFns<WatchResponse> = {
     message.holders = object.holders?.map((e) => Holder.fromPartial(e)) || [];
     message.waiters = object.waiters ?? 0;
     message.fencingToken = object.fencingToken ?? "0";
+    message.deadlock = object.deadlock ?? "";
     return message;
   },
 };

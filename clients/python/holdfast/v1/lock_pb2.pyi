@@ -34,6 +34,7 @@ class WatchEvent(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     WATCH_EVENT_EXPIRED: _ClassVar[WatchEvent]
     WATCH_EVENT_LOST: _ClassVar[WatchEvent]
     WATCH_EVENT_VALUE_CHANGED: _ClassVar[WatchEvent]
+    WATCH_EVENT_DEADLOCK: _ClassVar[WatchEvent]
 LOCK_MODE_UNSPECIFIED: LockMode
 LOCK_MODE_EXCLUSIVE: LockMode
 LOCK_MODE_SHARED: LockMode
@@ -53,6 +54,7 @@ WATCH_EVENT_RELEASED: WatchEvent
 WATCH_EVENT_EXPIRED: WatchEvent
 WATCH_EVENT_LOST: WatchEvent
 WATCH_EVENT_VALUE_CHANGED: WatchEvent
+WATCH_EVENT_DEADLOCK: WatchEvent
 
 class AcquireRequest(_message.Message):
     __slots__ = ("name", "owner", "ttl_ms", "wait_timeout_ms", "mode", "limit", "request_id", "value")
@@ -279,7 +281,7 @@ class WatchRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class WatchResponse(_message.Message):
-    __slots__ = ("event", "holder", "lost_reason", "name", "holders", "waiters", "fencing_token")
+    __slots__ = ("event", "holder", "lost_reason", "name", "holders", "waiters", "fencing_token", "deadlock")
     EVENT_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     LOST_REASON_FIELD_NUMBER: _ClassVar[int]
@@ -287,6 +289,7 @@ class WatchResponse(_message.Message):
     HOLDERS_FIELD_NUMBER: _ClassVar[int]
     WAITERS_FIELD_NUMBER: _ClassVar[int]
     FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    DEADLOCK_FIELD_NUMBER: _ClassVar[int]
     event: WatchEvent
     holder: Holder
     lost_reason: LostReason
@@ -294,7 +297,8 @@ class WatchResponse(_message.Message):
     holders: _containers.RepeatedCompositeFieldContainer[Holder]
     waiters: int
     fencing_token: int
-    def __init__(self, event: _Optional[_Union[WatchEvent, str]] = ..., holder: _Optional[_Union[Holder, _Mapping]] = ..., lost_reason: _Optional[_Union[LostReason, str]] = ..., name: _Optional[str] = ..., holders: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., waiters: _Optional[int] = ..., fencing_token: _Optional[int] = ...) -> None: ...
+    deadlock: str
+    def __init__(self, event: _Optional[_Union[WatchEvent, str]] = ..., holder: _Optional[_Union[Holder, _Mapping]] = ..., lost_reason: _Optional[_Union[LostReason, str]] = ..., name: _Optional[str] = ..., holders: _Optional[_Iterable[_Union[Holder, _Mapping]]] = ..., waiters: _Optional[int] = ..., fencing_token: _Optional[int] = ..., deadlock: _Optional[str] = ...) -> None: ...
 
 class AcquireSetRequest(_message.Message):
     __slots__ = ("names", "owner", "ttl_ms", "wait_timeout_ms", "mode", "value")

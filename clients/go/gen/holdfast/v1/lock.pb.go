@@ -174,6 +174,9 @@ const (
 	WatchEvent_WATCH_EVENT_LOST WatchEvent = 5
 	// A holder published a new value.
 	WatchEvent_WATCH_EVENT_VALUE_CHANGED WatchEvent = 6
+	// A waiter for this lock was answered ABORTED to break a deadlock (docs/deadlocks.md); deadlock names the
+	// cycle. The waiter left the queue, so waiters counts one fewer; holders are unchanged.
+	WatchEvent_WATCH_EVENT_DEADLOCK WatchEvent = 7
 )
 
 // Enum value maps for WatchEvent.
@@ -186,6 +189,7 @@ var (
 		4: "WATCH_EVENT_EXPIRED",
 		5: "WATCH_EVENT_LOST",
 		6: "WATCH_EVENT_VALUE_CHANGED",
+		7: "WATCH_EVENT_DEADLOCK",
 	}
 	WatchEvent_value = map[string]int32{
 		"WATCH_EVENT_UNSPECIFIED":   0,
@@ -195,6 +199,7 @@ var (
 		"WATCH_EVENT_EXPIRED":       4,
 		"WATCH_EVENT_LOST":          5,
 		"WATCH_EVENT_VALUE_CHANGED": 6,
+		"WATCH_EVENT_DEADLOCK":      7,
 	}
 )
 
@@ -1688,7 +1693,10 @@ type WatchResponse struct {
 	// Callers queued for the lock when the change was seen.
 	Waiters uint32 `protobuf:"varint,6,opt,name=waiters,proto3" json:"waiters,omitempty"`
 	// The last fencing token granted.
-	FencingToken  uint64 `protobuf:"varint,7,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
+	FencingToken uint64 `protobuf:"varint,7,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
+	// For WATCH_EVENT_DEADLOCK: the cycle in words, as the aborted waiter was answered (each lock, its holder's
+	// owner and what that owner waits for). Owners and lock names only, never a token.
+	Deadlock      string `protobuf:"bytes,8,opt,name=deadlock,proto3" json:"deadlock,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1770,6 +1778,13 @@ func (x *WatchResponse) GetFencingToken() uint64 {
 		return x.FencingToken
 	}
 	return 0
+}
+
+func (x *WatchResponse) GetDeadlock() string {
+	if x != nil {
+		return x.Deadlock
+	}
+	return ""
 }
 
 // AcquireSetRequest asks for several locks at once.
@@ -3331,7 +3346,7 @@ const file_holdfast_v1_lock_proto_rawDesc = "" +
 	"\x10SetValueResponse\x12#\n" +
 	"\rfencing_token\x18\x01 \x01(\x04R\ffencingToken\"\"\n" +
 	"\fWatchRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xa7\x02\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xc3\x02\n" +
 	"\rWatchResponse\x12-\n" +
 	"\x05event\x18\x01 \x01(\x0e2\x17.holdfast.v1.WatchEventR\x05event\x12+\n" +
 	"\x06holder\x18\x02 \x01(\v2\x13.holdfast.v1.HolderR\x06holder\x128\n" +
@@ -3340,7 +3355,8 @@ const file_holdfast_v1_lock_proto_rawDesc = "" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12-\n" +
 	"\aholders\x18\x05 \x03(\v2\x13.holdfast.v1.HolderR\aholders\x12\x18\n" +
 	"\awaiters\x18\x06 \x01(\rR\awaiters\x12#\n" +
-	"\rfencing_token\x18\a \x01(\x04R\ffencingToken\"\xbf\x01\n" +
+	"\rfencing_token\x18\a \x01(\x04R\ffencingToken\x12\x1a\n" +
+	"\bdeadlock\x18\b \x01(\tR\bdeadlock\"\xbf\x01\n" +
 	"\x11AcquireSetRequest\x12\x14\n" +
 	"\x05names\x18\x01 \x03(\tR\x05names\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x15\n" +
@@ -3446,7 +3462,7 @@ const file_holdfast_v1_lock_proto_rawDesc = "" +
 	"\x14LOST_REASON_MAX_HOLD\x10\x05\x12\x18\n" +
 	"\x14LOST_REASON_RELEASED\x10\x06\x12\x18\n" +
 	"\x14LOST_REASON_FAILOVER\x10\a\x12\x1c\n" +
-	"\x18LOST_REASON_DISCONNECTED\x10\b*\xc1\x01\n" +
+	"\x18LOST_REASON_DISCONNECTED\x10\b*\xdb\x01\n" +
 	"\n" +
 	"WatchEvent\x12\x1b\n" +
 	"\x17WATCH_EVENT_UNSPECIFIED\x10\x00\x12\x15\n" +
@@ -3455,7 +3471,8 @@ const file_holdfast_v1_lock_proto_rawDesc = "" +
 	"\x14WATCH_EVENT_RELEASED\x10\x03\x12\x17\n" +
 	"\x13WATCH_EVENT_EXPIRED\x10\x04\x12\x14\n" +
 	"\x10WATCH_EVENT_LOST\x10\x05\x12\x1d\n" +
-	"\x19WATCH_EVENT_VALUE_CHANGED\x10\x062\xfd\x06\n" +
+	"\x19WATCH_EVENT_VALUE_CHANGED\x10\x06\x12\x18\n" +
+	"\x14WATCH_EVENT_DEADLOCK\x10\a2\xfd\x06\n" +
 	"\vLockService\x12D\n" +
 	"\aAcquire\x12\x1b.holdfast.v1.AcquireRequest\x1a\x1c.holdfast.v1.AcquireResponse\x12D\n" +
 	"\aRelease\x12\x1b.holdfast.v1.ReleaseRequest\x1a\x1c.holdfast.v1.ReleaseResponse\x12>\n" +
