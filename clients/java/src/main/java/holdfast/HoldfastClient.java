@@ -11,6 +11,7 @@ import io.grpc.Channel;
 import io.grpc.ClientInterceptors;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
+import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.GrpcSslContexts;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.MetadataUtils;
@@ -125,6 +126,7 @@ public final class HoldfastClient implements AutoCloseable {
    *
    * @throws NotAcquiredException when the lock is not granted within the wait timeout
    * @throws LeaseLostException when the grant arrives after its lease could have ended
+   * @throws DeadlockException when the server ended the wait to break a deadlock (the message names the cycle)
    * @throws io.grpc.StatusRuntimeException when the server refuses the request (bad name, ttl, ...)
    */
   public Lease hold(String name, HoldOptions options)
@@ -154,12 +156,18 @@ public final class HoldfastClient implements AutoCloseable {
    * {@link LeaseDeadline#of}. Ignores maxHold and releaseOnDisconnect (Hold only).
    *
    * @throws NotAcquiredException when the lock is not granted within the wait timeout
+   * @throws DeadlockException when the server ended the wait to break a deadlock (the message names the cycle)
    */
   public AcquireResponse acquire(String name, HoldOptions options) throws NotAcquiredException {
     AcquireRequest request = Requests.acquire(name, options);
-    AcquireResponse grant = blocking
-        .withDeadlineAfter(options.waitTimeout().plus(ACQUIRE_GRACE).toMillis(), TimeUnit.MILLISECONDS)
-        .acquire(request);
+    AcquireResponse grant;
+    try {
+      grant = blocking
+          .withDeadlineAfter(options.waitTimeout().plus(ACQUIRE_GRACE).toMillis(), TimeUnit.MILLISECONDS)
+          .acquire(request);
+    } catch (StatusRuntimeException e) {
+      throw DeadlockException.classify(e, name);
+    }
     if (!grant.getAcquired()) {
       throw Requests.notAcquired(name, options);
     }

@@ -300,7 +300,7 @@ public final class Lease implements AutoCloseable {
       throw new NotAcquiredException(
           "lock \"" + name + "\" was not acquired within " + request.getWaitTimeoutMs() + " ms");
     }
-    throw Status.fromThrowable(error).asRuntimeException();
+    throw DeadlockException.classify(error, name);
   }
 
   private void closeStream() {

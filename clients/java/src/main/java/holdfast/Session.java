@@ -98,6 +98,7 @@ public final class Session implements AutoCloseable {
    *
    * @throws NotAcquiredException when the lock is not granted within the wait timeout
    * @throws LeaseLostException when the grant arrives after its lease could have ended
+   * @throws DeadlockException when the server ended the wait to break a deadlock (the message names the cycle)
    * @throws StatusRuntimeException when the server refuses the request (the unary Hold's code and
    *     message), or the session ended (UNAVAILABLE, naming the server)
    */
@@ -131,6 +132,7 @@ public final class Session implements AutoCloseable {
    * open, not from this call.
    *
    * @throws NotAcquiredException when the lock is not granted within the wait timeout
+   * @throws DeadlockException when the server ended the wait to break a deadlock (the message names the cycle)
    */
   public AcquireResponse acquire(String name, HoldOptions options) throws NotAcquiredException, InterruptedException {
     SessionStream.Pending op = stream.start(SessionRequest.newBuilder().setAcquire(Requests.acquire(name, options)), name, SessionResponse::getAcquire);

@@ -8,9 +8,12 @@ import io.grpc.StatusRuntimeException;
 final class SessionErrors {
   private SessionErrors() {}
 
-  /** The error the unary call would have failed with: same code, same message. */
-  static StatusRuntimeException of(OpError error) {
-    return Status.fromCodeValue(error.getCode()).withDescription(error.getMessage()).asRuntimeException();
+  /**
+   * The error the unary call would have failed with: same code, same message; a {@link DeadlockException}
+   * for a deadlock, naming {@code lockName} (an acquire's or hold's, else null).
+   */
+  static StatusRuntimeException of(OpError error, String lockName) {
+    return DeadlockException.classify(Status.fromCodeValue(error.getCode()).withDescription(error.getMessage()), null, lockName);
   }
 
   /** Why a stream ended, in words: "it was closed", or its status. */

@@ -214,7 +214,7 @@ final class SessionStream {
     if (op.abandoned) {
       listener.onUnwanted(response, op.lockName);
     } else if (response.hasError()) {
-      op.answer.completeExceptionally(SessionErrors.of(response.getError()));
+      op.answer.completeExceptionally(SessionErrors.of(response.getError(), op.lockName));
     } else {
       try {
         op.answer.complete(op.onAnswer.apply(response));
