@@ -23,11 +23,11 @@ from holdfast.aio_sessions import AsyncSession, AsyncSessionLease, asession
 from holdfast.calls import acquire, inspect, release
 from holdfast.connect import aio_channel, channel
 from holdfast.election import Leader, Leadership, campaign, observe, watch
-from holdfast.errors import HoldfastError
+from holdfast.errors import DeadlockError, HoldfastError
 from holdfast.lease import CLOCK_DRIFT, Lease, LeaseLost, NotAcquired, drift_margin_ms, lease_deadline, lock
 from holdfast.sessions import Session, SessionClosed, session
 from holdfast.session_lease import SessionLease
 
-__all__ = ["CLOCK_DRIFT", "AsyncLease", "AsyncSession", "AsyncSessionLease", "HoldfastError", "Leader", "Leadership", "Lease", "LeaseLost", "NotAcquired", "acquire", "aio_channel",
+__all__ = ["CLOCK_DRIFT", "AsyncLease", "AsyncSession", "AsyncSessionLease", "DeadlockError", "HoldfastError", "Leader", "Leadership", "Lease", "LeaseLost", "NotAcquired", "acquire", "aio_channel",
            "alock", "asession", "campaign", "channel", "drift_margin_ms", "inspect", "lease_deadline", "lock", "observe", "release",
            "session", "Session", "SessionClosed", "SessionLease", "watch"]

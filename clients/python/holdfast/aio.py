@@ -149,7 +149,7 @@ class alock:  # noqa: N801 - used like a function: `async with holdfast.alock(..
 async def acquire(channel, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0, timeout=None):
     """holdfast.acquire on a grpc.aio channel: returns the AcquireResponse, or raises NotAcquired."""
     request = acquire_request(name, ttl_ms, wait_ms, owner, shared, limit)
-    with translated(channel):
+    with translated(channel, name):
         return granted(await lock_pb2_grpc.LockServiceStub(channel).Acquire(request, timeout=timeout), name, wait_ms)
 
 

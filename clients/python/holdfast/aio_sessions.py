@@ -62,7 +62,7 @@ class AsyncSession(SessionCore):
         return False
 
     async def hold(self, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0, max_hold_ms=0, value=""):
-        """Session.hold, awaited: the AsyncSessionLease, or NotAcquired, LeaseLost, HoldfastError."""
+        """Session.hold, awaited: the AsyncSessionLease, or NotAcquired, DeadlockError, LeaseLost, HoldfastError."""
         request = hold_request(name, ttl_ms, wait_ms, owner, shared, limit, max_hold_ms, False, value)
         with not_acquired_in_time(name, wait_ms):
             return self._granted(await self._run("hold", request, wait_ms / 1000.0))

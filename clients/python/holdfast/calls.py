@@ -6,13 +6,14 @@ from holdfast.v1 import lock_pb2, lock_pb2_grpc
 
 
 def acquire(channel, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0, timeout=None, value=""):
-    """Acquires `name` once and returns the AcquireResponse; raises NotAcquired when it is not granted.
+    """Acquires `name` once and returns the AcquireResponse; raises NotAcquired when it is not granted,
+    DeadlockError when the server ended the wait to break a deadlock.
 
     Nothing keeps a local deadline for this grant. Count its lease from a time.monotonic() read
     before the call, not after it returns: lease_deadline(sent_at, grant.lease_started_after_ms, grant.ttl_ms).
     """
     request = acquire_request(name, ttl_ms, wait_ms, owner, shared, limit, value)
-    with translated(channel):
+    with translated(channel, name):
         return granted(lock_pb2_grpc.LockServiceStub(channel).Acquire(request, timeout=timeout), name, wait_ms)
 
 

@@ -1,6 +1,7 @@
 """The SDK's one error type for a call that failed, in words that say what is wrong and where.
 
-gRPC reports a wrong address, a port that is not holdfast's gRPC listener or a TLS mismatch as
+DeadlockError, a HoldfastError, is a wait the server ended to break a deadlock (is_deadlock, the
+one rule, clients/conformance/deadlock.json). gRPC reports a wrong address, a port that is not holdfast's gRPC listener or a TLS mismatch as
 UNAVAILABLE with a detail string meant for gRPC's developers; these functions name the address and
 the likely cause instead. HoldfastError is a grpc.RpcError (code() and details() as gRPC gave
 them), so code written against grpc.RpcError keeps working.
@@ -31,6 +32,10 @@ _CAUSES = (
 _DEFAULT_SCHEME = "dns:///"
 _SCHEME = re.compile(r"^(https?|grpcs?|tcp)://", re.IGNORECASE)
 _PORT = re.compile(r"(^\[[^\]]*\]|^[^:\[\]]*):(\d{1,5})$")
+# What a unary call or stream ended by a deadlock carries in its trailing metadata, and how its
+# message (the only sign on a session operation's error) starts (docs/deadlocks.md).
+DEADLOCK_REASON = ("holdfast-reason", "deadlock")
+DEADLOCK_PREFIX = "deadlock: "
 
 
 class HoldfastError(grpc.RpcError):
@@ -50,6 +55,35 @@ class HoldfastError(grpc.RpcError):
     def details(self):
         """gRPC's own detail string."""
         return self._details
+
+
+class DeadlockError(HoldfastError):
+    """The server ended this call's wait to break a deadlock (docs/deadlocks.md): give back what you
+    hold, pause a short random while, and try again. details() is the server's message unchanged,
+    naming the cycle (each lock, its holder's owner, what that owner waits for); `lock_name` is the
+    lock the call waited for (None when the SDK does not know it). code() is ABORTED."""
+
+    def __init__(self, addr, lock_name, code, details):
+        self.lock_name = lock_name
+        super().__init__(addr, f'lock "{lock_name}": {details}' if lock_name else details, code, details)
+
+
+def is_deadlock(code, metadata, message):
+    """Whether an error with this grpc.StatusCode, trailing metadata ((key, value) pairs) and message
+    is a deadlock: ABORTED, and holdfast-reason: deadlock or a message starting "deadlock: ". A lost
+    lease is ABORTED too, and is not one."""
+    if code != grpc.StatusCode.ABORTED:
+        return False
+    return any(tuple(pair) == DEADLOCK_REASON for pair in metadata) or message.startswith(DEADLOCK_PREFIX)
+
+
+def _trailing_metadata(error):
+    """A failed call's trailing metadata as (key, value) pairs; none for an error that has none."""
+    read = getattr(error, "trailing_metadata", None)
+    try:
+        return tuple(read() or ()) if callable(read) else ()
+    except Exception:  # noqa: BLE001 - an error object without it: the message decides
+        return ()
 
 
 def address_problem(addr):
@@ -96,11 +130,16 @@ def address_of(channel):
     return None
 
 
-def translate(error, addr):
-    """The HoldfastError for a grpc.RpcError from a call to `addr` (a HoldfastError is returned as it is)."""
+def translate(error, addr, lock_name=None):
+    """The HoldfastError for a grpc.RpcError from a call to `addr` (a HoldfastError is returned as it
+    is): a DeadlockError, naming `lock_name`, when is_deadlock says so."""
     if isinstance(error, HoldfastError) or not hasattr(error, "code"):
         return error
     code, details = error.code(), error.details() or ""
+    if is_deadlock(code, _trailing_metadata(error), details):
+        deadlock = DeadlockError(addr, lock_name, code, details)
+        deadlock.__cause__ = error
+        return deadlock
     problem = address_problem(addr) if addr else None
     if problem is None:
         problem = next((cause for pattern, cause in _CAUSES if re.search(pattern, details)), None)
@@ -112,11 +151,11 @@ def translate(error, addr):
 
 
 @contextlib.contextmanager
-def translated(channel):
-    """Raises the HoldfastError for any grpc.RpcError raised inside."""
+def translated(channel, lock_name=None):
+    """Raises the HoldfastError for any grpc.RpcError raised inside (a call for `lock_name`)."""
     try:
         yield
     except HoldfastError:
         raise
     except grpc.RpcError as error:
-        raise translate(error, address_of(channel)) from error
+        raise translate(error, address_of(channel), lock_name) from error

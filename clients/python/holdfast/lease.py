@@ -130,10 +130,11 @@ class LeaseState:
         return None
 
     def _open_failure(self, error):
-        """What a Hold that was never granted raises: NotAcquired when its wait ran out, else the refusal."""
+        """What a Hold that was never granted raises: NotAcquired when its wait ran out, else the refusal
+        (a DeadlockError when the server ended the wait to break a deadlock)."""
         if error is None or (isinstance(error, grpc.RpcError) and error.code() == grpc.StatusCode.DEADLINE_EXCEEDED):
             return NotAcquired(f'lock "{self.name}" was not acquired within {self._request.wait_timeout_ms} ms')
-        return translate(error, self.addr)
+        return translate(error, self.addr, self.name)
 
     @staticmethod
     def _ended_reason(error):
@@ -283,8 +284,9 @@ class Lease(LeaseState):
 class lock:  # noqa: N801 - used like a function: `with holdfast.lock(...) as lease`
     """Holds `name` for the duration of a with-block through the Hold stream.
 
-    Raises NotAcquired when the lock is not granted within wait_ms, and LeaseLost when the grant
-    arrives after its lease could have ended. Inside the block, `lease.lost` is set as soon as the
+    Raises NotAcquired when the lock is not granted within wait_ms, DeadlockError when the server
+    ended the wait to break a deadlock, and LeaseLost when the grant arrives after its lease could
+    have ended. Inside the block, `lease.lost` is set as soon as the
     lease can no longer be trusted. Leaving the block gives back this block's hold. `value` is
     published to watchers (at most 1024 bytes); lease.set_value() changes it.
 

@@ -172,7 +172,8 @@ class SessionCore:
             if grant is not None and (kind == "hold" or grant.acquired):
                 self._send_release(stream, pending.request.name, grant.token, getattr(grant, "hold_id", ""))
         elif kind == "error":
-            pending.settle(error=op_error(self.addr, response.error.code, response.error.message))
+            lock_name = getattr(pending.request, "name", None)
+            pending.settle(error=op_error(self.addr, response.error.code, response.error.message, lock_name))
         elif kind == "hold":
             pending.settle(self._held(stream, response.op_id, pending.request, response.hold))
         else:

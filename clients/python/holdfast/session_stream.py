@@ -33,9 +33,10 @@ class _Status(grpc.RpcError):
         return self._details
 
 
-def op_error(addr, code, message):
-    """The HoldfastError the unary RPC raises for the status an operation's OpError carries."""
-    return translate(_Status(_CODES.get(code, grpc.StatusCode.UNKNOWN), message), addr)
+def op_error(addr, code, message, lock_name=None):
+    """The HoldfastError the unary RPC raises for the status an operation's OpError carries (no
+    metadata: a deadlock is told by its message's prefix)."""
+    return translate(_Status(_CODES.get(code, grpc.StatusCode.UNKNOWN), message), addr, lock_name)
 
 
 def ended_error(addr, cause, code):

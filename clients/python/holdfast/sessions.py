@@ -52,8 +52,10 @@ class Session(SessionCore):
     def hold(self, name, ttl_ms=0, wait_ms=0, owner="", shared=False, limit=0, max_hold_ms=0, value=""):
         """Holds `name` under the session until released or the session ends; returns its SessionLease.
 
-        Raises NotAcquired when it is not granted within wait_ms, LeaseLost when the grant came after
-        its lease could have ended (it is given back), HoldfastError as the Hold call would.
+        Raises NotAcquired when it is not granted within wait_ms, DeadlockError when the server ended
+        the wait to break a deadlock (the session is the owner when `owner` is empty), LeaseLost when
+        the grant came after its lease could have ended (it is given back), HoldfastError as the Hold
+        call would.
         """
         request = hold_request(name, ttl_ms, wait_ms, owner, shared, limit, max_hold_ms, False, value)
         with not_acquired_in_time(name, wait_ms):
