@@ -2,14 +2,15 @@
 import { status, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
 import type { HoldAcquired, HoldRequest, HoldResponse, LockServiceClient } from '../../gen/holdfast/v1/lock';
 import { countedFrom, type LeaseClock } from './deadline';
-import { NotAcquiredError } from './errors';
+import { deadlockOr, NotAcquiredError } from './errors';
 import { Lease } from './lease';
 import { isServiceError, type UnaryCalls } from './rpc';
 import type { SessionConnection } from './session';
 import { ResetBudget } from './streams';
 
 /**
- * Rejects with NotAcquiredError when the wait runs out, with the signal's reason when `cancel`
+ * Rejects with NotAcquiredError when the wait runs out, DeadlockError when it was ended to break a
+ * deadlock, with the signal's reason when `cancel`
  * aborts first, with a LeaseLostError when the grant arrived after its lease could have ended
  * (the stream is cancelled, which frees the hold if the server still keeps it), and with the
  * stream's ServiceError for anything else.
@@ -18,6 +19,7 @@ export function openLease(stub: LockServiceClient, rpc: UnaryCalls, request: Hol
   return openStream<HoldAcquired>(
     {
       name: request.name,
+      lockName: request.name,
       waitMs: Number(request.waitTimeoutMs),
       start: () => stub.hold(request),
       build: (call, acquired, sentAt, reset) => new Lease(call, rpc, request.name, acquired, countedFrom(sentAt), reset),
@@ -56,6 +58,8 @@ export async function sessionLease<L extends Lease>(name: string, waitMs: number
 export interface HoldingStream<Acquired> {
   /** For errors: the lock's name, or a set's. */
   name: string;
+  /** The one lock's name (a Hold), none for a set: what a DeadlockError names. */
+  lockName?: string;
   waitMs: number;
   start(): ClientReadableStream<{ acquired?: Acquired }>;
   build(call: ClientReadableStream<HoldResponse>, acquired: Acquired, sentAt: number, reset: () => void): Lease;
@@ -94,7 +98,7 @@ export function openStream<Acquired>(kind: HoldingStream<Acquired>, cancel?: Abo
       cancel?.removeEventListener('abort', stop);
       if (cancel?.aborted) reject(cancel.reason);
       else if (err.code === status.DEADLINE_EXCEEDED) reject(new NotAcquiredError(kind.name, kind.waitMs));
-      else reject(err);
+      else reject(deadlockOr(err, kind.lockName));
     });
     call.on('status', (end) => {
       ended = true;

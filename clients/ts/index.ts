@@ -1,7 +1,7 @@
 // The holdfast TypeScript SDK.
 export { HoldfastClient, type HoldfastClientOptions, type HolderInfo, type LockInfo, type FencingTokenCheck, type Mode } from './client';
 export { secureChannel, type ClientTls, type ConnectionSecurity } from './credentials';
-export { NotAcquiredError, LeaseLostError, type LeaseLossSource } from './errors';
+export { NotAcquiredError, LeaseLostError, DeadlockError, isDeadlock, type ErrorStatus, type LeaseLossSource } from './errors';
 export { checkAddress, InvalidAddressError } from './address';
 export { explainConnectionFailure, type ConnectionKind } from './connection-errors';
 export { Lease } from './lease';

@@ -19,6 +19,7 @@ import type {
   SetValueRequest,
   SetValueResponse,
 } from '../../gen/holdfast/v1/lock';
+import { deadlockOr } from './errors';
 
 type Callback<Res> = (err: ServiceError | null, res: Res) => void;
 type UnaryMethod<Req, Res> = (req: Req, metadata: Metadata, options: Partial<CallOptions>, cb: Callback<Res>) => unknown;
@@ -30,7 +31,10 @@ function unary<Req, Res>(stub: LockServiceClient, method: UnaryMethod<Req, Res>,
   return (req, extraMs = 0) =>
     new Promise((resolve, reject) => {
       const deadline = Date.now() + timeoutMs + extraMs;
-      method.call(stub, req, new Metadata(), { deadline }, (err, res) => (err ? reject(err) : resolve(res)));
+      const name = (req as { name?: unknown }).name;
+      method.call(stub, req, new Metadata(), { deadline }, (err, res) =>
+        err ? reject(deadlockOr(err, typeof name === 'string' ? name : undefined)) : resolve(res),
+      );
     });
 }
 

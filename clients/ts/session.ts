@@ -16,6 +16,7 @@ import { Metadata, status, type ClientDuplexStream, type ServiceError, type Stat
 // grpc-js's own status → error mapping, so an operation's error is exactly its unary call's.
 import { callErrorFromStatus } from '@grpc/grpc-js/build/src/call';
 import { CANNOT_REACH } from './connection-errors';
+import { deadlockOr } from './errors';
 import { sessionLeaseDeadline, type Anchor, type LeaseClock } from './deadline';
 import type {
   AcquireRequest,
@@ -268,7 +269,7 @@ export class SessionConnection {
       const pending: Pending = {
         lockName: op.acquire?.name ?? op.hold?.name,
         answer: (response, s) => {
-          if (response.error) return reject(opError(response.error.code, response.error.message));
+          if (response.error) return reject(deadlockOr(opError(response.error.code, response.error.message), pending.lockName));
           try {
             resolve(onAnswer(response, s, opId));
           } catch (err) {

@@ -130,7 +130,8 @@ export class DeadlockDetector {
         const edge = await this.graph.waitEdge({ lock: lockOf(wait.name), waiterId: wait.waiterId, owner });
         if (!edge.waiting) continue;
         for (const holder of edge.holders) {
-          const step: CycleEdge = { ...wait, owner, holder };
+          // When it was queued, by the lock's own Redis clock: exact, where the record's estimate is not.
+          const step: CycleEdge = { ...wait, since: edge.queuedAt || wait.since, owner, holder };
           if (holder === start) return [...path, step];
           // Grey: a cycle without the start (its own members' walks find it); black: explored, no way back.
           if (colour.has(holder)) continue;

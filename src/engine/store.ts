@@ -185,6 +185,8 @@ export interface WaitRecord {
 export interface WaitEdge {
   /** Whether the waiter still waits (queued, live entry, not served). */
   waiting: boolean;
+  /** When the waiter was queued (ms, the lock's slot's Redis TIME); 0 when not waiting or not known. */
+  queuedAt: number;
   /** The owners of the lock's live grants, other than the waiter's own and without ''. Empty when not waiting. */
   holders: string[];
 }

@@ -155,5 +155,5 @@ export function waitRecords(reply: Reply): WaitRecord[] {
 
 /** wait-edge-3's {waiting, holder owner...}. */
 export function waitEdge(reply: Reply): WaitEdge {
-  return { waiting: reply[0] === ScriptFlag.YES, holders: reply.slice(1).map(String) };
+  return { waiting: reply[0] === ScriptFlag.YES, queuedAt: Number(reply[1] ?? 0), holders: reply.slice(2).map(String) };
 }

@@ -2,7 +2,7 @@
 // 500 ms timeout, server 2 has detection off (the negative control). Owners are random per test.
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HoldfastClient, type LockChange } from '../../clients/ts/index';
+import { DeadlockError, HoldfastClient, NotAcquiredError, type LockChange } from '../../clients/ts/index';
 import { waitsKey } from '../../src/engine/keys';
 import { collect } from '../support/collect';
 import { freePort } from '../../src/redis/embedded';
@@ -115,6 +115,42 @@ describe('deadlock detection', () => {
     await waitFor('the wait records to go', async () => (await waitRecords(o1)) + (await waitRecords(o2)) === 0);
     expect(env.servers[1].logs.some((l) => l.includes('"level":40') && l.includes('deadlock: '))).toBe(true);
   });
+
+  for (const victim of ['session', 'unary', 'hold'] as const) {
+    it(`the TypeScript SDK raises DeadlockError, naming the cycle, when the ended wait is ${victim === 'session' ? "a session's hold" : victim === 'unary' ? 'a unary Acquire' : 'a Hold stream'}`, async () => {
+      // The first waiter is a unary Acquire on server 0; the second (the youngest, so the one ended)
+      // is on server 1, over the transport under test.
+      const sdk0 = new HoldfastClient(env.servers[0].addr, { transport: 'unary' });
+      const sdk1 = new HoldfastClient(env.servers[1].addr, { transport: victim === 'session' ? 'session' : 'unary' });
+      try {
+        const [a, b] = [uniqueName('a'), uniqueName('b')];
+        const [o1, o2] = [uniqueName('owner'), uniqueName('owner')];
+        const a1 = await sdk0.acquire(a, { owner: o1, ttlMs: 30_000 });
+        const b2 = await sdk1.hold(b, { owner: o2, ttlMs: 30_000 });
+        const w1 = sdk0.acquire(b, { owner: o1, ttlMs: 30_000, waitMs: 20_000 });
+        await waitFor('o1 to queue on b', async () => (await waiters(b)) === 1);
+        const second =
+          victim === 'unary' ? sdk1.acquire(a, { owner: o2, ttlMs: 30_000, waitMs: 20_000 }) : sdk1.hold(a, { owner: o2, ttlMs: 30_000, waitMs: 20_000 });
+        const error = await second.then(
+          () => null,
+          (err: unknown) => err,
+        );
+        expect(error).toBeInstanceOf(DeadlockError);
+        expect(error).not.toBeInstanceOf(NotAcquiredError);
+        const deadlock = error as DeadlockError;
+        expect(deadlock.lockName).toBe(a);
+        expect(deadlock.message).toContain(`This wait (owner "${o2}" on lock "${a}")`);
+        expect(deadlock.message).toContain(`owner "${o1}" waits for lock "${b}", held by owner "${o2}"`);
+        await b2.release();
+        const granted = await w1;
+        await granted.release();
+        await a1.release();
+      } finally {
+        sdk0.close();
+        sdk1.close();
+      }
+    });
+  }
 
   it('a cycle through a full semaphore and a shared lock with two holders ends the youngest wait, a Hold stream, ABORTED', async () => {
     // sem (limit 2) is held by O1 and O3; shared lock L by O2 and O4. O1 waits for L (exclusive:

@@ -63,11 +63,21 @@ describe('wait graph', () => {
     const sem = { limit: 2 };
     const held = await store.acquire(ask(lock, other, '', sem));
     const anonymous = await store.acquire(ask(lock, '', '', sem));
+    const redisMs = async () => {
+      const [s, us] = await redis.client.time();
+      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    };
+    const before = await redisMs();
     expect((await store.acquire(ask(lock, me, 'srv.w1', sem))).outcome).toBe('queued');
-    expect(await store.waitEdge({ lock, waiterId: 'srv.w1', owner: me })).toEqual({ waiting: true, holders: [other] });
+    const after = await redisMs();
+    const queued = await store.waitEdge({ lock, waiterId: 'srv.w1', owner: me });
+    expect(queued).toMatchObject({ waiting: true, holders: [other] });
+    // When it was queued, by Redis TIME: what picks the youngest wait of a cycle.
+    expect(queued.queuedAt).toBeGreaterThanOrEqual(before);
+    expect(queued.queuedAt).toBeLessThanOrEqual(after);
     if (held.outcome !== 'granted' || anonymous.outcome !== 'granted') throw new Error('not granted');
     await store.release({ lock, token: held.grant.token, holdId: '', vanished: false, lockDelayMs: 0, handOffTo: '', why: '' });
-    expect(await store.waitEdge({ lock, waiterId: 'srv.w1', owner: me })).toEqual({ waiting: false, holders: [] });
+    expect(await store.waitEdge({ lock, waiterId: 'srv.w1', owner: me })).toEqual({ waiting: false, queuedAt: 0, holders: [] });
   });
 
   it('ends a queued wait once: claim answers it aborted with the message, and the queue behind it is served', async () => {
