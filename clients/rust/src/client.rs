@@ -214,10 +214,11 @@ impl Client {
         request
     }
 
-    /// The error for a call that failed with `status`. When the connection failed without saying
-    /// why (the transport says only "connection closed"), a connection of our own finds out.
-    pub(crate) async fn fail(&self, what: String, status: tonic::Status) -> Error {
-        match Error::from_status(&self.addr, what, status) {
+    /// The error for a call that failed with `status` (a deadlock names `lock`, the lock a waiting
+    /// call waited for). When the connection failed without saying why (the transport says only
+    /// "connection closed"), a connection of our own finds out.
+    pub(crate) async fn fail(&self, what: String, lock: Option<&str>, status: tonic::Status) -> Error {
+        match Error::from_status(&self.addr, what, lock, status) {
             Error::Unavailable { addr, cause } => {
                 let cause = diagnose(&addr, self.tls.as_ref().as_ref()).await.unwrap_or(cause);
                 Error::Unavailable { addr, cause }
@@ -228,14 +229,14 @@ impl Client {
 
     /// Takes a grant with its own lease that nothing renews (renew it with [`Client::renew`],
     /// give it back with [`Client::release`]). [`Error::NotAcquired`] when it is not granted
-    /// within `options.wait`.
+    /// within `options.wait`; [`Error::Deadlock`] when the server ended the wait to break a deadlock.
     pub async fn acquire(&self, name: &str, options: &LockOptions) -> Result<Grant, Error> {
         let sent_at = Instant::now();
         let request = self.request(options.acquire_request(name), options.wait);
         let answer = self.lock.clone().acquire(request).await;
         let answer = match answer {
             Ok(answer) => answer.into_inner(),
-            Err(status) => return Err(self.fail(format!("acquire lock \"{name}\""), status).await),
+            Err(status) => return Err(self.fail(format!("acquire lock \"{name}\""), Some(name), status).await),
         };
         if !answer.acquired {
             return Err(Error::NotAcquired {
@@ -256,7 +257,9 @@ impl Client {
             .await;
         match answer {
             Ok(answer) => Ok(answer.into_inner()),
-            Err(status) => Err(self.fail(format!("release lock \"{}\"", grant.name), status).await),
+            Err(status) => Err(self
+                .fail(format!("release lock \"{}\"", grant.name), None, status)
+                .await),
         }
     }
 
@@ -270,7 +273,7 @@ impl Client {
             .await;
         let answer = match answer {
             Ok(answer) => answer.into_inner(),
-            Err(status) => return Err(self.fail(format!("renew lock \"{}\"", grant.name), status).await),
+            Err(status) => return Err(self.fail(format!("renew lock \"{}\"", grant.name), None, status).await),
         };
         grant.renewed(sent_at, &answer);
         Ok(())
@@ -282,7 +285,7 @@ impl Client {
         let answer = self.lock.clone().inspect(self.request(request, Duration::ZERO)).await;
         match answer {
             Ok(answer) => Ok(answer.into_inner()),
-            Err(status) => Err(self.fail(format!("inspect lock \"{name}\""), status).await),
+            Err(status) => Err(self.fail(format!("inspect lock \"{name}\""), None, status).await),
         }
     }
 
@@ -305,14 +308,15 @@ impl Client {
         match answer {
             Ok(answer) => Ok(answer.into_inner()),
             Err(status) => Err(self
-                .fail(format!("check a fencing token of lock \"{name}\""), status)
+                .fail(format!("check a fencing token of lock \"{name}\""), None, status)
                 .await),
         }
     }
 
     /// Takes `name` and keeps it through a Hold stream of its own until the [`Lease`] is released,
     /// dropped, or lost. [`Error::NotAcquired`] when it is not granted within `options.wait`;
-    /// [`Error::Lost`] when the grant itself arrived after its lease could have ended.
+    /// [`Error::Lost`] when the grant itself arrived after its lease could have ended;
+    /// [`Error::Deadlock`] when the server ended the wait to break a deadlock.
     pub async fn hold(&self, name: &str, options: LockOptions) -> Result<Lease, Error> {
         hold_stream(self, name, &options).await
     }

@@ -48,6 +48,18 @@ pub enum Error {
     },
     /// The lease was lost (or could no longer be vouched for): stop the work it protects.
     Lost(LostError),
+    /// The server ended this call's wait to break a deadlock (docs/deadlocks.md): its owner (or
+    /// session) waited, through a cycle, for a lock it holds itself. Nothing else it holds was
+    /// released: give back what you hold, pause a short random while, and try again.
+    Deadlock {
+        /// The server's address.
+        addr: String,
+        /// The lock the ended call waited for (`None` for a call that names no one lock).
+        name: Option<String>,
+        /// The server's message, unchanged: the cycle in words (each lock, its holder's owner,
+        /// what that owner waits for).
+        message: String,
+    },
     /// The session has ended; `in_flight` says the operation was sent before the end and not
     /// answered, so it may or may not have taken effect.
     SessionEnded {
@@ -85,6 +97,12 @@ impl fmt::Display for Error {
                 )
             }
             Error::Lost(lost) => lost.fmt(f),
+            Error::Deadlock {
+                addr,
+                name: Some(name),
+                message,
+            } => write!(f, "holdfast at {addr} ended the wait for lock \"{name}\": {message}"),
+            Error::Deadlock { addr, message, .. } => write!(f, "holdfast at {addr} ended a wait: {message}"),
             Error::SessionEnded {
                 addr,
                 cause,
@@ -124,14 +142,14 @@ impl StdError for Error {
 
 impl Error {
     /// The gRPC status code this error stands for (`Unavailable` for a connection that failed,
-    /// `DeadlineExceeded` for a lock not acquired in time, `Aborted` for a lost lease).
+    /// `DeadlineExceeded` for a lock not acquired in time, `Aborted` for a lost lease or a deadlock).
     pub fn code(&self) -> Code {
         match self {
             Error::Config { .. } => Code::InvalidArgument,
             Error::Unavailable { .. } | Error::SessionEnded { .. } => Code::Unavailable,
             Error::Refused { code, .. } => *code,
             Error::NotAcquired { .. } => Code::DeadlineExceeded,
-            Error::Lost(_) => Code::Aborted,
+            Error::Lost(_) | Error::Deadlock { .. } => Code::Aborted,
         }
     }
 
@@ -142,13 +160,21 @@ impl Error {
         }
     }
 
-    /// The error for a call's `status`: a transport failure becomes [`Error::Unavailable`] with
-    /// its cause in words, anything else [`Error::Refused`] with the server's message.
-    pub(crate) fn from_status(addr: &str, what: impl Into<String>, status: tonic::Status) -> Self {
+    /// The error for a call's or a session operation's `status`: a transport failure becomes
+    /// [`Error::Unavailable`] with its cause in words, a deadlock ([`is_deadlock`])
+    /// [`Error::Deadlock`] naming `lock`, anything else [`Error::Refused`] with the server's message.
+    pub(crate) fn from_status(addr: &str, what: impl Into<String>, lock: Option<&str>, status: tonic::Status) -> Self {
         if let Some(cause) = transport_cause(&status) {
             return Error::Unavailable {
                 addr: addr.to_string(),
                 cause,
+            };
+        }
+        if is_deadlock(&status) {
+            return Error::Deadlock {
+                addr: addr.to_string(),
+                name: lock.map(str::to_string),
+                message: status.message().to_string(),
             };
         }
         Error::Refused {
@@ -158,6 +184,21 @@ impl Error {
             message: status.message().to_string(),
         }
     }
+}
+
+/// Whether a failed call or session operation was ended to break a deadlock
+/// (clients/conformance/deadlock.json): `Aborted`, and the trailing metadata
+/// `holdfast-reason: deadlock` or (a session operation's error, which has no metadata) a message
+/// that starts with `deadlock: `. A lost lease is `Aborted` too, and is not one. Every call of this
+/// crate that waits applies it ([`Error::Deadlock`]); it is public for calls made with
+/// [`Client::lock_service`](crate::Client::lock_service).
+pub fn is_deadlock(status: &tonic::Status) -> bool {
+    status.code() == Code::Aborted
+        && (status
+            .metadata()
+            .get("holdfast-reason")
+            .is_some_and(|reason| reason == "deadlock")
+            || status.message().starts_with("deadlock: "))
 }
 
 /// Why a lease is lost. `code` is `LostReason::Unspecified` when this client decided alone: its

@@ -33,7 +33,7 @@ pub(crate) async fn hold_stream(client: &Client, name: &str, options: &LockOptio
     let (stream, grant) = match first {
         Err(_) => return Err(not_acquired()),
         Ok(Err(status)) if status.code() == Code::DeadlineExceeded => return Err(not_acquired()),
-        Ok(Err(status)) => return Err(client.fail(what(), status).await),
+        Ok(Err(status)) => return Err(client.fail(what(), Some(name), status).await),
         Ok(Ok((
             stream,
             Some(HoldResponse {
@@ -90,7 +90,7 @@ async fn keep(
                 Ok(Some(_)) => {}
                 Ok(None) => shared.end(shared.lost_with("the Hold stream ended".to_string(), v1::LostReason::Unspecified)),
                 Err(status) => {
-                    let why = Error::from_status(&client.addr, "keep the Hold stream", status.clone());
+                    let why = Error::from_status(&client.addr, "keep the Hold stream", None, status.clone());
                     let reason = match why {
                         Error::Unavailable { cause, .. } => format!("the Hold stream ended: {cause}"),
                         _ => format!("the Hold stream ended: {}: {}", code_in_words(status.code()), status.message()),
@@ -116,7 +116,9 @@ async fn keep(
             .await;
         match answer {
             Ok(_) => Ok(()),
-            Err(status) => Err(client.fail(format!("release lock \"{}\"", shared.name), status).await),
+            Err(status) => Err(client
+                .fail(format!("release lock \"{}\"", shared.name), None, status)
+                .await),
         }
     } else {
         Ok(())

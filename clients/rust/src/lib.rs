@@ -42,7 +42,7 @@ pub mod v1 {
 
 pub use client::{Client, Grant, LockOptions, LockService};
 pub use connect::{ApiKey, ConnectOptions, DEFAULT_ADDR, TlsOptions};
-pub use error::{Error, LostError};
+pub use error::{Error, LostError, is_deadlock};
 pub use fence::Fence;
 pub use lease::Lease;
 pub use session::{Session, SessionOptions, SessionStats};

@@ -1,7 +1,8 @@
 //! The repository's language-neutral tables (clients/conformance) against this crate: the lease
-//! deadline (lease-deadline.json), the session deadline (session-deadline.json) and the fence's
-//! wire form (fencing.json), each rule with wrong rules as negative controls; and the crate's
-//! copy of the proto files against the repository's.
+//! deadline (lease-deadline.json), the session deadline (session-deadline.json), the fence's wire
+//! form (fencing.json) and when an error is a deadlock (deadlock.json, `holdfast::is_deadlock`),
+//! each rule with wrong rules as negative controls; and the crate's copy of the proto files
+//! against the repository's.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -473,6 +474,98 @@ fn fencing_conformance_attach() {
             case.headers.token.as_str(),
             "{}",
             case.name
+        );
+    }
+}
+
+// ---- deadlock.json ----
+
+#[derive(Deserialize)]
+struct DeadlockTable {
+    cases: Vec<DeadlockCase>,
+}
+
+#[derive(Deserialize)]
+struct DeadlockCase {
+    name: String,
+    code: i32,
+    metadata: std::collections::BTreeMap<String, String>,
+    message: String,
+    deadlock: bool,
+}
+
+impl DeadlockCase {
+    fn status(&self) -> tonic::Status {
+        let mut metadata = tonic::metadata::MetadataMap::new();
+        for (key, value) in &self.metadata {
+            let key = tonic::metadata::MetadataKey::from_bytes(key.as_bytes()).expect("a metadata key");
+            metadata.insert(key, value.parse().expect("an ASCII metadata value"));
+        }
+        tonic::Status::with_metadata(tonic::Code::from_i32(self.code), self.message.clone(), metadata)
+    }
+}
+
+/// A deadlock rule, so that a negative control can swap in a wrong one.
+type DeadlockRule = dyn Fn(&tonic::Status) -> bool;
+
+/// One line per case that `rule` decides otherwise than the table.
+fn deadlock_mismatches(cases: &[DeadlockCase], rule: &DeadlockRule) -> Vec<String> {
+    cases
+        .iter()
+        .filter(|case| rule(&case.status()) != case.deadlock)
+        .map(|case| format!("{}: deadlock should be {}", case.name, case.deadlock))
+        .collect()
+}
+
+#[test]
+fn deadlock_conformance_cases() {
+    let table: DeadlockTable = table("deadlock.json");
+    assert!(!table.cases.is_empty(), "deadlock.json has no cases");
+    assert_eq!(
+        deadlock_mismatches(&table.cases, &holdfast::is_deadlock),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn deadlock_conformance_wrong_rules_miss_a_case() {
+    let table: DeadlockTable = table("deadlock.json");
+    let aborted = |s: &tonic::Status| s.code() == tonic::Code::Aborted;
+    let reason = |s: &tonic::Status| {
+        s.metadata()
+            .get("holdfast-reason")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let wrong: Vec<(&str, Box<DeadlockRule>)> = vec![
+        ("any ABORTED", Box::new(aborted)),
+        (
+            "metadata only",
+            Box::new(move |s| aborted(s) && reason(s).as_deref() == Some("deadlock")),
+        ),
+        (
+            "prefix anywhere in the message",
+            Box::new(move |s| {
+                aborted(s) && (reason(s).as_deref() == Some("deadlock") || s.message().contains("deadlock: "))
+            }),
+        ),
+        (
+            "the reason case-folded",
+            Box::new(move |s| {
+                aborted(s)
+                    && (reason(s).is_some_and(|r| r.eq_ignore_ascii_case("deadlock"))
+                        || s.message().starts_with("deadlock: "))
+            }),
+        ),
+        (
+            "any code",
+            Box::new(move |s| reason(s).as_deref() == Some("deadlock") || s.message().starts_with("deadlock: ")),
+        ),
+    ];
+    for (what, rule) in &wrong {
+        assert!(
+            !deadlock_mismatches(&table.cases, rule.as_ref()).is_empty(),
+            "a rule with {what} agrees with every case"
         );
     }
 }

@@ -143,6 +143,16 @@ enum Kind {
     Ping { sent_at: Instant },
 }
 
+impl Kind {
+    /// The lock an acquire or a hold waits for.
+    fn lock_name(&self) -> Option<&str> {
+        match self {
+            Kind::Acquire { name } | Kind::Hold { name } => Some(name),
+            Kind::Plain | Kind::Ping { .. } => None,
+        }
+    }
+}
+
 /// An operation's answer: the server's result, or for a hold the lease the reader built.
 enum Answer {
     Result(session_response::Result),

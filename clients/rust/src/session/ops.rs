@@ -105,7 +105,7 @@ impl Session {
     /// Takes `name` under the session and keeps it until the [`Lease`] is released, dropped or
     /// lost, or the session ends. The lease's deadline counts from the session's anchors and moves
     /// with its `renewed` messages. [`Error::NotAcquired`] when it is not granted within
-    /// `options.wait`.
+    /// `options.wait`; [`Error::Deadlock`] when the server ended the wait to break a deadlock.
     pub async fn hold(&self, name: &str, options: LockOptions) -> Result<Lease, Error> {
         let op = Op::Hold(options.hold_request(name));
         let what = format!("hold lock \"{name}\"");
@@ -130,7 +130,8 @@ impl Session {
     }
 
     /// Takes a grant over the session, with its own lease that nothing renews (it outlives the
-    /// session, like [`Client::acquire`](crate::Client::acquire)'s).
+    /// session, like [`Client::acquire`](crate::Client::acquire)'s). [`Error::NotAcquired`] or
+    /// [`Error::Deadlock`] as for a hold.
     pub async fn acquire(&self, name: &str, options: &LockOptions) -> Result<Grant, Error> {
         let what = format!("acquire lock \"{name}\"");
         let answer = self

@@ -85,12 +85,12 @@ fn answered(shared: &Arc<Shared>, sender: &Weak<Sender>, op_id: u64, result: Rep
         return;
     };
     let answer = match (pending.kind, result) {
-        (_, Reply::Error(error)) => Err(Error::Refused {
-            addr: shared.addr.to_string(),
-            what: pending.what,
-            code: tonic::Code::from_i32(error.code),
-            message: error.message,
-        }),
+        (kind, Reply::Error(error)) => Err(Error::from_status(
+            &shared.addr,
+            pending.what,
+            kind.lock_name(),
+            Status::new(tonic::Code::from_i32(error.code), error.message),
+        )),
         (Kind::Ping { sent_at }, Reply::Pong(pong)) => {
             state.anchors.add_pong(sent_at, from_ms(pong.received_after_ms));
             state.stats.pongs += 1;
@@ -149,7 +149,7 @@ fn finish(shared: &Arc<Shared>, sender: &Weak<Sender>, end: Option<Result<(), St
                 cause: "the server ended the stream".to_string(),
                 status: None,
             },
-            Some(Err(status)) => match Error::from_status(&shared.addr, "keep the session", status.clone()) {
+            Some(Err(status)) => match Error::from_status(&shared.addr, "keep the session", None, status.clone()) {
                 Error::Unavailable { cause, .. } => Ended {
                     cause: format!("unavailable: {cause}"),
                     status: None,
