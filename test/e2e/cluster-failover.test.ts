@@ -81,7 +81,9 @@ it('resumes within seconds when a shard master is killed and its replica promote
       // Seen once in CI (grants did not resume): say what the servers logged, for the diagnosis.
       const after = contention.windows.filter((w) => w.sentAt > killedAt).length;
       const logs = servers.slice(0, 2).map((s, i) => `server ${i}, last lines:\n${s.logs.slice(-25).join('\n')}`);
-      throw new Error(`${err.message}; ${after} grants after the kill; promoted ${promotedAt - killedAt} ms after it\n${logs.join('\n')}`);
+      throw new Error(
+        `${err.message}; ${after} grants after the kill; promoted ${promotedAt - killedAt} ms after it; ${contention.describe()}\n${logs.join('\n')}`,
+      );
     },
   );
   const windows = await contention.stop();

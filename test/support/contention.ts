@@ -21,6 +21,8 @@ export interface Contention {
   unavailable: number;
   /** Stops the workers and resolves with the windows sorted by arrival (rejects with a worker's failure, once all have ended). */
   stop(): Promise<GrantWindow[]>;
+  /** What each worker is doing now (in a call for how long, or ended and why): for a failure's message. */
+  describe(): string;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -28,6 +30,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Starts one worker per client: acquire (waiting up to 3 s), hold 2 ms, release; again. */
 export function contend(clients: TestClient[], name: string, ttlMs: number): Contention {
   let running = true;
+  /** Per worker: Date.now() when its call in flight was sent (0: none), or why it ended. */
+  const doing = clients.map(() => ({ since: 0, ended: '' }));
   const contention: Contention = {
     windows: [],
     unavailable: 0,
@@ -37,20 +41,32 @@ export function contend(clients: TestClient[], name: string, ttlMs: number): Con
       if (failed) throw failed.reason;
       return contention.windows.sort((x, y) => x.from - y.from);
     },
+    describe: () =>
+      doing
+        .map(({ since, ended }, id) => `worker ${id}: ${ended ? `ended (${ended})` : since ? `in a call for ${Date.now() - since} ms` : 'between calls'}`)
+        .join('; '),
   };
   const worker = async (id: number, client: TestClient) => {
     while (running) {
       const sentAt = Date.now();
+      doing[id].since = sentAt;
       try {
         const grant = await client.acquire({ name, ttlMs: String(ttlMs), waitTimeoutMs: '3000' });
+        doing[id].since = 0;
         if (!grant.acquired) continue;
         const window = { worker: id, sentAt, from: Date.now(), to: sentAt + ttlMs, fencingToken: BigInt(grant.fencingToken) };
         contention.windows.push(window);
         await sleep(2);
         window.to = Math.min(window.to, Date.now());
+        doing[id].since = Date.now();
         await client.release({ name, token: grant.token }).catch(() => {});
+        doing[id].since = 0;
       } catch (err) {
-        if ((err as { code?: number }).code !== status.UNAVAILABLE) throw err;
+        doing[id].since = 0;
+        if ((err as { code?: number }).code !== status.UNAVAILABLE) {
+          doing[id].ended = `${(err as { code?: number }).code}: ${(err as Error).message}`;
+          throw err;
+        }
         contention.unavailable++;
         await sleep(20);
       }
