@@ -22,7 +22,8 @@ type holdStream struct {
 }
 
 // Hold acquires name through the Hold stream and keeps it until Release, ctx's end, or loss.
-// It returns ErrNotAcquired when the lock is not granted within opts.Wait.
+// It returns ErrNotAcquired when the lock is not granted within opts.Wait, and a *DeadlockError
+// when the server ended the wait to break a deadlock.
 func Hold(ctx context.Context, client holdfastv1.LockServiceClient, name string, opts Options) (*Lease, error) {
 	streamCtx, cancel := context.WithCancel(ctx)
 	sentAt := time.Now() // the lease's anchor: no later than the request leaves
@@ -39,6 +40,7 @@ func Hold(ctx context.Context, client holdfastv1.LockServiceClient, name string,
 		return nil, notAcquired(name, opts)
 	}
 	if err != nil {
+		err = deadlockOr(err, stream.Trailer(), name)
 		cancel()
 		return nil, err
 	}

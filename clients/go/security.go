@@ -27,7 +27,8 @@ type Security struct {
 }
 
 // DialOptions returns the grpc.NewClient options for s: transport credentials (TLS or
-// plaintext) and, with an API key, per-RPC credentials that send it.
+// plaintext), with an API key per-RPC credentials that send it, and interceptors that turn a
+// deadlock's ABORTED (Acquire, AcquireSet, Hold, HoldSet) into a *DeadlockError.
 //
 //	opts, err := holdfast.DialOptions(holdfast.Security{CA: ca, Cert: cert, Key: key, APIKey: key})
 //	conn, err := grpc.NewClient("locks.internal:50051", opts...)
@@ -45,6 +46,7 @@ func DialOptions(s Security) ([]grpc.DialOption, error) {
 	if s.APIKey != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(apiKey(s.APIKey)))
 	}
+	opts = append(opts, grpc.WithChainUnaryInterceptor(deadlockUnary), grpc.WithChainStreamInterceptor(deadlockStreams))
 	return opts, nil
 }
 

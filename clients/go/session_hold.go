@@ -28,8 +28,9 @@ type sessionHold struct {
 // Hold acquires name under the session and keeps it until Lease.Release, ctx's end (the hold is
 // given back), the session's end, or loss. The lease is the one Hold returns, with the session's
 // deadline: counted from the session's anchors and moved by its renewed messages. It returns
-// ErrNotAcquired when the lock is not granted within opts.Wait, and the unary Hold's error for a
-// bad request.
+// ErrNotAcquired when the lock is not granted within opts.Wait, a *DeadlockError when the server
+// ended the wait to break a deadlock (with no opts.Owner the session is the owner), and the unary
+// Hold's error for a bad request.
 func (s *Session) Hold(ctx context.Context, name string, opts Options) (*Lease, error) {
 	op := &pendingOp{lockName: name, hold: &holdAsk{ctx: ctx, name: name}}
 	r := s.do(ctx, &holdfastv1.SessionRequest{Op: &holdfastv1.SessionRequest_Hold{Hold: holdRequest(name, opts)}}, op, opts.Wait)

@@ -105,14 +105,14 @@ func (s *Session) do(ctx context.Context, request *holdfastv1.SessionRequest, op
 	var gaveUp error
 	select {
 	case r := <-op.result:
-		return withOpError(r)
+		return withOpError(r, op)
 	case <-ctx.Done():
 		gaveUp = ctx.Err()
 	case <-timer.C:
 		gaveUp = status.Errorf(codes.DeadlineExceeded, "holdfast: no answer from the session with holdfast at %s within %v", s.addr, s.timeout+wait)
 	}
 	if !s.abandon(opID, op) {
-		return withOpError(<-op.result) // answered meanwhile: the answer is on its way
+		return withOpError(<-op.result, op) // answered meanwhile: the answer is on its way
 	}
 	return opResult{err: gaveUp}
 }
@@ -133,10 +133,11 @@ func (s *Session) abandon(opID uint64, op *pendingOp) bool {
 	return inFlight
 }
 
-// withOpError turns the server's OpError into the error the unary call would have returned.
-func withOpError(r opResult) opResult {
+// withOpError turns the server's OpError into the error the unary call would have returned (a
+// *DeadlockError for a deadlock: an OpError has no metadata, its message tells).
+func withOpError(r opResult, op *pendingOp) opResult {
 	if opErr := r.response.GetError(); opErr != nil {
-		return opResult{err: status.Error(codes.Code(opErr.Code), opErr.Message)}
+		return opResult{err: deadlockOr(status.Error(codes.Code(opErr.Code), opErr.Message), nil, op.lockName)}
 	}
 	return r
 }
@@ -199,7 +200,8 @@ func (s *Session) releaseQuietly(release *holdfastv1.ReleaseRequest) {
 }
 
 // Acquire runs the Acquire RPC over the session (a grant with its own lease, which outlives the
-// session like any Acquire's); its wait_timeout_ms is added to the call timeout.
+// session like any Acquire's); its wait_timeout_ms is added to the call timeout. A wait the
+// server ended to break a deadlock returns a *DeadlockError.
 func (s *Session) Acquire(ctx context.Context, request *holdfastv1.AcquireRequest) (*holdfastv1.AcquireResponse, error) {
 	return call(s, ctx, &holdfastv1.SessionRequest{Op: &holdfastv1.SessionRequest_Acquire{Acquire: request}}, &pendingOp{lockName: request.Name},
 		time.Duration(request.WaitTimeoutMs)*time.Millisecond, (*holdfastv1.SessionResponse).GetAcquire, "acquire")
