@@ -6,6 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -52,81 +55,66 @@ class DeadlockTest {
     return HoldOptions.builder().owner(owner).ttl(Duration.ofSeconds(30)).waitTimeout(wait).build();
   }
 
-  /** Blocks until {@code name} has a queued waiter, so that the next wait is the younger one. */
-  private static void untilQueued(String name) throws InterruptedException {
-    Support.waitUntil(() -> client.inspect(name).getWaiters() > 0, "a waiter queued on " + name);
+  /** How the callers of a test take a lock: {@code who} waits up to {@code wait}; returns how to give it back. */
+  interface Taker {
+    AutoCloseable take(String name, String who, Duration wait) throws Exception;
   }
 
-  /** The cycle in words names both locks and both owners. */
-  private static void assertNamesTheCycle(DeadlockException e, String... parts) {
-    assertTrue(e.getMessage().startsWith("deadlock: "), e.getMessage());
-    for (String part : parts) {
-      assertTrue(e.getMessage().contains("\"" + part + "\""), "the message names " + part + ": " + e.getMessage());
+  /**
+   * The cycle: {@code first} holds a, {@code second} holds b; first waits for b, then (the younger wait)
+   * second for a. Second's wait must end with a DeadlockException for a that names both locks (and
+   * {@code named}); once second gives b back, first is granted b.
+   */
+  private static DeadlockException cycle(Taker taker, String first, String second, String... named) throws Exception {
+    String a = Support.randomName(), b = Support.randomName();
+    try (AutoCloseable heldA = taker.take(a, first, Duration.ZERO)) {
+      AutoCloseable heldB = taker.take(b, second, Duration.ZERO); // given back below (a failed test leaves it to its ttl)
+      Future<AutoCloseable> firstWaits = waiters.submit(() -> taker.take(b, first, WAIT));
+      // Queued before the second wait starts, so that the second is the younger one.
+      Support.waitUntil(() -> client.inspect(b).getWaiters() > 0, "a waiter queued on " + b);
+      long started = System.nanoTime();
+      DeadlockException e = assertThrows(DeadlockException.class, () -> taker.take(a, second, WAIT));
+      assertTrue(Duration.ofNanos(System.nanoTime() - started).compareTo(ANSWERED_WITHIN) < 0, "answered before the wait timeout");
+      assertEquals(a, e.lockName());
+      assertTrue(e.getMessage().startsWith("deadlock: "), e.getMessage());
+      List<String> parts = new ArrayList<>(List.of(a, b));
+      parts.addAll(List.of(named));
+      for (String part : parts) {
+        assertTrue(e.getMessage().contains("\"" + part + "\""), "the message names " + part + ": " + e.getMessage());
+      }
+      assertFalse(firstWaits.isDone(), "the older wait goes on");
+      heldB.close(); // the aborted side gives back what it holds
+      firstWaits.get(ANSWERED_WITHIN.toMillis(), TimeUnit.MILLISECONDS).close();
+      return e;
     }
   }
 
   @Test
   void holdEndedByADeadlockThenTheOtherIsGranted() throws Exception {
-    String a = Support.randomName(), b = Support.randomName();
     String first = "first-" + Support.randomName(), second = "second-" + Support.randomName();
-    try (Lease heldA = client.hold(a, as(first, Duration.ZERO)); Lease heldB = client.hold(b, as(second, Duration.ZERO))) {
-      Future<Lease> firstWaits = waiters.submit(() -> client.hold(b, as(first, WAIT)));
-      untilQueued(b);
-      long started = System.nanoTime();
-      DeadlockException e = assertThrows(DeadlockException.class, () -> client.hold(a, as(second, WAIT)));
-      assertTrue(Duration.ofNanos(System.nanoTime() - started).compareTo(ANSWERED_WITHIN) < 0, "answered before the wait timeout");
-      assertEquals(a, e.lockName());
-      assertNamesTheCycle(e, a, b, first, second);
-      assertEquals("deadlock", e.getTrailers().get(DeadlockException.REASON), "the stream's trailers are kept");
-      assertFalse(firstWaits.isDone(), "the older wait goes on");
-      heldB.close(); // the aborted side gives back what it holds
-      try (Lease granted = firstWaits.get(ANSWERED_WITHIN.toMillis(), TimeUnit.MILLISECONDS)) {
-        assertEquals(b, granted.name());
-      }
-    }
+    DeadlockException e = cycle((name, owner, wait) -> client.hold(name, as(owner, wait)), first, second, first, second);
+    assertEquals("deadlock", e.getTrailers().get(DeadlockException.REASON), "the stream's trailers are kept");
   }
 
   @Test
   void acquireEndedByADeadlock() throws Exception {
-    String a = Support.randomName(), b = Support.randomName();
     String first = "first-" + Support.randomName(), second = "second-" + Support.randomName();
-    var heldA = client.acquire(a, as(first, Duration.ZERO));
-    var heldB = client.acquire(b, as(second, Duration.ZERO));
-    Future<?> firstWaits = waiters.submit(() -> client.acquire(b, as(first, WAIT)));
-    untilQueued(b);
-    long started = System.nanoTime();
-    DeadlockException e = assertThrows(DeadlockException.class, () -> client.acquire(a, as(second, WAIT)));
-    assertTrue(Duration.ofNanos(System.nanoTime() - started).compareTo(ANSWERED_WITHIN) < 0, "answered before the wait timeout");
-    assertEquals(a, e.lockName());
-    assertNamesTheCycle(e, a, b, first, second);
+    DeadlockException e = cycle((name, owner, wait) -> {
+      String token = client.acquire(name, as(owner, wait)).getToken();
+      return () -> client.release(name, token);
+    }, first, second, first, second);
     assertEquals("deadlock", e.getTrailers().get(DeadlockException.REASON), "the call's trailers are kept");
-    assertTrue(client.release(b, heldB.getToken()));
-    var granted = (holdfast.v1.Lock.AcquireResponse) firstWaits.get(ANSWERED_WITHIN.toMillis(), TimeUnit.MILLISECONDS);
-    assertTrue(granted.getAcquired());
-    client.release(b, granted.getToken());
-    client.release(a, heldA.getToken());
   }
 
   /** Two sessions and no owners: each session is the identity (session:... in the message). */
   @Test
   void sessionHoldEndedByADeadlock() throws Exception {
-    String a = Support.randomName(), b = Support.randomName();
-    HoldOptions now = HoldOptions.builder().ttl(Duration.ofSeconds(30)).build();
-    HoldOptions waiting = HoldOptions.builder().ttl(Duration.ofSeconds(30)).waitTimeout(WAIT).build();
     try (Session one = client.session(); Session two = client.session()) {
-      one.hold(a, now);
-      Lease heldB = two.hold(b, now);
-      Future<Lease> oneWaits = waiters.submit(() -> one.hold(b, waiting));
-      untilQueued(b);
-      long started = System.nanoTime();
-      DeadlockException e = assertThrows(DeadlockException.class, () -> two.hold(a, waiting));
-      assertTrue(Duration.ofNanos(System.nanoTime() - started).compareTo(ANSWERED_WITHIN) < 0, "answered before the wait timeout");
-      assertEquals(a, e.lockName());
-      assertNamesTheCycle(e, a, b);
+      Map<String, Session> sessions = Map.of("one", one, "two", two);
+      DeadlockException e = cycle((name, who, wait) ->
+          sessions.get(who).hold(name, HoldOptions.builder().ttl(Duration.ofSeconds(30)).waitTimeout(wait).build()), "one", "two");
       assertTrue(e.getMessage().contains("owner \"session:"), e.getMessage());
       assertTrue(two.isOpen(), "a deadlock ends the wait, not the session");
-      heldB.close();
-      assertEquals(b, oneWaits.get(ANSWERED_WITHIN.toMillis(), TimeUnit.MILLISECONDS).name());
     }
   }
 
