@@ -10,9 +10,15 @@
  *   claim()     lua/claim-4.lua     settle; refresh this server's queued entries; confirm the full
  *                                   lease of each of its waiters the queue has served
  *   dequeue()   lua/dequeue-4.lua   leave the queue; a grant already served to the waiter is dropped
+ *   abortWait() lua/abort-wait-4.lua  deadlock detection ends a wait: if the waiter still waits (live
+ *                                   entry, not served, queued), its record says aborted, it leaves the
+ *                                   queue, the queue is served, and a publish names it; claim-4 then
+ *                                   answers it {-7, message} and its call ends (LockError 'deadlock')
  *   settle()    lua/includes/state.lua  purgeExpiredHolders + serveQueue (fits, claim lease, publish)
  *   Server      src/engine/wait-room.ts  claims for the waiters a publish named, and on its timer for
  *                                   all of them; Client: a waiter's call (wait-room's settle/cancel)
+ *   Walker      src/engine/deadlocks.ts  on any server, at any moment, ends any waiter's wait (at most
+ *                                   MAX_ABORTS times in a run); which waits form a cycle is not modelled
  *
  * What it abstracts; it proves nothing about what it leaves out:
  *   - Time. There is no clock: a lease or a queue entry ends by a nondeterministic event (Clock),
@@ -29,9 +35,10 @@
  *     is at most once); the server's timer is then the only wake-up. A reply is not lost, except
  *     that a server's death ends the calls it serves.
  *
- * Checked: mutual exclusion and "a believing client holds a live grant" (assertions, any run);
- * no_lost_wakeup and no_orphan_grant (LTL, weak fairness). BROKEN_* variants are negative controls
- * that check.sh requires spin to reject.
+ * Checked: mutual exclusion, "a believing client holds a live grant", "every script leaves the
+ * queue served" and "an aborted waiter leaves no grant behind" (assertions, any run);
+ * no_lost_wakeup and no_orphan_grant (LTL, weak fairness; an aborted call must be answered too).
+ * BROKEN_* variants are negative controls that check.sh requires spin to reject.
  */
 
 #define NC 3            /* waiters (holding, occupied, toldOn, waitingOn and the LTL spell out 3) */
@@ -43,12 +50,15 @@
 #ifndef MAX_DEATHS
 #define MAX_DEATHS 2
 #endif
+#ifndef MAX_ABORTS
+#define MAX_ABORTS 2
+#endif
 
-mtype = { NONE, CLAIMED, HELD, DEAD, QUEUED, SERVED, WAITING, HOLDING, DONE, GRANTED, GONE };
+mtype = { NONE, CLAIMED, HELD, DEAD, QUEUED, SERVED, WAITING, HOLDING, DONE, GRANTED, GONE, ABORTED };
 
 /* Redis: one grant per waiter's token (holders ZSET + g: record), waiter records, the queue. */
 mtype grant[NC] = NONE; /* NONE, CLAIMED (served, claim lease), HELD (full lease), DEAD (lease over, not purged yet) */
-mtype wrec[NC] = NONE;  /* w:<waiter>: NONE, QUEUED, SERVED */
+mtype wrec[NC] = NONE;  /* w:<waiter>: NONE, QUEUED, SERVED, ABORTED (g 3: ended by deadlock detection) */
 bool entryOver[NC];    /* the queue entry's lease has run out (e <= now) */
 byte queue[NC];        /* queue ZSET in arrival order */
 byte qlen;
@@ -56,11 +66,12 @@ byte qlen;
 /* Servers and clients. */
 bool alive[NS];
 bool told[NC];         /* a publish named this waiter and its server has not acted on it */
-mtype answer[NC] = NONE; /* claim's answer on its way to the waiting call: NONE, GRANTED, GONE */
-mtype client[NC] = NONE; /* NONE (not started), WAITING, HOLDING, DONE */
+mtype answer[NC] = NONE; /* claim's answer on its way to the waiting call: NONE, GRANTED, GONE, ABORTED */
+mtype client[NC] = NONE; /* NONE (not started), WAITING, HOLDING, DONE, ABORTED (its call ended by a deadlock abort) */
 bool patient[NC];      /* waits with no deadline */
 byte stalls = MAX_STALLS;
 byte deaths = MAX_DEATHS;
+byte aborts = MAX_ABORTS;
 
 #define live(i)       (grant[i] == CLAIMED || grant[i] == HELD)
 #define believes(i)   (client[i] == HOLDING || (client[i] == WAITING && answer[i] == GRANTED))
@@ -74,6 +85,11 @@ byte deaths = MAX_DEATHS;
 #define mine(s, i)    (SRV(i) == s && client[i] == WAITING && answer[i] == NONE)   /* in s's wait line */
 #define toldOn(s)     ((told[0] && mine(s, 0)) || (told[1] && mine(s, 1)) || (told[2] && mine(s, 2)))
 #define waitingOn(s)  (mine(s, 0) || mine(s, 1) || mine(s, 2))
+#define ended(i)      (client[i] == DONE || client[i] == ABORTED)
+#define liveQueued(i) (wrec[i] == QUEUED && !entryOver[i])
+/* What a script leaves behind: no live queued waiter while no live grant (settle would serve it
+ * now). Without it a waiter that fits waits for its server's timer (a second) instead of a publish. */
+#define SETTLED assert(live(0) || live(1) || live(2) || !(liveQueued(0) || liveQueued(1) || liveQueued(2)))
 
 /* ---- the scripts (lua/) ------------------------------------------------------------------ */
 
@@ -145,7 +161,8 @@ inline acquire(i) {
   if
   :: qlen == 0 && FITS -> grant[i] = HELD; client[i] = HOLDING
   :: else -> queue[qlen] = i; qlen++; wrec[i] = QUEUED; entryOver[i] = false; client[i] = WAITING
-  fi
+  fi;
+  SETTLED
 }
 
 /* release-4 with i's token, sent by i's server (which its waiters get the lock from directly). */
@@ -155,8 +172,9 @@ inline release(i) {
   :: else -> skip
   fi;
 #ifndef BROKEN_RELEASE_NO_SERVE
-  settleFor(SRV(i))
+  settleFor(SRV(i));
 #endif
+  SETTLED
 }
 
 /* dequeue-4: the call of waiter i ended. */
@@ -168,7 +186,29 @@ inline dequeue(i) {
   wrec[i] = NONE;
   entryOver[i] = false;
   dropFromQueue(i);
-  settle()
+  settle();
+  SETTLED
+}
+
+#ifdef BROKEN_ABORT_SERVED
+#define ABORTABLE(i) (liveQueued(i) || wrec[i] == SERVED)   /* also ends a wait the queue already served */
+#else
+#define ABORTABLE(i) liveQueued(i)                          /* it still waits: live entry, not served, queued */
+#endif
+
+/* abort-wait-4 for waiter i, run by a deadlock walker on any server. */
+inline abortWait(i) {
+  if
+  :: ABORTABLE(i) ->
+     wrec[i] = ABORTED;
+     dropFromQueue(i);
+     told[i] = true;                                     /* 'g <waiter id>': its server claims for it */
+#ifndef BROKEN_ABORT_NO_SETTLE
+     settle();
+#endif
+     SETTLED
+  :: else -> skip                                        /* no longer waiting: returns 0 */
+  fi
 }
 
 /* claim-4 for one waiter in server s's line. */
@@ -183,6 +223,11 @@ inline claimOne(i) {
      :: else -> answer[i] = GONE                         /* its claim lease ran out */
      fi
   :: wrec[i] == NONE -> answer[i] = GONE                 /* its entry ran out and dropped */
+#ifdef BROKEN_ABORT_UNANSWERED
+  :: wrec[i] == ABORTED -> skip                          /* claim-4 without its {-7, message} answer */
+#else
+  :: wrec[i] == ABORTED -> wrec[i] = NONE; answer[i] = ABORTED   /* {-7, message} */
+#endif
   fi
 }
 
@@ -201,7 +246,8 @@ inline claim(s, onlyTold) {
      m++
   :: else -> break
   od;
-  m = 0
+  m = 0;
+  SETTLED
 }
 
 /* A lost message: server s never hears that its waiters were served. */
@@ -237,6 +283,8 @@ proctype Client(byte i) {
   :: d_step { answer[i] == GRANTED; answer[i] = NONE; client[i] = HOLDING }; break
   :: d_step { answer[i] == GRANTED; answer[i] = NONE; client[i] = DONE }; goto done   /* came after the SDK's deadline: not used, left to run out */
   :: d_step { answer[i] == GONE; answer[i] = NONE; acquire(i) }                         /* queue again, at the back */
+  :: d_step { answer[i] == ABORTED; answer[i] = NONE; client[i] = ABORTED;               /* LockError('deadlock'): holds nothing, */
+              assert(!live(i) && wrec[i] == NONE) }; goto done                               /* and left no grant or record behind */
   :: !patient[i] && client[i] == WAITING ->                                              /* deadline: leave the line, dequeue */
      d_step { client[i] = DONE; dequeue(i) };
      if
@@ -286,6 +334,19 @@ end:
   od
 }
 
+/* Deadlock walkers, on any server: end any waiter's wait, at any moment, MAX_ABORTS times in all
+ * (a call for a waiter that no longer waits changes nothing, so it is left out). */
+active proctype Walker() {
+  byte h, j, k;
+end:
+  do
+  :: d_step { aborts > 0 && ABORTABLE(0); aborts--; abortWait(0) }
+  :: d_step { aborts > 0 && ABORTABLE(1); aborts--; abortWait(1) }
+  :: d_step { aborts > 0 && ABORTABLE(2); aborts--; abortWait(2) }
+  :: aborts > 0 -> aborts = 0    /* no more cycles: weak fairness must not force an abort on anyone */
+  od
+}
+
 init {
   atomic {
     alive[0] = true;
@@ -308,5 +369,5 @@ init {
 ltl no_lost_wakeup { [] ((waiting(0) -> <> !waiting(0)) && (waiting(1) -> <> !waiting(1)) && (waiting(2) -> <> !waiting(2))) }
 
 /* A grant nobody counts on whose waiter is gone (server dead, call ended) is dropped or runs out. */
-#define orphan(i)   (live(i) && !believes(i) && (client[i] == DONE || !alive[SRV(i)]))
+#define orphan(i)   (live(i) && !believes(i) && (ended(i) || !alive[SRV(i)]))
 ltl no_orphan_grant { [] ((orphan(0) -> <> !orphan(0)) && (orphan(1) -> <> !orphan(1)) && (orphan(2) -> <> !orphan(2))) }
