@@ -23,6 +23,7 @@ export type Op =
   | { op: 'renew'; pick: number; ttl: number; hold: number | null; batched: boolean }
   | { op: 'claim'; picks: number[]; served: boolean; entryLease: number }
   | { op: 'dequeue'; pick: number }
+  | { op: 'abortWait'; pick: number }
   | { op: 'inspect' }
   | { op: 'checkFence'; pick: number }
   | { op: 'sleep'; ms: number };
@@ -81,6 +82,9 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('dequeue' as const), pick: pickArb }) },
+  // A deadlock walk ending a wait, at any moment (the walk itself is not modelled): mostly one
+  // that was queued last we heard, pick 5 any waiter (then mostly one no longer waiting).
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('abortWait' as const), pick: pickArb }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('inspect' as const) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('checkFence' as const), pick: pickArb }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('sleep' as const), ms: fc.integer({ min: 5, max: 50 }) }) },
@@ -89,7 +93,7 @@ export const runArb = fc.tuple(fc.constantFrom<Kind>('rw', 'rw', 'semaphore2', '
 
 /** A script call, and the same call on the model. */
 export interface Call {
-  script: 'acquire' | 'release' | 'renew' | 'renewBatch' | 'claim' | 'dequeue' | 'inspect' | 'checkFencingToken';
+  script: 'acquire' | 'release' | 'renew' | 'renewBatch' | 'claim' | 'dequeue' | 'abortWait' | 'inspect' | 'checkFencingToken';
   args: (string | number)[];
   onModel(model: LockModel): Reply | number;
 }
@@ -110,6 +114,8 @@ export class World {
   holdsOf = new Map<string, string[]>();
   waiterCalls = new Map<string, AcquireCall>();
   gone = new Set<string>();
+  /** Waiters last heard of as queued (acquire answered 2, no claim or dequeue answered otherwise since). */
+  queued: string[] = [];
   /** The waiters the latest publish named: what their server claims next. */
   served: string[] = [];
   private counter = 0;
@@ -214,6 +220,12 @@ export function toCall(op: Op, kind: Kind, world: World): Call | null {
       const id = world.waiter(op.pick);
       return { script: 'dequeue', args: [id], onModel: (m) => m.dequeue(id) };
     }
+    case 'abortWait': {
+      if (world.waiters.length === 0) return null;
+      const id = op.pick === 5 || world.queued.length === 0 ? world.waiter(op.pick) : world.queued[op.pick % world.queued.length];
+      const message = `deadlock: a cycle through ${id} (${world.fresh('walk')})`;
+      return { script: 'abortWait', args: [id, message], onModel: (m) => m.abortWait(id, message) };
+    }
     case 'inspect':
       return { script: 'inspect', args: [], onModel: (m) => m.inspect() };
     case 'checkFence': {
@@ -227,7 +239,12 @@ export function toCall(op: Op, kind: Kind, world: World): Call | null {
 
 export function learn(call: Call, reply: Reply | number, world: World): void {
   if (call.script === 'acquire' && Array.isArray(reply) && reply[0] === 1) world.sawGrant(String(reply[1]), String(reply[2]), String(call.args[8]));
-  if (call.script === 'acquire' && Array.isArray(reply) && reply[0] === 2) world.gone.delete(String(call.args[6]));
+  if (call.script === 'acquire' && Array.isArray(reply) && reply[0] === 2) {
+    world.gone.delete(String(call.args[6]));
+    world.queued.push(String(call.args[6]));
+  }
+  const noLongerQueued = (id: string) => (world.queued = world.queued.filter((q) => q !== id));
+  if (call.script === 'dequeue' || (call.script === 'abortWait' && reply === 1)) noLongerQueued(String(call.args[0]));
   if (call.script === 'release' && Array.isArray(reply) && Array.isArray(reply[3])) {
     for (const [id, token, fence] of reply[3] as Reply[]) {
       world.sawGrant(String(token), String(fence), world.waiterCalls.get(String(id))?.request.holdId ?? '');
@@ -238,6 +255,7 @@ export function learn(call: Call, reply: Reply | number, world: World): void {
       const id = String(call.args[i + 1]);
       if (result[0] === 1) world.sawGrant(String(result[1]), String(result[2]), world.waiterCalls.get(id)?.request.holdId ?? '');
       if (result[0] === -1 && world.waiterCalls.has(id)) world.gone.add(id);
+      if (result[0] !== 2) noLongerQueued(id);
     });
   }
 }

@@ -36,7 +36,19 @@ export function snapshotOf(state: LockState): Snapshot {
   }
   const waiters: Snapshot['waiters'] = {};
   for (const [id, w] of state.waiters) {
-    waiters[id] = { o: w.owner, m: w.mode, l: w.limit, t: w.ttl, r: w.rid, h: w.holdId, k: w.token, e: w.entryExpiry, wl: w.entryLease, g: w.state };
+    waiters[id] = {
+      o: w.owner,
+      m: w.mode,
+      l: w.limit,
+      t: w.ttl,
+      r: w.rid,
+      h: w.holdId,
+      k: w.token,
+      e: w.entryExpiry,
+      wl: w.entryLease,
+      g: w.state,
+      d: w.message,
+    };
   }
   const requests: Snapshot['requests'] = {};
   for (const [rid, r] of state.requests) requests[rid] = { k: r.token, o: r.owner, m: r.mode, l: r.limit, t: r.ttl };
@@ -73,7 +85,7 @@ export function snapshotOfRedis(holdersFlat: string[], queueFlat: string[], data
     if (kind === 'g' && !(key in snap.holders)) snap.strayGrants.push(key);
     else if (kind === 'w') {
       const w = JSON.parse(value);
-      snap.waiters[key] = { o: w.o, m: w.m, l: w.l, t: w.t, r: w.r, h: w.h, k: w.k, e: w.e, wl: w.wl, g: w.g };
+      snap.waiters[key] = { o: w.o, m: w.m, l: w.l, t: w.t, r: w.r, h: w.h, k: w.k, e: w.e, wl: w.wl, g: w.g, d: w.d };
     } else if (kind === 'o') snap.owners[key] = value;
     else if (kind === 'r') {
       const r = JSON.parse(value);
