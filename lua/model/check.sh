@@ -10,7 +10,7 @@ trap 'rm -rf "$work"' EXIT
 command -v spin >/dev/null || { echo "lua/model/check.sh: spin is not installed (apt-get install -y spin)" >&2; exit 1; }
 
 DEPTH=${PAN_DEPTH:-400000}   # pan -m: max search depth (the model reaches < 100)
-MEMORY_MB=1024   # pan's memory limit
+MEMORY_MB=2048   # pan's memory limit (the model with aborts needs about 1 GB)
 SECONDS_EACH=300 # per run
 
 # run NAME DEFINES CHECK: builds pan for the model with DEFINES and runs CHECK (safety: assertions
