@@ -90,8 +90,8 @@ if maxWaiters > 0 and redis.call('ZCARD', queueKey) >= maxWaiters then return re
 local arrival = redis.call('HINCRBY', dataKey, 'seq', 1)
 redis.call('ZADD', queueKey, arrival, waiterId)
 redis.call('HSET', dataKey, 'limit', limit)
--- t: when it was queued (this slot's TIME), which a deadlock walk reads to find the youngest wait.
-request.k, request.e, request.wl, request.g, request.t = token, now + entryLease, entryLease, 0, now
+-- q: when it was queued (this slot's TIME), which a deadlock walk reads to find the youngest wait.
+request.k, request.e, request.wl, request.g, request.q = token, now + entryLease, entryLease, 0, now
 saveRecord('w:' .. waiterId, request)
 -- A waiting queue keeps the keys RETAIN_MS beyond now (keepKeys' rule); the leases already had theirs.
 keepKeysUntil(math.max(now + RETAIN_MS, servedUntil), served, queueEmpty)

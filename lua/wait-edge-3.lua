@@ -19,7 +19,7 @@ local waiterId, waiterOwner = ARGV[1], ARGV[2]
 
 local waiter = loadRecord('w:' .. waiterId)
 if not (waiterAlive(waiter) and waiter.g == 0 and redis.call('ZSCORE', queueKey, waiterId)) then return { 0 } end
-local reply, seen = { 1, waiter.t or 0 }, {}
+local reply, seen = { 1, waiter.q or 0 }, {}
 for _, token in ipairs(redis.call('ZRANGEBYSCORE', holdersKey, '(' .. now, '+inf')) do
   local grant = loadRecord('g:' .. token)
   local who = grant and grant.a ~= 1 and (grant.o ~= '' and grant.o or grant.w or '') or ''

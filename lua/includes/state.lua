@@ -19,7 +19,7 @@
                    o:<owner>    token of the owner's grant (reentrancy)
                    r:<request>  request {k token, o owner, m mode, l limit, t lease ms} (idempotency)
                    w:<waiter>   waiter  {k token, o owner, m mode, l limit, t lease ms, r request id,
-                                         h hold id, e entry expiry, wl entry lease ms,
+                                         h hold id, e entry expiry, wl entry lease ms, q queued at (ms),
                                          g 0 queued / 1 granted / 2 refused / 3 aborted (a deadlock),
                                          d with g 3: the message its call is answered with}
 
