@@ -3,33 +3,22 @@
 // stops after maxOwners owners or maxWalkMs and ends nobody then; within its bounds it finds a
 // long cycle and ends exactly one wait, the youngest. Each bound has its negative control: the
 // same graph walked without the bound is walked to its end.
-import { once } from 'node:events';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DeadlockDetector, type DeadlockEvent, type DeadlockOptions } from '../../src/engine/deadlocks';
 import type { AcquireRequest, LockRef, WaitGraph } from '../../src/engine/store';
-import { connectRedis } from '../../src/redis/connect';
-import { RedisStore } from '../../src/redis/store';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
+import type { RedisStore } from '../../src/redis/store';
+import { useRedisStore } from '../support/engine';
+import { uniqueName } from '../support/redis';
 
 const PREFIX = 'hf';
 /** Long enough that no waiter entry, grant or wait record runs out during a test. */
 const LONG_MS = 120_000;
 const CHAIN = 20;
 
-let redis: TestRedis;
+const fixture = useRedisStore();
 let store: RedisStore;
-let close: () => Promise<void>;
-
-beforeAll(async () => {
-  redis = await startTestRedis();
-  const connections = connectRedis({ url: redis.url });
-  store = new RedisStore(connections.commands, connections.subscriber);
-  if (connections.commands.status !== 'ready') await once(connections.commands, 'ready');
-  close = () => connections.close();
-});
-afterAll(async () => {
-  await close?.();
-  await redis?.cleanup();
+beforeAll(() => {
+  store = fixture.store;
 });
 
 const lockRef = (name: string): LockRef => ({ prefix: PREFIX, name });

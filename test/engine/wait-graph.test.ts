@@ -1,28 +1,18 @@
 // The store's wait graph (deadlock detection's storage: WaitGraph in src/engine/store.ts) on a
 // real redis-server, through RedisStore and the lua/ functions, without the engine's walk.
-import { once } from 'node:events';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { waitsKey } from '../../src/engine/keys';
 import type { AcquireRequest, LockRef } from '../../src/engine/store';
-import { connectRedis } from '../../src/redis/connect';
-import { RedisStore } from '../../src/redis/store';
-import { startTestRedis, uniqueName, type TestRedis } from '../support/redis';
+import type { RedisStore } from '../../src/redis/store';
+import { useRedisStore } from '../support/engine';
+import { uniqueName, type TestRedis } from '../support/redis';
 import { waitFor } from '../support/wait';
 
+const fixture = useRedisStore();
 let redis: TestRedis;
 let store: RedisStore;
-let close: () => Promise<void>;
-
-beforeAll(async () => {
-  redis = await startTestRedis();
-  const connections = connectRedis({ url: redis.url });
-  store = new RedisStore(connections.commands, connections.subscriber);
-  if (connections.commands.status !== 'ready') await once(connections.commands, 'ready');
-  close = () => connections.close();
-});
-afterAll(async () => {
-  await close?.();
-  await redis?.cleanup();
+beforeAll(() => {
+  ({ redis, store } = fixture);
 });
 
 const lockRef = (name: string): LockRef => ({ prefix: 'hf', name });

@@ -147,3 +147,21 @@ export async function keepHold(engine: TestEngine, name: string, ttlMs: number, 
   );
   return { grant, holdId, renewals, confirmedUntil: () => until, lost, letGo: () => kept.letGo(), abandon: () => kept.abandon() };
 }
+
+/** A RedisStore on its own connections to a test redis-server, for the suite (the storage tier, no engine). */
+export function useRedisStore(): { redis: TestRedis; store: RedisStore } {
+  const fixture = {} as { redis: TestRedis; store: RedisStore };
+  let close = async () => {};
+  beforeAll(async () => {
+    fixture.redis = await startTestRedis();
+    const connections = connectRedis({ url: fixture.redis.url });
+    fixture.store = new RedisStore(connections.commands, connections.subscriber);
+    if (connections.commands.status !== 'ready') await once(connections.commands, 'ready');
+    close = () => connections.close();
+  });
+  afterAll(async () => {
+    await close();
+    await fixture.redis?.cleanup();
+  });
+  return fixture;
+}
