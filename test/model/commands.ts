@@ -45,7 +45,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       queued: fc.integer({ min: 0, max: 2 }).map((n) => n > 0),
       entryLease: entryLeaseArb,
       named: fc.boolean(),
-      server: fc.constantFrom('sA', 'sB'),
+      // Mostly sA, so that a release by sA often finds its own waiter at the head (a hand-off).
+      server: fc.constantFrom('sA', 'sA', 'sB'),
     }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('requeue' as const), pick: pickArb }) },
@@ -58,7 +59,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       vanished: fc.integer({ min: 0, max: 3 }).map((n) => n === 0),
       lockDelay: fc.constantFrom(0, 20),
       // The releasing server: its own waiters are handed the lock in the reply (release-4 ARGV[6]).
-      server: fc.constantFrom('', 'sA', 'sB'),
+      server: fc.constantFrom('', 'sA', 'sA', 'sB'),
     }),
   },
   {

@@ -161,6 +161,7 @@ async function runSequence(kind: Kind, ops: Op[], options: ModelOptions, stats: 
       for (const message of heard) count(stats, `published:${message[0]}`);
       // An abort publishes 'g <its id>' and 'x <message>'; anything more is the queue it served.
       if (call.script === 'abortWait' && heard.length > 2) count(stats, 'abortWait:served');
+      if (call.script === 'release' && Array.isArray(seen.reply) && seen.reply.length > 3) count(stats, 'release:handedOff');
       for (const message of heard) if (message.startsWith('g ')) world.served.push(...message.slice(2).split(' '));
       learn(call, seen.reply, world);
 
@@ -274,12 +275,15 @@ describe('the Lua scripts against the reference model', () => {
     console.log(`model: seed ${seed}, ${numRuns} runs in ${Math.round(performance.now() - started)} ms: ${summary(stats)}`);
   });
 
-  // Negative controls: a model that is wrong in one rule must be caught within a short run.
+  // Negative controls: a model that is wrong in one rule must be caught within a short run. A
+  // hand-off the claim-lease model gets wrong is rare (a release by the server of the waiter at
+  // the head, whose lease is longer than its entry lease): about 1 sequence in 60.
+  const CONTROL_RUNS = 300;
   for (const mutant of ['releaseIgnoresHoldCount', 'queueServesNewestFirst', 'handOffGetsClaimLease', 'abortDoesNotServe'] as const) {
     it(`catches a model whose ${mutant}`, { timeout: 120_000 }, async () => {
       const result = await fc.check(
         fc.asyncProperty(runArb, ([kind, ops]) => runSequence(kind, ops, { gaps: LUA_TODAY, mutant }, newStats())),
-        { numRuns: 150, seed, endOnFailure: true },
+        { numRuns: CONTROL_RUNS, seed, endOnFailure: true },
       );
       expect(result.failed, `the ${mutant} model passed ${result.numRuns} runs`).toBe(true);
     });
@@ -336,22 +340,15 @@ describe('gaps these tests found between the README and lua/, now mended', () =>
     await new Promise((r) => setTimeout(r, 500)); // t1 expires; purging it deletes r:<rid>, which names t2
     expect(await acquire(name, 't3', 400, 2, rid, '', 'h3')).toEqual([1, 't2', expect.any(String), expect.any(Number), 1]);
   });
-});
 
-// Found by these tests and not mended yet: `it.fails` states the README's rule and passes while
-// lua/ breaks it. Once lua/ keeps the rule, this fails: remove `.fails` and the switch in LUA_TODAY.
-describe('gaps these tests found between the README and lua/, still open', () => {
-  it.fails('waiterLeaseIsQueueTime: a queued waiter is served with the lease it asked for', async () => {
+  it('waiterLeaseIsQueueTime: a queued waiter is served with the lease it asked for', async () => {
     const name = uniqueName('gap');
-    const k = lockKeys('hf', name);
-    const run = (script: ScriptName, ...args: (string | number)[]) =>
-      lockLibrary().call(redis.client, script, [k.holders, k.queue, k.data, k.channel].slice(0, scriptKeyCount(script)), args) as Promise<Reply>;
-    // token, owner, ttl, mode, limit, request id, waiter id, entry lease, hold id
-    await run('acquire', 'holder', '', 10_000, EXCLUSIVE, 1, '', '', 3000, '');
-    expect((await run('acquire', 'next', '', 10_000, EXCLUSIVE, 1, '', 'w1', 3000, ''))[0]).toBe(2);
-    await run('release', 'holder', '', 0, 0); // serves w1 with a claim lease
-    expect((await run('claim', 3000, 'w1'))[1]).toEqual([[1, 'next', expect.any(String), 10_000, 1]]);
-    const [seconds] = await redis.client.time();
-    expect(Number(await redis.client.zscore(k.holders, 'next')) - Number(seconds) * 1000).toBeLessThanOrEqual(10_000);
+    await acquire(name, 'holder', 10_000, 1, '', '');
+    expect((await acquire(name, 'next', 10_000, 1, '', 'w1'))[0]).toBe(2);
+    await run('release', name, 'holder', '', 0, 0); // serves w1 with a claim lease
+    expect((await run('claim', name, 3000, 'w1'))[1]).toEqual([[1, 'next', expect.any(String), 10_000, 1]]);
+    const [seconds, micros] = await redis.client.time();
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    expect(Number(await redis.client.zscore(lockKeys('hf', name).holders, 'next')) - now).toBeLessThanOrEqual(10_000);
   });
 });

@@ -48,6 +48,7 @@ export function snapshotOf(state: LockState): Snapshot {
       wl: w.entryLease,
       g: w.state,
       d: w.message,
+      q: w.queuedAt,
     };
   }
   const requests: Snapshot['requests'] = {};
@@ -85,7 +86,7 @@ export function snapshotOfRedis(holdersFlat: string[], queueFlat: string[], data
     if (kind === 'g' && !(key in snap.holders)) snap.strayGrants.push(key);
     else if (kind === 'w') {
       const w = JSON.parse(value);
-      snap.waiters[key] = { o: w.o, m: w.m, l: w.l, t: w.t, r: w.r, h: w.h, k: w.k, e: w.e, wl: w.wl, g: w.g, d: w.d };
+      snap.waiters[key] = { o: w.o, m: w.m, l: w.l, t: w.t, r: w.r, h: w.h, k: w.k, e: w.e, wl: w.wl, g: w.g, d: w.d, q: w.q };
     } else if (kind === 'o') snap.owners[key] = value;
     else if (kind === 'r') {
       const r = JSON.parse(value);
