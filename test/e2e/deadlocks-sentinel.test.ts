@@ -1,12 +1,8 @@
-// Deadlock detection behind Redis Sentinel (docs/deadlocks.md, Topologies): a real master, two
-// replicas and three Sentinels (test/support/sentinel.ts), two holdfast servers following them
-// with --deadlock-timeout-ms 500. A two-owner cycle across the two servers is ended, naming both
-// locks, and the other owner is granted; after a SENTINEL FAILOVER the same servers, on the
-// promoted master, find and end a new cycle as well.
-import { status, type ServiceError } from '@grpc/grpc-js';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitsKey } from '../../src/engine/keys';
 import { connect, type TestClient } from '../support/client';
+import { closeTwoOwnerCycle } from '../support/deadlocks';
 import { uniqueName } from '../support/redis';
 import { MASTER_NAME, startTestSentinels, type TestSentinels } from '../support/sentinel';
 import { startServerProcess, type ServerProcess } from '../support/server';
@@ -52,12 +48,6 @@ async function holding(c: TestClient, name: string, owner: string) {
   await hold.next((e) => !!e.acquired);
   return hold;
 }
-/** An Acquire that waits: its outcome, and when it came. */
-const waiting = (c: TestClient, name: string, owner: string) =>
-  c.acquire({ name, owner, ttlMs: String(MAX_TTL_MS), waitTimeoutMs: '20000' }).then(
-    (r) => ({ granted: r.acquired, token: r.token, error: null as ServiceError | null, at: performance.now() }),
-    (err: ServiceError) => ({ granted: false, token: '', error: err, at: performance.now() }),
-  );
 
 /**
  * o1 holds a (server 0) and o2 holds b (server 1); o1 waits for b on server 0, then o2 for a on
@@ -65,25 +55,12 @@ const waiting = (c: TestClient, name: string, owner: string) =>
  * gives it back. Nothing is left behind.
  */
 async function cycleIsEnded(): Promise<void> {
-  const [a, b] = [uniqueName('sen-a'), uniqueName('sen-b')];
-  const [o1, o2] = [uniqueName('owner'), uniqueName('owner')];
   const logged = servers.map((s) => s.logs.length);
-  const a1 = await holding(clients[0], a, o1);
-  const b2 = await holding(clients[1], b, o2);
-  const w1 = waiting(clients[0], b, o1);
-  await waitFor('o1 to queue on b', async () => (await waiters(b)) === 1);
-  const w2 = waiting(clients[1], a, o2);
-  await waitFor('o2 to queue on a', async () => (await waiters(a)) === 1);
-  const closed = performance.now();
-  const first = await Promise.race([w1, w2]);
-  expect(first.error?.code).toBe(status.ABORTED);
-  expect(first.at - closed).toBeLessThan(TIMEOUT_MS + BOUND_MS);
-  const message = first.error!.details;
-  expect(message).toMatch(/^deadlock: /);
-  expect(first.error!.metadata.get('holdfast-reason')).toEqual(['deadlock']);
-  expect(message).toContain(`owner "${o1}" waits for lock "${b}", held by owner "${o2}"`);
-  expect(message).toContain(`owner "${o2}" waits for lock "${a}", held by owner "${o1}"`);
-  expect(message).toContain(`This wait (owner "${o2}" on lock "${a}")`);
+  const { a, b, o1, o2, held, w1 } = await closeTwoOwnerCycle([clients[0], clients[1]], holding, waiters, {
+    ttlMs: MAX_TTL_MS,
+    boundMs: TIMEOUT_MS + BOUND_MS,
+  });
+  const [a1, b2] = held;
   // o2 gives back b: o1 is granted it.
   b2.call.cancel();
   const second = await w1;

@@ -1,10 +1,11 @@
 // Deadlock detection (docs/deadlocks.md) on one real redis-server: servers 0 and 1 detect with a
 // 500 ms timeout, server 2 has detection off (the negative control). Owners are random per test.
-import { status, type ServiceError } from '@grpc/grpc-js';
+import { status, } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeadlockError, HoldfastClient, NotAcquiredError, type LockChange } from '../../clients/ts/index';
 import { waitsKey } from '../../src/engine/keys';
 import { collect } from '../support/collect';
+import { closeTwoOwnerCycle, waiting } from '../support/deadlocks';
 import { freePort } from '../../src/redis/embedded';
 import { connect, type TestClient } from '../support/client';
 import { openSession } from '../support/session';
@@ -40,12 +41,6 @@ afterAll(() => watcherSdk?.close());
 
 const waiters = async (name: string) => (await clients[0].inspect({ name })).waiters;
 const held = (c: TestClient, name: string, owner: string) => c.acquire({ name, owner, ttlMs: '30000' });
-/** An Acquire that waits: its outcome, and when it came. */
-const waiting = (c: TestClient, name: string, owner: string, waitMs = 20_000) =>
-  c.acquire({ name, owner, ttlMs: '30000', waitTimeoutMs: String(waitMs) }).then(
-    (r) => ({ granted: r.acquired, token: r.token, error: null as ServiceError | null, at: performance.now() }),
-    (err: ServiceError) => ({ granted: false, token: '', error: err, at: performance.now() }),
-  );
 const deadlocksCounted = async () => Number(/^holdfast_deadlocks_total (\d+)/m.exec(await (await fetch(metricsUrl)).text())?.[1]);
 const waitRecords = (owner: string) => env.redis.client.hlen(waitsKey('hf', owner));
 
@@ -77,28 +72,15 @@ function edgesThatDidNotStand(aborts: { at: number; message: string }[], waits: 
 
 describe('deadlock detection', () => {
   it('ends one wait of a two-owner cycle across two servers with ABORTED naming both locks; the other is granted', async () => {
-    const [a, b] = [uniqueName('a'), uniqueName('b')];
-    const [o1, o2] = [uniqueName('owner'), uniqueName('owner')];
+    const a = uniqueName('a');
     const counted = await deadlocksCounted();
     const stopWatch = new AbortController();
     const watched = collect(watcherSdk.watch(a, { signal: stopWatch.signal }));
     await watched.next((c: LockChange) => c.event === 'state');
-    const a1 = await held(clients[0], a, o1);
-    const b2 = await held(clients[1], b, o2);
-    const w1 = waiting(clients[0], b, o1);
-    await waitFor('o1 to queue on b', async () => (await waiters(b)) === 1);
-    const w2 = waiting(clients[1], a, o2);
-    await waitFor('o2 to queue on a', async () => (await waiters(a)) === 1);
-    const closed = performance.now();
-    const first = await Promise.race([w1, w2]);
-    expect(first.error?.code).toBe(status.ABORTED);
-    expect(first.at - closed).toBeLessThan(TIMEOUT_MS + BOUND_MS);
-    const message = first.error!.details;
-    expect(message).toMatch(/^deadlock: /);
-    expect(first.error!.metadata.get('holdfast-reason')).toEqual(['deadlock']);
-    for (const text of [a, b, o1, o2]) expect(message).toContain(`"${text}"`);
-    // The youngest wait (o2's, on a) is the one ended; o1 is granted once o2 gives back b.
-    expect(message).toContain(`This wait (owner "${o2}" on lock "${a}")`);
+    const cycle = await closeTwoOwnerCycle([clients[0], clients[1]], held, waiters, { ttlMs: 30_000, boundMs: TIMEOUT_MS + BOUND_MS, a });
+    const { b, o1, o2, w1 } = cycle;
+    const [a1, b2] = cycle.held;
+    const message = cycle.first.error!.details;
     expect(await deadlocksCounted()).toBe(counted + 1);
     // A watcher of the ended wait's lock, on a third server, is told, with the same words.
     const told = await watched.next((c: LockChange) => c.event === 'deadlock');
@@ -230,7 +212,7 @@ describe('deadlock detection', () => {
           for (const lock of order) {
             const wait = { owner, lock, from: performance.now(), to: Infinity };
             waits.push(wait);
-            const r = await waiting(c, lock, owner, 15_000);
+            const r = await waiting(c, lock, owner, { waitMs: 15_000 });
             wait.to = r.at;
             if (r.error?.code === status.ABORTED) {
               aborts.push({ at: r.at, message: r.error.details });
@@ -283,7 +265,10 @@ describe('deadlock detection', () => {
     const a1 = await held(off, a, o1);
     const b2 = await held(off, b, o2);
     const started = performance.now();
-    const [w1, w2] = await Promise.all([waiting(off, b, o1, 3 * TIMEOUT_MS + BOUND_MS), waiting(off, a, o2, 3 * TIMEOUT_MS + BOUND_MS)]);
+    const [w1, w2] = await Promise.all([
+      waiting(off, b, o1, { waitMs: 3 * TIMEOUT_MS + BOUND_MS }),
+      waiting(off, a, o2, { waitMs: 3 * TIMEOUT_MS + BOUND_MS }),
+    ]);
     for (const w of [w1, w2]) {
       expect(w.error).toBeNull();
       expect(w.granted).toBe(false);
@@ -303,11 +288,11 @@ describe('deadlock detection', () => {
     const grants = [await held(clients[0], p, B), await held(clients[1], q, C), await held(clients[0], r, D), await held(clients[1], s, E)];
     const waitMs = 4 * TIMEOUT_MS;
     const waits = [
-      waiting(clients[0], p, A, waitMs),
-      waiting(clients[1], q, A, waitMs),
-      waiting(clients[1], r, B, waitMs),
-      waiting(clients[0], r, C, waitMs),
-      waiting(clients[1], s, D, waitMs),
+      waiting(clients[0], p, A, { waitMs }),
+      waiting(clients[1], q, A, { waitMs }),
+      waiting(clients[1], r, B, { waitMs }),
+      waiting(clients[0], r, C, { waitMs }),
+      waiting(clients[1], s, D, { waitMs }),
     ];
     // Every wait reached the timeout and walked.
     await waitFor('every wait to record itself', async () => (await Promise.all([A, B, C, D].map(waitRecords))).join() === '2,1,1,1');
