@@ -170,40 +170,20 @@ async function main(): Promise<void> {
       }
     }
     const [on, off] = sides;
-    const ratio = (a: number[], b: number[]) => `${fixed(median(a) / median(b), 2)}x`;
+    const row = (label: string, of: (side: Side) => number[], digits = 0) => [
+      label,
+      fixed(median(of(on)), digits),
+      fixed(median(of(off)), digits),
+      `${fixed(median(of(on)) / median(of(off)), 2)}x`,
+    ];
     const waitsTable = markdownTable(
       ['', 'detection on', 'detection off', 'on / off'],
       [
-        [
-          `short waits: hand-offs/s (${LOCKS} locks x ${PER_LOCK} workers)`,
-          fixed(median(on.handOffsPerS), 0),
-          fixed(median(off.handOffsPerS), 0),
-          ratio(on.handOffsPerS, off.handOffsPerS),
-        ],
-        [
-          'short waits: server CPU µs per wait',
-          fixed(median(on.cpuPerWaitUs), 0),
-          fixed(median(off.cpuPerWaitUs), 0),
-          ratio(on.cpuPerWaitUs, off.cpuPerWaitUs),
-        ],
-        [
-          `long waits (${fixed(TIMEOUT_MS * 2.5, 0)} ms, ${LONG_WAITS} a round): server CPU µs per wait`,
-          fixed(median(on.longServerCpuUs), 0),
-          fixed(median(off.longServerCpuUs), 0),
-          ratio(on.longServerCpuUs, off.longServerCpuUs),
-        ],
-        [
-          'long waits: Redis CPU µs per wait',
-          fixed(median(on.longRedisCpuUs), 0),
-          fixed(median(off.longRedisCpuUs), 0),
-          ratio(on.longRedisCpuUs, off.longRedisCpuUs),
-        ],
-        [
-          'long waits: Redis commands per wait',
-          fixed(median(on.longCallsPerWait), 1),
-          fixed(median(off.longCallsPerWait), 1),
-          ratio(on.longCallsPerWait, off.longCallsPerWait),
-        ],
+        row(`short waits: hand-offs/s (${LOCKS} locks x ${PER_LOCK} workers)`, (s) => s.handOffsPerS),
+        row('short waits: server CPU µs per wait', (s) => s.cpuPerWaitUs),
+        row(`long waits (${fixed(TIMEOUT_MS * 2.5, 0)} ms, ${LONG_WAITS} a round): server CPU µs per wait`, (s) => s.longServerCpuUs),
+        row('long waits: Redis CPU µs per wait', (s) => s.longRedisCpuUs),
+        row('long waits: Redis commands per wait', (s) => s.longCallsPerWait, 1),
       ],
     );
     const chainRows: string[][] = [];
