@@ -52,6 +52,8 @@ export class DeadlockDetector {
   private readonly maxOwners: number;
   private readonly maxWalkMs: number;
   private readonly maxIntervalMs: number;
+  /** Owners this server walks from now; `again`: a wait asked meanwhile, so walk once more. */
+  private readonly walking = new Map<string, { again: boolean; done: Promise<void> }>();
 
   constructor(
     private readonly graph: WaitGraph,
@@ -88,7 +90,7 @@ export class DeadlockDetector {
         keepMs: Math.min(Math.max(0, wait.deadline - now), MAX_WAIT_MS) + this.entryLeaseMs,
       });
       await noted;
-      if (!stopped) await this.walk(wait.owner);
+      if (!stopped) await this.walkFrom(wait.owner);
     };
     const schedule = () => {
       timer = setTimeout(() => {
@@ -115,6 +117,32 @@ export class DeadlockDetector {
     };
   }
 
+  /**
+   * One walk per owner at a time on this server: a wait whose timer fires while its owner's walk
+   * runs asks for one more walk after it (which sees its record), rather than a walk of its own.
+   * A session's thousand waits would otherwise be a thousand walks of the same owner at once.
+   */
+  private walkFrom(owner: string): Promise<void> {
+    const running = this.walking.get(owner);
+    if (running) {
+      running.again = true;
+      return running.done;
+    }
+    const entry = { again: false, done: Promise.resolve() };
+    entry.done = (async () => {
+      try {
+        do {
+          entry.again = false;
+          await this.walk(owner);
+        } while (entry.again);
+      } finally {
+        this.walking.delete(owner);
+      }
+    })();
+    this.walking.set(owner, entry);
+    return entry.done;
+  }
+
   /** Walks from `start`; ends the youngest wait of a cycle back to it that still stands when checked again. */
   async walk(start: string): Promise<void> {
     const began = performance.now();
@@ -126,9 +154,13 @@ export class DeadlockDetector {
     const visit = async (owner: string, path: CycleEdge[]): Promise<CycleEdge[] | null> => {
       if (++visited > this.maxOwners || performance.now() - began > this.maxWalkMs) throw new WalkBound();
       colour.set(owner, 'grey');
+      // An owner's waits on one lock all lead to the same holders: the first that still waits will do.
+      const followed = new Set<string>();
       for (const wait of await this.graph.waitsOf({ prefix: this.prefix, owner })) {
+        if (followed.has(wait.name)) continue;
         const edge = await this.graph.waitEdge({ lock: lockOf(wait.name), waiterId: wait.waiterId, owner });
         if (!edge.waiting) continue;
+        followed.add(wait.name);
         for (const holder of edge.holders) {
           // When it was queued, by the lock's own Redis clock: exact, where the record's estimate is not.
           const step: CycleEdge = { ...wait, since: edge.queuedAt || wait.since, owner, holder };

@@ -166,4 +166,41 @@ describe('the deadlock walk on a real Redis', () => {
     expect(unbounded.events.map((e) => e.kind)).toEqual(['found', 'aborted']);
     expect(await ended(c)).toEqual([CHAIN - 1]);
   });
+
+  it('200 waits of one owner on one lock: its walks run one at a time (a wait that fires meanwhile asks for one more), each reading the lock once', async () => {
+    const base = uniqueName('many');
+    const [owner, holder, lock] = [`${base}-owner`, `${base}-holder`, `${base}-lock`];
+    const WAITS = 200;
+    expect((await store.acquire(ask(lock, holder, ''))).outcome).toBe('granted');
+    let walks = 0;
+    let edges = 0;
+    let sawAll: () => void;
+    const allSeen = new Promise<void>((resolve) => (sawAll = resolve));
+    const counting: WaitGraph = {
+      noteWait: (r) => store.noteWait(r),
+      forgetWait: (r) => store.forgetWait(r),
+      waitsOf: async (r) => {
+        walks++;
+        const waits = await store.waitsOf(r);
+        if (waits.length === WAITS) sawAll();
+        return waits;
+      },
+      waitEdge: (r) => {
+        edges++;
+        return store.waitEdge(r);
+      },
+      abortWait: (r) => store.abortWait(r),
+    };
+    const d = new DeadlockDetector(counting, PREFIX, LONG_MS, { timeoutMs: 50 });
+    const waiterIds = Array.from({ length: WAITS }, (_, i) => `test.${base}-w${i}`);
+    for (const waiterId of waiterIds) expect((await store.acquire(ask(lock, owner, waiterId))).outcome).toBe('queued');
+    // All started together (a session's burst of waits): their timers fire together.
+    const stops = waiterIds.map((waiterId) => d.watch({ name: lock, owner, waiterId, deadline: performance.now() + LONG_MS }));
+    // Every wait's timer has fired and recorded it once a walk reads all 200 records.
+    await allSeen;
+    stops.forEach((stop) => stop());
+    // One walk per timer would be 200 walks, and one edge read per record 200 x 200 reads.
+    expect(walks).toBeLessThanOrEqual(10);
+    expect(edges).toBeLessThanOrEqual(walks);
+  });
 });

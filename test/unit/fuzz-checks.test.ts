@@ -12,3 +12,13 @@ it('accepts a Redis timeout and a master not yet confirmed, and refuses any othe
   expect(checkOutcome('acquire', unavailable('No connection established'), 10)).toMatch(/is not one acquire may answer/);
   expect(checkOutcome('getServerStats', unavailable('Redis is unavailable'), 10)).toMatch(/is not one getServerStats may answer/);
 });
+
+it("accepts a deadlock's ABORTED from a waiting call before any event, and refuses any other ABORTED there (negative control)", () => {
+  const aborted = (details: string): Outcome => ({ code: status.ABORTED, details, cancelled: false, deadline: false, events: [], ms: 1 });
+  const deadlock = 'deadlock: owner "alice" waits for lock "a", held by owner "bob"; owner "bob" waits for lock "b", held by owner "alice"';
+  expect(checkOutcome('acquire', aborted(deadlock), 10)).toBeUndefined();
+  expect(checkOutcome('hold', aborted(deadlock), 10)).toBeUndefined();
+  expect(checkOutcome('acquire', aborted('lock "a" was lost'), 10)).toMatch(/is not one acquire may answer/);
+  expect(checkOutcome('hold', aborted('lock "a" was lost'), 10)).toMatch(/ended ABORTED after no events/);
+  expect(checkOutcome('release', aborted(deadlock), 10)).toMatch(/is not one release may answer/);
+});
