@@ -1,4 +1,8 @@
-
+// Deadlock detection behind Redis Sentinel (docs/deadlocks.md, Topologies): a real master, two
+// replicas and three Sentinels (test/support/sentinel.ts), two holdfast servers following them
+// with --deadlock-timeout-ms 500. A two-owner cycle across the two servers is ended, naming both
+// locks, and the other owner is granted; after a SENTINEL FAILOVER the same servers, on the
+// promoted master, find and end a new cycle as well.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitsKey } from '../../src/engine/keys';
 import { connect, type TestClient } from '../support/client';

@@ -1,6 +1,6 @@
 // Deadlock detection (docs/deadlocks.md) on one real redis-server: servers 0 and 1 detect with a
 // 500 ms timeout, server 2 has detection off (the negative control). Owners are random per test.
-import { status, } from '@grpc/grpc-js';
+import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeadlockError, HoldfastClient, NotAcquiredError, type LockChange } from '../../clients/ts/index';
 import { waitsKey } from '../../src/engine/keys';
