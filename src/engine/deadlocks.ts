@@ -46,6 +46,17 @@ export interface WatchedWait {
   deadline: number;
 }
 
+/** A wait the detector follows: when its next step is due, and its record once written. */
+interface Followed {
+  wait: WatchedWait;
+  startedAt: number;
+  dueAt: number;
+  intervalMs: number;
+  /** A step (record, walk) is running. */
+  busy: boolean;
+  noted: Promise<unknown> | null;
+}
+
 class WalkBound extends Error {}
 
 export class DeadlockDetector {
@@ -54,6 +65,11 @@ export class DeadlockDetector {
   private readonly maxIntervalMs: number;
   /** Owners this server walks from now; `again`: a wait asked meanwhile, so walk once more. */
   private readonly walking = new Map<string, { again: boolean; done: Promise<void> }>();
+  /** The waits followed now, and the one sweep that looks at them while there are any. */
+  private readonly followed = new Set<Followed>();
+  private sweeper?: NodeJS.Timeout;
+  /** How often the sweep runs: a tenth of the timeout (10 to 100 ms), so a walk starts at most that late. */
+  private readonly sweepMs: number;
 
   constructor(
     private readonly graph: WaitGraph,
@@ -64,57 +80,65 @@ export class DeadlockDetector {
     this.maxOwners = options.maxOwners ?? 256;
     this.maxWalkMs = options.maxWalkMs ?? 1000;
     this.maxIntervalMs = options.maxIntervalMs ?? 30_000;
+    this.sweepMs = Math.min(100, Math.max(10, Math.round(options.timeoutMs / 10)));
   }
 
   /**
-   * Follows one wait from its start: at the timeout it records the wait and walks, then walks
-   * again after twice as long, and so on. Returns the stop, called once the wait has ended.
-   * A wait without an owner takes no part.
+   * Follows one wait from its start: once it has lasted the timeout it records the wait and
+   * walks, then walks again after twice as long, and so on. Returns the stop, called once the
+   * wait has ended. A wait without an owner takes no part. No timer per wait: one sweep, while
+   * any wait is followed, looks at them all (most end long before the timeout).
    */
   watch(wait: WatchedWait): () => void {
     if (!wait.owner) return () => {};
-    const startedAt = performance.now();
-    let stopped = false;
-    let noted: Promise<unknown> | null = null;
-    let interval = this.options.timeoutMs;
-    let timer: NodeJS.Timeout | undefined;
-    const step = async () => {
-      const now = performance.now();
-      noted ??= this.graph.noteWait({
-        prefix: this.prefix,
-        owner: wait.owner,
-        waiterId: wait.waiterId,
-        name: wait.name,
-        waitedMs: now - startedAt,
-        // A record outlives its wait by the entry lease; no wait is longer than MAX_WAIT_MS.
-        keepMs: Math.min(Math.max(0, wait.deadline - now), MAX_WAIT_MS) + this.entryLeaseMs,
-      });
-      await noted;
-      if (!stopped) await this.walkFrom(wait.owner);
-    };
-    const schedule = () => {
-      timer = setTimeout(() => {
-        step().then(
-          () => {
-            if (stopped) return;
-            interval = Math.min(interval * 2, this.maxIntervalMs);
-            schedule();
-          },
-          (err) => {
-            this.options.onBackgroundError?.(err);
-            if (!stopped) schedule();
-          },
-        );
-      }, interval);
-    };
-    schedule();
+    const followed: Followed = { wait, startedAt: performance.now(), dueAt: 0, intervalMs: this.options.timeoutMs, busy: false, noted: null };
+    followed.dueAt = followed.startedAt + followed.intervalMs;
+    this.followed.add(followed);
+    this.sweeper ??= setInterval(() => this.sweep(), this.sweepMs);
     return () => {
-      stopped = true;
-      clearTimeout(timer);
+      this.followed.delete(followed);
+      if (this.followed.size === 0) {
+        clearInterval(this.sweeper);
+        this.sweeper = undefined;
+      }
+      const { noted } = followed;
       if (!noted) return;
       const forget = () => this.graph.forgetWait({ prefix: this.prefix, owner: wait.owner, waiterId: wait.waiterId });
       noted.then(forget, forget).catch((err) => this.options.onBackgroundError?.(err));
     };
+  }
+
+  /** Records and walks each followed wait that is due (not one already busy with its step). */
+  private sweep(): void {
+    const now = performance.now();
+    for (const followed of this.followed) {
+      if (followed.busy || now < followed.dueAt) continue;
+      followed.busy = true;
+      this.step(followed, now)
+        .then(
+          () => (followed.intervalMs = Math.min(followed.intervalMs * 2, this.maxIntervalMs)),
+          (err) => this.options.onBackgroundError?.(err),
+        )
+        .finally(() => {
+          followed.busy = false;
+          followed.dueAt = performance.now() + followed.intervalMs;
+        });
+    }
+  }
+
+  private async step(followed: Followed, now: number): Promise<void> {
+    const { wait } = followed;
+    followed.noted ??= this.graph.noteWait({
+      prefix: this.prefix,
+      owner: wait.owner,
+      waiterId: wait.waiterId,
+      name: wait.name,
+      waitedMs: now - followed.startedAt,
+      // A record outlives its wait by the entry lease; no wait is longer than MAX_WAIT_MS.
+      keepMs: Math.min(Math.max(0, wait.deadline - now), MAX_WAIT_MS) + this.entryLeaseMs,
+    });
+    await followed.noted;
+    if (this.followed.has(followed)) await this.walkFrom(wait.owner);
   }
 
   /**
