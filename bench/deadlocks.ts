@@ -4,7 +4,7 @@
 // machine falls on both alike, and each figure is given beside the other measured in the same run.
 //
 // 1. Short waits (no cycles, none reaching the timeout): workers hand locks to each other, each
-//    with its own owner; the cost is one timer per wait. Hand-offs per second, server CPU per wait.
+//    with its own owner; the cost is following each wait until it ends. Hand-offs per second, server CPU per wait.
 // 2. Long waits (no cycles, each past the timeout): holders keep their locks for longer than the
 //    timeout, each waiter queued behind one; every wait writes its record and walks once. Server
 //    and Redis CPU per wait, and Redis calls per wait.
@@ -203,7 +203,7 @@ async function main(): Promise<void> {
       note,
       `${waitsTable}\n\n${chainTable}`,
       [
-        'A wait that ends before the timeout costs one timer: the short-wait rows are the price of detection being on for everyone.',
+        "A wait that ends before the timeout costs an entry in the detector's set (one sweep per server looks at them): the short-wait rows are the price of detection being on for everyone.",
         "The commands counted during a chain include the servers' background work in that time (claims, renewals, failover checks) and the abort's hand-offs; a walk itself is 2 calls per owner visited and 1 per edge checked again.",
         'Every wait past the timeout walks from its own owner (again at 3x and 7x the timeout, doubling): in a chain of N waiting owners started together, N walks of up to N steps run at once, N^2 calls in a burst. The closing wait is timed between those bursts.',
       ],
