@@ -190,7 +190,6 @@ export async function startRedisBackend(config: BackendConfig, maxWaitersPerLock
   };
 }
 
-/** One line at start that says what the defaults guarantee here and what it costs. */
 /**
  * Deadlock detection's settings, and its log lines: the cycle that ended a wait at warn, a cycle
  * that broke before it was checked again (nothing ended) at info.
@@ -211,6 +210,7 @@ function deadlockOptions(config: BackendConfig, log: BackendConfig['logger']): D
   };
 }
 
+/** One line at start that says what the defaults guarantee here and what it costs. */
 function logSafety(log: BackendConfig['logger'], quarantine: number, maxTtlMs: number, marginMs: number, syncReplicas: unknown): void {
   if (!quarantine) {
     log.warn(
