@@ -167,8 +167,10 @@ export class WatchRoom {
     const updates: WatchUpdate[] = before ? changes(before, state, feed.notes, now - feed.readAt) : [{ event: 'state' as const, state }];
     // Notices from before this read started are reflected in it; later ones wait for the next read.
     for (const [fence, note] of feed.notes) if (note.read <= started) feed.notes.delete(fence);
-    for (const abort of feed.aborts) if (abort.read <= started) updates.push({ event: 'deadlock', deadlock: abort.cycle, state });
-    feed.aborts = feed.aborts.filter((abort) => abort.read > started);
+    if (feed.aborts.length > 0) {
+      for (const abort of feed.aborts) if (abort.read <= started) updates.push({ event: 'deadlock', deadlock: abort.cycle, state });
+      feed.aborts = feed.aborts.filter((abort) => abort.read > started);
+    }
     feed.state = state;
     feed.readAt = now;
     for (const update of updates) for (const listener of feed.listeners) listener.onUpdate(update);
