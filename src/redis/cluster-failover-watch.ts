@@ -29,6 +29,9 @@ export function tagForSlot(slot: number): string {
   for (let i = 0; ; i++) if (calculateSlot(String(i)) === slot) return String(i);
 }
 
+/** How long a slot's node may stay unchecked before the slot map is read again, and how often after. */
+const REFRESH_MS = 2000;
+
 const NOT_IDENTIFIED = 'the server has not yet confirmed which Redis master serves this lock';
 
 export class ClusterFailoverWatch {
@@ -37,6 +40,9 @@ export class ClusterFailoverWatch {
   /** The client each watch talks to (the pool may replace a node's client). */
   private readonly clients = new WeakMap<FailoverWatch, Redis>();
   private synced = false;
+  /** performance.now() since when some slot's node has had no checked master (0: none), and of the last slot-map refresh. */
+  private uncheckedSince = 0;
+  private refreshedAt = 0;
   private readonly timer: NodeJS.Timeout;
   private readonly sync = () => this.syncNodes();
 
@@ -126,7 +132,15 @@ export class ClusterFailoverWatch {
     // no MOVED corrects the map; ioredis refreshes it only on such errors (no periodic refresh by
     // default), and a refresh answered before the promotion leaves the dead master in place (seen
     // in the failover test: grants stayed blocked after the replica took over). Ask again.
-    if ([...firstSlot.keys()].some((node) => !this.watches.get(node)?.isVerified)) cluster.refreshSlotsCache();
+    // Not at once: at start and on a brief reconnect the node is checked within a poll or two,
+    // and a refresh resets ioredis's node pool; only a node unchecked for REFRESH_MS is asked about.
+    const now = performance.now();
+    if (![...firstSlot.keys()].some((node) => !this.watches.get(node)?.isVerified)) this.uncheckedSince = 0;
+    else if (this.uncheckedSince === 0) this.uncheckedSince = now;
+    else if (now - this.uncheckedSince >= REFRESH_MS && now - this.refreshedAt >= REFRESH_MS) {
+      this.refreshedAt = now;
+      cluster.refreshSlotsCache();
+    }
   }
 
   private watchNode(node: string, client: Redis, slot: number): FailoverWatch {
