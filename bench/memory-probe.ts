@@ -4,7 +4,7 @@
 // HOLDFAST_BENCH_HEAP_SNAPSHOT_DIR set, each signal also writes a heap snapshot there (profiling
 // only: it stops the server for seconds). Not part of the server.
 import { writeFileSync } from 'node:fs';
-import { writeHeapSnapshot } from 'node:v8';
+import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 
 const file = process.env.HOLDFAST_BENCH_MEMORY_FILE;
 let seq = 0;
@@ -13,7 +13,9 @@ if (file) {
     (globalThis as { gc?: () => void }).gc?.();
     const dir = process.env.HOLDFAST_BENCH_HEAP_SNAPSHOT_DIR;
     if (dir) writeHeapSnapshot(`${dir}/probe-${seq + 1}.heapsnapshot`);
-    const { rss, heapUsed, external, arrayBuffers } = process.memoryUsage();
-    writeFileSync(file, JSON.stringify({ seq: ++seq, rss, heapUsed, external, arrayBuffers }));
+    const { rss, heapUsed, heapTotal, external, arrayBuffers } = process.memoryUsage();
+    // Committed size per V8 heap space: where RSS above the live heap sits.
+    const spaces = Object.fromEntries(getHeapSpaceStatistics().map((s) => [s.space_name, s.space_size]));
+    writeFileSync(file, JSON.stringify({ seq: ++seq, rss, heapUsed, heapTotal, external, arrayBuffers, spaces }));
   });
 }

@@ -151,6 +151,7 @@ async function measure(locks: number): Promise<Measured> {
     const after = await sample();
     // Outside the window: the forced GC costs CPU and stops the server for a moment.
     const loaded = await probe.read(server.pid);
+    log(`memory after GC, idle then held: ${JSON.stringify(idle)} ${JSON.stringify(loaded)}`);
     for (const session of sessions) session.cancel();
     return {
       locks,

@@ -300,8 +300,11 @@ export async function uncontendedPairs(clients: LockClient[], prefix: string, se
 export interface LiveMemory {
   rss: number;
   heapUsed: number;
+  heapTotal: number;
   external: number;
   arrayBuffers: number;
+  /** Committed bytes per V8 heap space. */
+  spaces: Record<string, number>;
 }
 
 /**

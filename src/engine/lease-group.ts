@@ -29,7 +29,8 @@ export type GroupLease = HeldLease<LeaseSet>;
 
 /** The holds one Hold, HoldSet, `hold` or `hold_set` took: the first one lost ends them all. */
 export class LeaseSet {
-  readonly members: GroupLease[] = [];
+  /** Set once, as the set joins: an array of its exact size (one pushed to grows to 17 slots). */
+  members: readonly GroupLease[] = [];
   /** Lost, dropped or ended with its group: its members are no longer the group's. */
   over = false;
 
@@ -143,7 +144,7 @@ export class LeaseGroup implements LeaseListener<LeaseSet> {
     if (!grants) throw new LockError('timeout', timeout());
     const set = new LeaseSet(ask.tag ?? '', named);
     const { ttlMs } = leaseParams(ask);
-    for (const { name, grant, holdId } of grants) {
+    set.members = grants.map(({ name, grant, holdId }) => {
       const { token, fencingToken } = grant;
       const request = {
         name,
@@ -156,13 +157,13 @@ export class LeaseGroup implements LeaseListener<LeaseSet> {
         releaseOnDisconnect: ask.releaseOnDisconnect,
       };
       const lease = this.watchdog.keep(request, this, set, grant.leaseStart, grant.ttlMs);
-      set.members.push(lease);
       this.members.add(lease);
       this.ends.push(lease);
       // Until a report covers it, its holder counts this member from its grant: a later end equal
       // to the one reported before must still be reported.
       this.told = Math.min(this.told, lease.start + lease.leftMs);
-    }
+      return lease;
+    });
     return { set, grants };
   }
 

@@ -14,6 +14,11 @@ import type { AcquireParams, FenceCheck, HolderInfo, Mode, VanishReason } from '
 export interface LockRef {
   readonly prefix: string;
   readonly name: string;
+  /**
+   * The store's own note of where the lock lives, kept on a long-lived reference (a kept lease:
+   * present, even if undefined) so each renewal need not work it out again. Only the store reads it.
+   */
+  storeNote?: unknown;
 }
 
 /** A grant as storage made it; the engine adds when its lease started (Grant.leaseStart). */

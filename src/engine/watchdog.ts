@@ -65,8 +65,11 @@ class Lease implements KeepRequest, HeldLease<unknown>, LockRef, Schedulable {
   toldUntil: number;
   start: number;
   leftMs: number;
-  /** The watchdog's schedule's counter (due-schedule.ts). */
+  /** The watchdog's schedule's counter and due time (due-schedule.ts). */
   dueVersion = 0;
+  dueAt = 0;
+  /** LockRef.storeNote: the store's, kept for the lease's life. */
+  storeNote: unknown = undefined;
   /** The lease asked for by the renewal in flight (ms). */
   askedMs = 0;
   /** The confirmed lease already runs to the max hold time: no renewal can extend it. */

@@ -88,7 +88,6 @@ export class RedisStore implements LockStore, WaitGraph {
   private readonly library = lockLibrary();
   private readonly guard?: WriteGuard;
   private readonly describeUnavailable?: DescribeUnavailable;
-  private readonly located = new WeakMap<LockRef, Located>();
   readonly confirmsWrites: boolean;
   readonly queues = true;
   readonly waitGraph: WaitGraph = this;
@@ -234,14 +233,17 @@ export class RedisStore implements LockStore, WaitGraph {
     return { keys: scriptKeys(lockKeys(lock.prefix, lock.name), scriptKeyCount(script)), args };
   }
 
-  /** A kept lease's renew keys and batch group: asked again every tick, so worked out once per lock reference. */
+  /**
+   * A lock's renew keys and batch group. A kept lease asks again every tick, so it keeps them in
+   * its storeNote (a field on the lease, not a WeakMap: a lookup per renewal and an entry per
+   * lease less).
+   */
   private locate(lock: LockRef): Located {
-    let located = this.located.get(lock);
-    if (!located) {
-      const { holders, queue, data } = lockKeys(lock.prefix, lock.name);
-      located = { keys: [holders, queue, data], group: this.batchGroupOf(holders) };
-      this.located.set(lock, located);
-    }
+    const noted = lock.storeNote as Located | undefined;
+    if (noted) return noted;
+    const { holders, queue, data } = lockKeys(lock.prefix, lock.name);
+    const located: Located = { keys: [holders, queue, data], group: this.batchGroupOf(holders) };
+    if ('storeNote' in lock) lock.storeNote = located;
     return located;
   }
 
