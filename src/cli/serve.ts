@@ -312,7 +312,7 @@ export function serveCommand(): Command {
     .addOption(
       new Option(
         '--optimize-for-size',
-        "run the server under node's --optimize-for-size: less RSS per Hold stream, for more CPU per call (README, Benchmarks)",
+        "run the server under node's --optimize-for-size: less RSS per Hold stream and per lock held, for more CPU per call (README, Benchmarks)",
       ).default(false),
     )
     .addOption(new Option('--config <file>', 'YAML file of settings (keys spelled as the flags); flags and env override it').env('HOLDFAST_CONFIG'))
