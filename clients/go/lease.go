@@ -241,11 +241,13 @@ func (l *Lease) end(err error) {
 	if l.timer != nil {
 		l.timer.Stop()
 	}
-	close(l.done)
 	l.mu.Unlock()
+	// The keeper lets go of a lost lease before Done closes: whoever waits on Done then finds
+	// the session no longer keeping it (Stats). Only the first end gets here, so one close.
 	if lost := (*LostError)(nil); errors.As(err, &lost) {
 		l.keeper.lost(l)
 	}
+	close(l.done)
 }
 
 // Release gives back exactly this lease's hold (Release with the token and hold id; over the
